@@ -1,0 +1,13 @@
+"""dask_kernels: linearized-kernel features on Dask, stored in Zarr, learned out of core."""
+
+from importlib.metadata import PackageNotFoundError, version
+
+from .maps import FeatureMap, from_spec, registered_maps
+from .rng import RNG_SCHEME
+
+try:
+    __version__ = version("dask-kernels")
+except PackageNotFoundError:  # running from a source tree
+    __version__ = "0.0.0+source"
+
+__all__ = ["FeatureMap", "RNG_SCHEME", "from_spec", "registered_maps", "__version__"]

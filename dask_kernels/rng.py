@@ -1,0 +1,251 @@
+"""Counter-based random numbers: every value is a pure function of (seed, stream, index, counter).
+
+Nothing here has state. A worker that needs the random parameter of feature ``index`` for hash
+``counter`` recomputes it from the seed, so no parameter matrix is ever shipped between
+processes and a row's features never depend on how the data was partitioned.
+
+Scheme ``RNG_SCHEME = "dk-rng-1"`` (recorded in every spec and store; changing any formula below
+requires a new identifier, and the known-answer tests in ``tests/test_rng.py`` pin it):
+
+* ``mix64`` is the SplitMix64 finalizer (Stafford's variant 13), a bijection on 64-bit words.
+* ``stream_key(seed, stream) = mix64(mix64(seed) ^ (stream * C_STREAM))``
+* ``index_key(skey, index)  = mix64(skey ^ (index * C_INDEX))``           (index is a uint64)
+* ``bits(ikey, counter)     = mix64(ikey ^ ((counter + 1) * C_COUNTER))``
+* ``unit64(h) = ((h >> 12) + 0.5) * 2**-52``   float64 on the open interval (0, 1)
+* ``unit32(h) = ((h >> 9 & 0x7fffff) + 0.5) * 2**-23``  float32 on (0, 1), from the low 32 bits
+  (``h >> 41`` gives a second, independent one from the high 32 bits)
+* ``normal``: Box-Muller, ``sqrt(-2 log u1) cos(2 pi u2)`` with u1, u2 = ``unit64`` of counters
+  ``2c`` and ``2c + 1``.
+* ``gamma2``: Gamma(2, 1) as ``-log(u1) - log(u2)``, u1, u2 = ``unit64`` of counters ``2c``,
+  ``2c + 1``.
+* ``gamma2_f32``: Gamma(2, 1) in float32 from one 64-bit word, ``-log32(u_lo * u_hi)``, with
+  :func:`log32` below. Used on hot paths (GCWS), where libm's scalar ``log`` would dominate.
+* ``rank``: ``bits`` itself, a uniformly random 64-bit word for minwise hashing.
+
+``log32`` is our own float32 logarithm (Cephes polynomial, under 2 ulp). It is part of the scheme:
+it is written in plain arithmetic so that LLVM can vectorize loops that call it, and so the
+values do not depend on the platform's libm.
+"""
+
+import numpy as np
+from numba import njit, types
+from numba.extending import intrinsic
+
+RNG_SCHEME = "dk-rng-1"
+
+_M1 = np.uint64(0xBF58476D1CE4E5B9)
+_M2 = np.uint64(0x94D049BB133111EB)
+C_STREAM = np.uint64(0x9E3779B97F4A7C15)
+C_INDEX = np.uint64(0xD1B54A32D192ED03)
+C_COUNTER = np.uint64(0xAEF17502108EF2D9)
+
+_S30 = np.uint64(30)
+_S27 = np.uint64(27)
+_S31 = np.uint64(31)
+_S12 = np.uint64(12)
+_S9 = np.uint64(9)
+_S41 = np.uint64(41)
+_ONE = np.uint64(1)
+_MASK23 = np.uint64(0x7FFFFF)
+_TWO_M52 = 2.0**-52
+_TWO_M23 = np.float32(2.0**-23)
+_HALF32 = np.float32(0.5)
+
+
+@njit(nogil=True, cache=True, inline="always")
+def mix64(z):
+    """SplitMix64 finalizer: a bijective avalanche of a 64-bit word."""
+    z = np.uint64(z)
+    z = (z ^ (z >> _S30)) * _M1
+    z = (z ^ (z >> _S27)) * _M2
+    return z ^ (z >> _S31)
+
+
+@njit(nogil=True, cache=True, inline="always")
+def stream_key(seed, stream):
+    """Key of one random stream (one kind of parameter) under one seed."""
+    return mix64(mix64(np.uint64(seed)) ^ (np.uint64(stream) * C_STREAM))
+
+
+@njit(nogil=True, cache=True, inline="always")
+def index_key(skey, index):
+    """Key of one index (an input dimension, a block, ...) within a stream."""
+    return mix64(skey ^ (np.uint64(index) * C_INDEX))
+
+
+@njit(nogil=True, cache=True, inline="always")
+def bits(ikey, counter):
+    """Random 64-bit word number ``counter`` of an index key."""
+    return mix64(ikey ^ ((np.uint64(counter) + _ONE) * C_COUNTER))
+
+
+@njit(nogil=True, cache=True, inline="always")
+def unit64(h):
+    """float64 uniform on the open interval (0, 1) from a 64-bit word."""
+    return (np.float64(h >> _S12) + 0.5) * _TWO_M52
+
+
+@njit(nogil=True, cache=True, inline="always")
+def unit32(h):
+    """float32 uniform on (0, 1) from the low 32 bits of a word (23 bits of resolution)."""
+    return (np.float32((h >> _S9) & _MASK23) + _HALF32) * _TWO_M23
+
+
+@njit(nogil=True, cache=True, inline="always")
+def unit32_hi(h):
+    """float32 uniform on (0, 1) from the high 32 bits of a word, independent of ``unit32(h)``."""
+    return (np.float32(h >> _S41) + _HALF32) * _TWO_M23
+
+
+# ---------------------------------------------------------------------------------------------
+# float32 logarithm in plain arithmetic (vectorizable, libm-independent)
+
+
+@intrinsic
+def _f32_as_i32(typingctx, x):
+    if x != types.float32:
+        return None
+
+    def codegen(context, builder, sig, args):
+        return builder.bitcast(args[0], context.get_value_type(types.int32))
+
+    return types.int32(types.float32), codegen
+
+
+@intrinsic
+def _i32_as_f32(typingctx, x):
+    if x != types.int32:
+        return None
+
+    def codegen(context, builder, sig, args):
+        return builder.bitcast(args[0], context.get_value_type(types.float32))
+
+    return types.float32(types.int32), codegen
+
+
+_SQRTHF = np.float32(0.707106781186547524)
+_LN2_HI = np.float32(0.693359375)
+_LN2_LO = np.float32(-2.12194440e-4)
+_P0 = np.float32(7.0376836292e-2)
+_P1 = np.float32(-1.1514610310e-1)
+_P2 = np.float32(1.1676998740e-1)
+_P3 = np.float32(-1.2420140846e-1)
+_P4 = np.float32(1.4249322787e-1)
+_P5 = np.float32(-1.6668057665e-1)
+_P6 = np.float32(2.0000714765e-1)
+_P7 = np.float32(-2.4999993993e-1)
+_P8 = np.float32(3.3333331174e-1)
+_F1 = np.float32(1.0)
+_F05 = np.float32(0.5)
+
+
+@njit(nogil=True, cache=True, inline="always")
+def log32(x):
+    """Natural logarithm of a positive, finite, normal float32 (Cephes ``logf``)."""
+    i = _f32_as_i32(np.float32(x))
+    e = np.float32(((i >> np.int32(23)) & np.int32(0xFF)) - np.int32(126))
+    m = _i32_as_f32(np.int32((i & np.int32(0x7FFFFF)) | np.int32(0x3F000000)))  # m in [0.5, 1)
+    small = m < _SQRTHF
+    e = e - _F1 if small else e
+    f = (m + m - _F1) if small else (m - _F1)
+    z = f * f
+    y = _P0
+    y = y * f + _P1
+    y = y * f + _P2
+    y = y * f + _P3
+    y = y * f + _P4
+    y = y * f + _P5
+    y = y * f + _P6
+    y = y * f + _P7
+    y = y * f + _P8
+    y = y * f * z
+    y = y + e * _LN2_LO
+    y = y - _F05 * z
+    return f + y + e * _LN2_HI
+
+
+# ---------------------------------------------------------------------------------------------
+# distributions
+
+
+@njit(nogil=True, cache=True)
+def uniform(seed, stream, index, counter):
+    """Uniform on (0, 1), float64."""
+    return unit64(bits(index_key(stream_key(seed, stream), index), counter))
+
+
+@njit(nogil=True, cache=True)
+def normal(seed, stream, index, counter):
+    """Standard normal, float64 (Box-Muller on counters 2c and 2c + 1)."""
+    ikey = index_key(stream_key(seed, stream), index)
+    c = np.uint64(counter) * np.uint64(2)
+    u1 = unit64(bits(ikey, c))
+    u2 = unit64(bits(ikey, c + _ONE))
+    return np.sqrt(-2.0 * np.log(u1)) * np.cos(2.0 * np.pi * u2)
+
+
+@njit(nogil=True, cache=True)
+def gamma2(seed, stream, index, counter):
+    """Gamma(shape=2, scale=1), float64: the sum of two standard exponentials."""
+    ikey = index_key(stream_key(seed, stream), index)
+    c = np.uint64(counter) * np.uint64(2)
+    return -np.log(unit64(bits(ikey, c))) - np.log(unit64(bits(ikey, c + _ONE)))
+
+
+@njit(nogil=True, cache=True, inline="always")
+def gamma2_f32(h):
+    """Gamma(2, 1) in float32 from one 64-bit word: ``-log32(u_lo * u_hi)``."""
+    return -log32(unit32(h) * unit32_hi(h))
+
+
+@njit(nogil=True, cache=True)
+def rank(seed, stream, index, counter):
+    """A uniformly random 64-bit word: the rank of ``index`` under minwise hash ``counter``."""
+    return bits(index_key(stream_key(seed, stream), index), counter)
+
+
+# Vectorized front-ends, mostly for tests and for building small parameter tables.
+
+
+@njit(nogil=True, cache=True)
+def uniform_array(seed, stream, indices, counters):
+    """``uniform`` on the outer product ``indices x counters`` (shape (len(i), len(c)))."""
+    out = np.empty((indices.size, counters.size))
+    skey = stream_key(seed, stream)
+    for a in range(indices.size):
+        ikey = index_key(skey, indices[a])
+        for b in range(counters.size):
+            out[a, b] = unit64(bits(ikey, counters[b]))
+    return out
+
+
+@njit(nogil=True, cache=True)
+def normal_array(seed, stream, indices, counters):
+    """``normal`` on the outer product ``indices x counters``."""
+    out = np.empty((indices.size, counters.size))
+    for a in range(indices.size):
+        for b in range(counters.size):
+            out[a, b] = normal(seed, stream, indices[a], counters[b])
+    return out
+
+
+@njit(nogil=True, cache=True)
+def gamma2_array(seed, stream, indices, counters):
+    """``gamma2`` on the outer product ``indices x counters``."""
+    out = np.empty((indices.size, counters.size))
+    for a in range(indices.size):
+        for b in range(counters.size):
+            out[a, b] = gamma2(seed, stream, indices[a], counters[b])
+    return out
+
+
+@njit(nogil=True, cache=True)
+def rank_array(seed, stream, indices, counters):
+    """``rank`` on the outer product ``indices x counters`` (uint64)."""
+    out = np.empty((indices.size, counters.size), dtype=np.uint64)
+    skey = stream_key(seed, stream)
+    for a in range(indices.size):
+        ikey = index_key(skey, indices[a])
+        for b in range(counters.size):
+            out[a, b] = bits(ikey, counters[b])
+    return out
