@@ -2,7 +2,9 @@
 
 from importlib.metadata import PackageNotFoundError, version
 
+from .exact import gmm_kernel, minmax_kernel
 from .maps import FeatureMap, from_spec, registered_maps
+from .maps.gcws import GCWS, expand_codes
 from .rng import RNG_SCHEME
 
 try:
@@ -10,4 +12,14 @@ try:
 except PackageNotFoundError:  # running from a source tree
     __version__ = "0.0.0+source"
 
-__all__ = ["FeatureMap", "RNG_SCHEME", "from_spec", "registered_maps", "__version__"]
+__all__ = [
+    "FeatureMap",
+    "GCWS",
+    "RNG_SCHEME",
+    "expand_codes",
+    "from_spec",
+    "gmm_kernel",
+    "minmax_kernel",
+    "registered_maps",
+    "__version__",
+]

@@ -12,8 +12,8 @@ requires a new identifier, and the known-answer tests in ``tests/test_rng.py`` p
 * ``index_key(skey, index)  = mix64(skey ^ (index * C_INDEX))``           (index is a uint64)
 * ``bits(ikey, counter)     = mix64(ikey ^ ((counter + 1) * C_COUNTER))``
 * ``unit64(h) = ((h >> 12) + 0.5) * 2**-52``   float64 on the open interval (0, 1)
-* ``unit32(h) = ((h >> 9 & 0x7fffff) + 0.5) * 2**-23``  float32 on (0, 1), from the low 32 bits
-  (``h >> 41`` gives a second, independent one from the high 32 bits)
+* ``unit32(h) = ((lo32(h) >> 9) + 0.5) * 2**-23``  float32 on (0, 1), from the low 32 bits
+  (``unit32_hi`` does the same with the high 32 bits: a second, independent one)
 * ``normal``: Box-Muller, ``sqrt(-2 log u1) cos(2 pi u2)`` with u1, u2 = ``unit64`` of counters
   ``2c`` and ``2c + 1``.
 * ``gamma2``: Gamma(2, 1) as ``-log(u1) - log(u2)``, u1, u2 = ``unit64`` of counters ``2c``,
@@ -43,10 +43,7 @@ _S30 = np.uint64(30)
 _S27 = np.uint64(27)
 _S31 = np.uint64(31)
 _S12 = np.uint64(12)
-_S9 = np.uint64(9)
-_S41 = np.uint64(41)
 _ONE = np.uint64(1)
-_MASK23 = np.uint64(0x7FFFFF)
 _TWO_M52 = 2.0**-52
 _TWO_M23 = np.float32(2.0**-23)
 _HALF32 = np.float32(0.5)
@@ -86,15 +83,33 @@ def unit64(h):
 
 
 @njit(nogil=True, cache=True, inline="always")
+def unit32_word(w):
+    """float32 uniform on (0, 1) from a 32-bit word: its top 23 bits, plus one half."""
+    return (np.float32(np.int32(np.uint32(w) >> np.uint32(9))) + _HALF32) * _TWO_M23
+
+
+@njit(nogil=True, cache=True, inline="always")
+def lo32(h):
+    """Low 32 bits of a 64-bit word."""
+    return np.uint32(h & np.uint64(0xFFFFFFFF))
+
+
+@njit(nogil=True, cache=True, inline="always")
+def hi32(h):
+    """High 32 bits of a 64-bit word."""
+    return np.uint32(h >> np.uint64(32))
+
+
+@njit(nogil=True, cache=True, inline="always")
 def unit32(h):
     """float32 uniform on (0, 1) from the low 32 bits of a word (23 bits of resolution)."""
-    return (np.float32((h >> _S9) & _MASK23) + _HALF32) * _TWO_M23
+    return unit32_word(lo32(h))
 
 
 @njit(nogil=True, cache=True, inline="always")
 def unit32_hi(h):
     """float32 uniform on (0, 1) from the high 32 bits of a word, independent of ``unit32(h)``."""
-    return (np.float32(h >> _S41) + _HALF32) * _TWO_M23
+    return unit32_word(hi32(h))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -137,14 +152,18 @@ _P7 = np.float32(-2.4999993993e-1)
 _P8 = np.float32(3.3333331174e-1)
 _F1 = np.float32(1.0)
 _F05 = np.float32(0.5)
+_EXP_BIAS = np.float32(2.0**23 + 126)
 
 
 @njit(nogil=True, cache=True, inline="always")
 def log32(x):
     """Natural logarithm of a positive, finite, normal float32 (Cephes ``logf``)."""
     i = _f32_as_i32(np.float32(x))
-    e = np.float32(((i >> np.int32(23)) & np.int32(0xFF)) - np.int32(126))
-    m = _i32_as_f32(np.int32((i & np.int32(0x7FFFFF)) | np.int32(0x3F000000)))  # m in [0.5, 1)
+    # Exponent to float through the mantissa of 2**23 and mantissa into [0.5, 1), all in
+    # 32-bit integer lanes: an int64 detour halves the SIMD width.
+    e_bits = np.int32(np.int32(i >> np.int32(23)) & np.int32(0xFF))
+    e = _i32_as_f32(np.int32(e_bits | np.int32(0x4B000000))) - _EXP_BIAS
+    m = _i32_as_f32(np.int32(np.int32(i & np.int32(0x7FFFFF)) | np.int32(0x3F000000)))
     small = m < _SQRTHF
     e = e - _F1 if small else e
     f = (m + m - _F1) if small else (m - _F1)
@@ -195,7 +214,13 @@ def gamma2(seed, stream, index, counter):
 @njit(nogil=True, cache=True, inline="always")
 def gamma2_f32(h):
     """Gamma(2, 1) in float32 from one 64-bit word: ``-log32(u_lo * u_hi)``."""
-    return -log32(unit32(h) * unit32_hi(h))
+    return gamma2_f32_words(lo32(h), hi32(h))
+
+
+@njit(nogil=True, cache=True, inline="always")
+def gamma2_f32_words(lo, hi):
+    """``gamma2_f32`` from the two 32-bit halves of its word (for loops kept in 32-bit lanes)."""
+    return -log32(unit32_word(lo) * unit32_word(hi))
 
 
 @njit(nogil=True, cache=True)

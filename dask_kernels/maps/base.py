@@ -20,11 +20,10 @@ A subclass provides:
 import json
 
 import numpy as np
-import scipy.sparse as sp
-from numba import njit
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ..blocks import as_block, check_finite_rows  # noqa: F401  (re-exported for maps)
 from ..rng import RNG_SCHEME
 
 SPEC_VERSION = 1
@@ -35,60 +34,6 @@ _REGISTRY = {}
 def registered_maps():
     """Names of all registered feature-map methods, mapped to their classes."""
     return dict(_REGISTRY)
-
-
-@njit(nogil=True, cache=True)
-def _first_nonfinite_dense(X):
-    n, d = X.shape
-    for i in range(n):
-        for j in range(d):
-            if not np.isfinite(X[i, j]):
-                return i, j
-    return -1, -1
-
-
-@njit(nogil=True, cache=True)
-def _first_nonfinite_csr(data, indices, indptr):
-    for i in range(indptr.size - 1):
-        for p in range(indptr[i], indptr[i + 1]):
-            if not np.isfinite(data[p]):
-                return i, indices[p]
-    return -1, -1
-
-
-def check_finite_rows(X, row_offset=0):
-    """Raise ``ValueError`` naming the first row (global number) holding NaN or infinity."""
-    if sp.issparse(X):
-        row, col = _first_nonfinite_csr(X.data, X.indices, X.indptr)
-        value = X[row, col] if row >= 0 else None
-    else:
-        row, col = _first_nonfinite_dense(X)
-        value = X[row, col] if row >= 0 else None
-    if row >= 0:
-        raise ValueError(
-            f"Input contains NaN or infinity ({value}) in row {row + row_offset}, column {col}; "
-            "clean or impute the data first."
-        )
-
-
-def as_block(X, dtype=(np.float64, np.float32)):
-    """Coerce an already-validated block to what ``transform_block`` kernels expect.
-
-    Dense input becomes C-contiguous; sparse input becomes CSR with sorted indices, duplicates
-    summed and explicit zeros kept out of the nonzero count.
-    """
-    if sp.issparse(X):
-        X = sp.csr_matrix(X)
-        if X.dtype not in dtype:
-            X = X.astype(dtype[0])
-        if not X.has_canonical_format:
-            X = X.copy()
-            X.sum_duplicates()
-        return X
-    X = np.asarray(X)
-    if X.dtype not in dtype:
-        X = X.astype(dtype[0])
-    return np.ascontiguousarray(X)
 
 
 class FeatureMap(TransformerMixin, BaseEstimator):

@@ -1,0 +1,424 @@
+"""GCWS: generalized consistent weighted sampling, linearizing the GMM kernel (Li, KDD 2017).
+
+Each row is sign-split into a nonnegative vector ``x~`` of length 2D (``x~[2i]`` the positive
+part of feature i, ``x~[2i+1]`` the negative part), then hashed k times with Ioffe's ICWS
+(Algorithm 1 of the paper). For hash j and every nonzero split index s:
+
+    r, c ~ Gamma(2, 1),  beta ~ U(0, 1)         (functions of (seed, s, j) only)
+    t = floor(log(x~_s) / r + beta)
+    a = log(c) - r (t + 1 - beta)
+    (i*_j, t*_j) = (s, t) at the smallest a
+
+``P[(i*, t*)(x) == (i*, t*)(y)] = GMM(x, y)``. The code of hash j is the lowest ``bits`` bits of
+i*_j; a linear learner sees it as a one-hot block of length 2**bits.
+
+Random parameters: stream ``STREAM`` of :mod:`dask_kernels.rng`, index = split index s,
+words ``3j`` (r), ``3j + 1`` (c) and ``3j + 2`` (beta); r and c are ``gamma2_f32`` of their word,
+``beta = unit32`` of its word. The table path stores exactly these values for every split index
+of a moderate dimension; the hash path recomputes them per nonzero, so sparse input of any
+dimension (up to 2**31) needs no per-dimension memory. Both run the same update code, so they
+give identical codes.
+"""
+
+import numbers
+
+import numpy as np
+import scipy.sparse as sp
+from numba import njit
+from sklearn.utils._param_validation import Interval, StrOptions
+
+from ..blocks import as_block
+from ..rng import bits, gamma2_f32_words, hi32, index_key, lo32, log32, stream_key, unit32_word
+from .base import FeatureMap
+
+STREAM = 1
+#: The table path is used when its three float32 tables stay below this many bytes.
+TABLE_BYTES_LIMIT = 256 * 2**20
+_INF32 = np.float32(np.inf)
+_ONE32 = np.float32(1.0)
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def _hash_params(skey, s, r, logc, beta, words):
+    """Parameters of split index ``s`` for all hashes j (the hash function itself).
+
+    Two loops on purpose: 64-bit hashing and float32 math in one loop make LLVM vectorize
+    both at the 64-bit lane count, halving the float throughput. ``words`` is (5, k) scratch.
+    """
+    ikey = index_key(skey, s)
+    for j in range(r.size):
+        w = np.uint64(3 * j)
+        h_r = bits(ikey, w)
+        h_c = bits(ikey, w + np.uint64(1))
+        words[0, j] = lo32(h_r)
+        words[1, j] = hi32(h_r)
+        words[2, j] = lo32(h_c)
+        words[3, j] = hi32(h_c)
+        words[4, j] = lo32(bits(ikey, w + np.uint64(2)))
+    for j in range(r.size):
+        r[j] = gamma2_f32_words(words[0, j], words[1, j])
+        logc[j] = log32(gamma2_f32_words(words[2, j], words[3, j]))
+        beta[j] = unit32_word(words[4, j])
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def _build_table(skey, n_split, k):
+    r = np.empty((n_split, k), dtype=np.float32)
+    logc = np.empty((n_split, k), dtype=np.float32)
+    beta = np.empty((n_split, k), dtype=np.float32)
+    words = np.empty((5, k), dtype=np.uint32)
+    for s in range(n_split):
+        _hash_params(skey, s, r[s], logc[s], beta[s], words)
+    return r, logc, beta
+
+
+@njit(nogil=True, cache=True, inline="always", error_model="numpy")
+def _update(z, p, r, logc, beta, best_a, best_p, best_t):
+    # Branch-free so LLVM vectorizes over j; strict '<' keeps the first (smallest s) on ties.
+    for j in range(best_a.size):
+        rj = r[j]
+        t = np.floor(z / rj + beta[j])
+        a = logc[j] - rj * (t + _ONE32 - beta[j])
+        better = a < best_a[j]
+        best_a[j] = a if better else best_a[j]
+        best_p[j] = p if better else best_p[j]
+        best_t[j] = t if better else best_t[j]
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def _reset(best_a, best_p, best_t):
+    best_a[:] = _INF32
+    best_p[:] = -1
+    best_t[:] = 0
+
+
+#: Dense rows processed together so that each parameter row is read once per group.
+ROW_GROUP = 8
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def _gcws_dense(X, center, skey, tables, use_table, k, i_star, t_star):
+    """ICWS samples of a dense block. Rows are taken ROW_GROUP at a time and share each split
+    index's parameters; within a row, split indices are still visited in ascending order."""
+    n_rows, d = X.shape
+    best_a = np.empty((ROW_GROUP, k), dtype=np.float32)
+    best_i = np.empty((ROW_GROUP, k), dtype=np.int32)  # the winning feature i (not split index)
+    best_t = np.empty((ROW_GROUP, k), dtype=np.float32)
+    par = np.empty((2, 3, k), dtype=np.float32)  # hash path: parameters of 2i and 2i + 1
+    words = np.empty((5, k), dtype=np.uint32)
+    for g0 in range(0, n_rows, ROW_GROUP):
+        g = min(ROW_GROUP, n_rows - g0)
+        for q in range(g):
+            _reset(best_a[q], best_i[q], best_t[q])
+        for i in range(d):
+            made_pos = made_neg = False
+            for q in range(g):
+                v = X[g0 + q, i] - center[i]
+                if v == 0.0:
+                    continue
+                neg = 0 if v > 0.0 else 1
+                s = 2 * i + neg
+                z = np.float32(np.log(abs(v)))
+                if use_table:
+                    _update(z, i, tables[0][s], tables[1][s], tables[2][s], best_a[q], best_i[q], best_t[q])
+                else:
+                    if not (made_neg if neg else made_pos):
+                        _hash_params(skey, s, par[neg, 0], par[neg, 1], par[neg, 2], words)
+                        made_pos = made_pos or neg == 0
+                        made_neg = made_neg or neg == 1
+                    _update(z, i, par[neg, 0], par[neg, 1], par[neg, 2], best_a[q], best_i[q], best_t[q])
+        for q in range(g):
+            for j in range(k):
+                i = best_i[q, j]
+                if i < 0:
+                    i_star[g0 + q, j] = -1
+                else:
+                    i_star[g0 + q, j] = 2 * i + (0 if X[g0 + q, i] - center[i] > 0.0 else 1)
+                t_star[g0 + q, j] = np.int64(best_t[q, j])
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def _gcws_csr(data, indices, indptr, skey, tables, use_table, k, i_star, t_star):
+    """ICWS samples of a canonical CSR block (sorted, unique indices), one row at a time."""
+    width = 0
+    for row in range(indptr.size - 1):
+        width = max(width, indptr[row + 1] - indptr[row])
+    split = np.empty(width, dtype=np.int64)
+    best_a = np.empty(k, dtype=np.float32)
+    best_p = np.empty(k, dtype=np.int32)  # position of the winner among the row's nonzeros
+    best_t = np.empty(k, dtype=np.float32)
+    r = np.empty(k, dtype=np.float32)
+    logc = np.empty(k, dtype=np.float32)
+    beta = np.empty(k, dtype=np.float32)
+    words = np.empty((5, k), dtype=np.uint32)
+    for row in range(indptr.size - 1):
+        _reset(best_a, best_p, best_t)
+        nnz = 0
+        for q in range(indptr[row], indptr[row + 1]):
+            v = data[q]
+            if v == 0.0:
+                continue
+            s = 2 * np.int64(indices[q]) + (0 if v > 0.0 else 1)
+            split[nnz] = s
+            z = np.float32(np.log(abs(v)))
+            if use_table:
+                _update(z, nnz, tables[0][s], tables[1][s], tables[2][s], best_a, best_p, best_t)
+            else:
+                _hash_params(skey, s, r, logc, beta, words)
+                _update(z, nnz, r, logc, beta, best_a, best_p, best_t)
+            nnz += 1
+        for j in range(k):
+            p = best_p[j]
+            i_star[row, j] = split[p] if p >= 0 else -1
+            t_star[row, j] = np.int64(best_t[j])
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def _codes_from(i_star, mask, out):
+    for a in range(i_star.shape[0]):
+        for j in range(i_star.shape[1]):
+            out[a, j] = i_star[a, j] & mask
+
+
+def code_dtype(bits):
+    """Smallest unsigned integer dtype holding ``bits``-bit codes."""
+    return np.dtype(np.uint8) if bits <= 8 else np.dtype(np.uint16)
+
+
+def expand_codes(codes, bits):
+    """One-hot expansion of b-bit codes: CSR of shape (n, k * 2**bits), exactly k ones per row.
+
+    Hash j with code c sets column ``j * 2**bits + c``. This is what a linear learner consumes;
+    the inner product of two expanded rows counts matching codes.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dask_kernels import expand_codes
+    >>> expand_codes(np.array([[3, 0]], dtype=np.uint8), bits=2).toarray()
+    array([[0., 0., 0., 1., 1., 0., 0., 0.]], dtype=float32)
+    """
+    codes = np.asarray(codes)
+    if codes.ndim != 2:
+        raise ValueError(f"codes must be 2-D (rows, hashes), got shape {codes.shape}")
+    if codes.size and int(codes.max()) >= 2**bits:
+        raise ValueError(f"a code is >= 2**bits = {2**bits}: were these codes made with bits={bits}?")
+    n, k = codes.shape
+    cols = (np.arange(k, dtype=np.int64) << bits) + codes.astype(np.int64)
+    return sp.csr_matrix(
+        (np.ones(n * k, dtype=np.float32), cols.ravel(), np.arange(0, n * k + 1, k, dtype=np.int64)),
+        shape=(n, k << bits),
+    )
+
+
+class GCWS(FeatureMap):
+    """Generalized consistent weighted sampling: b-bit codes that linearize the GMM kernel.
+
+    The expected fraction of matching ``(i*, t*)`` samples of two rows equals their GMM kernel
+    (:func:`dask_kernels.gmm_kernel`); the b-bit codes expanded one-hot give a linear learner
+    that kernel's accuracy at linear cost.
+
+    Parameters
+    ----------
+    n_components : int, default=256
+        Number of hashes k.
+    bits : int, default=8
+        Code width b (1 to 16): the lowest b bits of i*. Codes are uint8 for b <= 8, else uint16.
+    seed : int, default=0
+        Seed of the counter-based random numbers; with the same seed every process computes the
+        same codes.
+    center : None, "mean" or array-like of shape (n_features,), default=None
+        Vector subtracted from every row before the sign split; "mean" learns the column means
+        in ``fit``. With sparse input the block is densified after centering.
+    output : {"codes", "onehot"}, default="codes"
+        What ``transform`` returns: codes of shape (n, k), or their one-hot expansion as CSR of
+        shape (n, k * 2**bits). Pipelines and stores always keep codes.
+    table : {"auto", True, False}, default="auto"
+        Cache the random parameters of every split index in a table (fast for dense and
+        moderate-dimension input). "auto" uses the table when it needs at most 256 MiB. Codes
+        are identical either way.
+
+    Attributes
+    ----------
+    n_features_in_ : int
+    center_ : ndarray of shape (n_features_in_,) or None
+    n_output_features_ : int
+        Width of ``transform_block`` (stored codes): ``n_components``.
+    output_dtype_ : numpy.dtype
+        uint8 or uint16.
+
+    Notes
+    -----
+    * Negative values are handled by the sign split; rows need not be normalized (GMM is
+      scale-invariant: ``GMM(c x, c y) = GMM(x, y)`` for c > 0).
+    * An all-zero row has no nonzero to sample: it gets the reserved sample ``i* = -1,
+      t* = 0``, so its code is ``2**bits - 1`` (the lowest bits of -1). Two all-zero rows
+      collide on every hash, matching ``gmm_kernel``'s convention GMM(0, 0) = 1.
+    * NaN or infinite values raise ``ValueError`` naming the row.
+    * Cost is O(nnz * k) per row: zeros cost nothing.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dask_kernels import GCWS
+    >>> X = np.array([[1.0, -2.0, 0.0], [2.0, -1.0, 0.5]])
+    >>> gcws = GCWS(n_components=4, bits=8, seed=0).fit(X)
+    >>> codes = gcws.transform(X)
+    >>> codes.shape, codes.dtype
+    ((2, 4), dtype('uint8'))
+    >>> gcws.expand(codes).shape
+    (2, 1024)
+    """
+
+    method = "gcws"
+    _parameter_constraints = {
+        "n_components": [Interval(numbers.Integral, 1, None, closed="left")],
+        "bits": [Interval(numbers.Integral, 1, 16, closed="both")],
+        "seed": [Interval(numbers.Integral, 0, 2**64 - 1, closed="both")],
+        "center": [None, StrOptions({"mean"}), "array-like"],
+        "output": [StrOptions({"codes", "onehot"})],
+        "table": ["boolean", StrOptions({"auto"})],
+    }
+
+    def __init__(self, *, n_components=256, bits=8, seed=0, center=None, output="codes", table="auto"):
+        self.n_components = n_components
+        self.bits = bits
+        self.seed = seed
+        self.center = center
+        self.output = output
+        self.table = table
+
+    # -- fitted state -------------------------------------------------------------------------
+    def _fit(self, X):
+        if self.center is None:
+            self.center_ = None
+        elif isinstance(self.center, str):
+            self.center_ = np.asarray(X.mean(axis=0), dtype=np.float64).ravel()
+        else:
+            center = np.asarray(self.center, dtype=np.float64)
+            if center.shape != (X.shape[1],):
+                raise ValueError(f"center has shape {center.shape}, expected ({X.shape[1]},)")
+            if not np.all(np.isfinite(center)):
+                raise ValueError("center contains NaN or infinity")
+            self.center_ = center
+
+    def _fitted_state(self):
+        return {"center": None if self.center_ is None else self.center_.tolist()}
+
+    def _set_fitted_state(self, state):
+        c = state.get("center")
+        self.center_ = None if c is None else np.asarray(c, dtype=np.float64)
+
+    @property
+    def n_output_features_(self):
+        return int(self.n_components)
+
+    @property
+    def output_dtype_(self):
+        return code_dtype(self.bits)
+
+    def get_params(self, deep=True):
+        params = super().get_params(deep)
+        if isinstance(params["center"], np.ndarray):  # keep specs JSON-able
+            params["center"] = params["center"].tolist()
+        return params
+
+    # -- parameters ---------------------------------------------------------------------------
+    def _uses_table(self):
+        nbytes = 3 * 4 * 2 * self.n_features_in_ * self.n_components
+        return bool(self.table) if self.table != "auto" else nbytes <= TABLE_BYTES_LIMIT
+
+    def _stream_key(self):
+        # np.uint64 so Numba does not type keys >= 2**63 as an overflowing int64.
+        return np.uint64(stream_key(np.uint64(self.seed), STREAM))
+
+    def _tables(self):
+        # A per-instance cache of the hash function's values, never part of the spec or pickle.
+        key = (self.seed, self.n_features_in_, self.n_components)
+        cached = self.__dict__.get("_table_cache")
+        if cached is None or cached[0] != key:
+            cached = (key, _build_table(self._stream_key(), 2 * self.n_features_in_, self.n_components))
+            self.__dict__["_table_cache"] = cached
+        return cached[1]
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state.pop("_table_cache", None)
+        return state
+
+    # -- transforms ---------------------------------------------------------------------------
+    def sample(self, X):
+        """Full ICWS samples of every row.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features_in_)
+
+        Returns
+        -------
+        i_star : ndarray of int64, shape (n_samples, n_components)
+            Index into the split vector: ``2i`` is the positive part of feature i, ``2i + 1``
+            the negative part; -1 for an all-zero row.
+        t_star : ndarray of int64, shape (n_samples, n_components)
+        """
+        self._check_fitted()
+        return self._sample_block(self._validate_input(X, reset=False))
+
+    def _check_fitted(self):
+        from sklearn.utils.validation import check_is_fitted
+
+        check_is_fitted(self)
+
+    def _sample_block(self, X):
+        k = int(self.n_components)
+        n = X.shape[0]
+        i_star = np.empty((n, k), dtype=np.int64)
+        t_star = np.empty((n, k), dtype=np.int64)
+        center = self.center_
+        if sp.issparse(X) and center is not None:
+            X = X.toarray()
+        use_table = self._uses_table()
+        tables = self._tables() if use_table else (np.empty((0, 0), np.float32),) * 3
+        skey = self._stream_key()
+        if sp.issparse(X):
+            _gcws_csr(X.data, X.indices, X.indptr, skey, tables, use_table, k, i_star, t_star)
+        else:
+            X = as_block(X, self.input_dtypes)
+            c = center if center is not None else np.zeros(X.shape[1])
+            _gcws_dense(X, c, skey, tables, use_table, k, i_star, t_star)
+        return i_star, t_star
+
+    def transform_block(self, X, row_offset=0):
+        """Codes of a validated block: ndarray (n, n_components) of ``output_dtype_``."""
+        i_star, _ = self._sample_block(X)
+        codes = np.empty(i_star.shape, dtype=self.output_dtype_)
+        _codes_from(i_star, np.int64(2**self.bits - 1), codes)
+        return codes
+
+    def transform(self, X):
+        """Codes of every row (or their one-hot expansion when ``output="onehot"``).
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features_in_)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_components), uint8/uint16, or CSR of shape
+        (n_samples, n_components * 2**bits)
+        """
+        codes = super().transform(X)
+        return self.expand(codes) if self.output == "onehot" else codes
+
+    def expand(self, block):
+        """One-hot CSR of stored codes, shape (n, n_components * 2**bits): see :func:`expand_codes`."""
+        return expand_codes(block, self.bits)
+
+    def get_feature_names_out(self, input_features=None):
+        """``gcws0 .. gcws{k-1}`` for codes; ``gcws{j}_{code}`` for the one-hot output."""
+        self._check_fitted()
+        if self.output == "codes":
+            return super().get_feature_names_out(input_features)
+        return np.asarray(
+            [f"gcws{j}_{c}" for j in range(self.n_components) for c in range(2**self.bits)], dtype=object
+        )
