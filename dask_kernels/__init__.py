@@ -4,7 +4,10 @@ from importlib.metadata import PackageNotFoundError, version
 
 from .exact import gmm_kernel, minmax_kernel
 from .maps import FeatureMap, from_spec, registered_maps
+from .maps.fastfood import Fastfood
 from .maps.gcws import GCWS, expand_codes
+from .maps.nrff import NRFF
+from .maps.rff import RFF
 from .rng import RNG_SCHEME
 
 try:
@@ -14,7 +17,10 @@ except PackageNotFoundError:  # running from a source tree
 
 __all__ = [
     "FeatureMap",
+    "Fastfood",
     "GCWS",
+    "NRFF",
+    "RFF",
     "RNG_SCHEME",
     "expand_codes",
     "from_spec",

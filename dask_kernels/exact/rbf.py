@@ -1,0 +1,43 @@
+"""Exact Gaussian, Laplacian and cosine-RBF kernels, for validating the Fourier-type maps."""
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.spatial.distance import cdist
+
+
+def _dense(X):
+    X = X.toarray() if sp.issparse(X) else np.asarray(X)
+    return np.atleast_2d(X).astype(np.float64)
+
+
+def rbf_kernel(X, Y=None, gamma=1.0):
+    """Gaussian kernel ``exp(-gamma ||x - y||^2)`` between the rows of X and Y (float64).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dask_kernels.exact.rbf import rbf_kernel
+    >>> rbf_kernel(np.array([[0.0, 0.0]]), np.array([[1.0, 1.0]]), gamma=0.5)
+    array([[0.36787944]])
+    """
+    X = _dense(X)
+    Y = X if Y is None else _dense(Y)
+    return np.exp(-gamma * cdist(X, Y, "sqeuclidean"))
+
+
+def laplacian_kernel(X, Y=None, gamma=1.0):
+    """Laplacian kernel ``exp(-gamma ||x - y||_1)`` between the rows of X and Y (float64)."""
+    X = _dense(X)
+    Y = X if Y is None else _dense(Y)
+    return np.exp(-gamma * cdist(X, Y, "cityblock"))
+
+
+def cosine_rbf_kernel(X, Y=None, gamma=1.0):
+    """``exp(-gamma (1 - rho))``, rho the cosine similarity (the NRFF kernel); zero rows get rho = 0."""
+    X = _dense(X)
+    Y = X if Y is None else _dense(Y)
+    nx = np.linalg.norm(X, axis=1, keepdims=True)
+    ny = np.linalg.norm(Y, axis=1, keepdims=True)
+    U = np.divide(X, nx, out=np.zeros_like(X), where=nx > 0)
+    V = np.divide(Y, ny, out=np.zeros_like(Y), where=ny > 0)
+    return np.exp(-gamma * (1.0 - U @ V.T))

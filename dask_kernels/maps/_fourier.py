@@ -1,0 +1,89 @@
+"""Pieces shared by the Fourier-type maps (RFF, NRFF, Fastfood).
+
+* Parameter tables built from :mod:`dask_kernels.rng` (the tables are caches of the hash
+  function, never a second source of truth).
+* Common parameter checks.
+"""
+
+import numbers
+import threading
+
+import numpy as np
+from numba import njit
+from sklearn.utils._param_validation import Interval, StrOptions
+
+from ..rng import bits, index_key, stream_key, unit64
+
+# Parameter tables are built at most once per process and map at a time; a lock keeps two
+# Dask threads from building the same table twice.
+TABLE_LOCK = threading.Lock()
+
+COMMON_CONSTRAINTS = {
+    "n_components": [Interval(numbers.Integral, 1, None, closed="left")],
+    "seed": [Interval(numbers.Integral, 0, 2**64 - 1, closed="both")],
+    "dtype": [StrOptions({"float32", "float64"})],
+}
+
+
+@njit(nogil=True, cache=True)
+def uniform_phases(seed, stream, k):
+    """``phase[j] = 2 pi * unit64(bits(index_key(stream_key(seed, stream), j), 0))``, j < k."""
+    skey = stream_key(np.uint64(seed), np.uint64(stream))
+    out = np.empty(k)
+    for j in range(k):
+        out[j] = 2.0 * np.pi * unit64(bits(index_key(skey, np.uint64(j)), np.uint64(0)))
+    return out
+
+
+@njit(nogil=True, cache=True)
+def normal_table(seed, stream, d, k, scale, out):
+    """``out[i, j] = scale * rng.normal(seed, stream, index=j, counter=i)`` for a (d, k) table.
+
+    The same Box-Muller formula as :func:`dask_kernels.rng.normal`, with the index keys
+    hoisted so that the table fills row by row.
+    """
+    skey = stream_key(np.uint64(seed), np.uint64(stream))
+    keys = np.empty(k, dtype=np.uint64)
+    for j in range(k):
+        keys[j] = index_key(skey, np.uint64(j))
+    for i in range(d):
+        c = np.uint64(2 * i)
+        for j in range(k):
+            u1 = unit64(bits(keys[j], c))
+            u2 = unit64(bits(keys[j], c + np.uint64(1)))
+            out[i, j] = scale * (np.sqrt(-2.0 * np.log(u1)) * np.cos(2.0 * np.pi * u2))
+    return out
+
+
+@njit(nogil=True, cache=True)
+def cauchy_table(seed, stream, d, k, scale, out):
+    """``out[i, j] = scale * tan(pi (u - 1/2))``, u = ``rng.uniform(seed, stream, j, i)``."""
+    skey = stream_key(np.uint64(seed), np.uint64(stream))
+    keys = np.empty(k, dtype=np.uint64)
+    for j in range(k):
+        keys[j] = index_key(skey, np.uint64(j))
+    for i in range(d):
+        for j in range(k):
+            out[i, j] = scale * np.tan(np.pi * (unit64(bits(keys[j], np.uint64(i))) - 0.5))
+    return out
+
+
+def cached_table(estimator, key, build):
+    """Per-instance, per-process cache of a parameter table (dropped on pickling)."""
+    cached = estimator.__dict__.get("_table_cache")
+    if cached is None or cached[0] != key:
+        with TABLE_LOCK:
+            cached = estimator.__dict__.get("_table_cache")
+            if cached is None or cached[0] != key:
+                cached = (key, build())
+                estimator.__dict__["_table_cache"] = cached
+    return cached[1]
+
+
+def check_width(estimator, X):
+    """Raise ``ValueError`` when a block's width differs from the fitted input width."""
+    if X.shape[1] != estimator.n_features_in_:
+        raise ValueError(
+            f"X has {X.shape[1]} features, but {type(estimator).__name__} is expecting "
+            f"{estimator.n_features_in_} features as input."
+        )

@@ -1,0 +1,360 @@
+"""Fastfood (Le, Sarlos and Smola, 2013): structured random features in O(n log d) per row.
+
+Inputs are zero-padded to ``d = 2**l >= n_features_in``. Block t (t < ceil(k / d)) is the
+d x d matrix ``V_t = 1 / (sigma sqrt(d)) S_t H G_t P_t H B_t``, and features are
+``z_j(x) = sqrt(2 / k) cos(V x + b)_j`` for the first k = ``n_components`` rows of the stacked
+blocks. ``H`` is the unnormalized Walsh-Hadamard matrix (``_fwht``), applied in place.
+
+Random streams under the map's seed (``dask_kernels.rng``, scheme dk-rng-1), t = block,
+i = row within the block, j = t * d + i = output feature:
+
+* stream 41: ``B[t, i] = +1`` if ``bits(index_key(stream_key(seed, 41), t), i)`` is even, else -1
+* stream 42: ``P_t`` = stable argsort of ``rank(seed, 42, t, i)`` over i (a permutation that is a
+  pure function of the seed)
+* stream 43: ``G[t, i] = normal(seed, 43, t, i)``
+* stream 44: radial draws. Gaussian: ``s_j ~ chi(d)`` from a Marsaglia-Tsang Gamma(d/2) draw
+  keyed by ``index_key(stream_key(seed, 44), j)``. Matern: Bartlett chi draws keyed by index
+  ``j * t_mat + m``
+* stream 45: phases ``b[j] = 2 pi * unit64(bits(index_key(stream_key(seed, 45), j), 0))``
+* stream 46 / 47 (Matern only): ball radii ``uniform(seed, 46, j, m)``, Bartlett normals
+  ``normal(seed, 47, j, e)``
+"""
+
+import math
+import numbers
+
+import numpy as np
+import scipy.sparse as sp
+from numba import njit
+from sklearn.utils._param_validation import Interval, StrOptions
+
+from ..rng import bits, index_key, normal_array, rank_array, stream_key, unit64
+from ._fourier import COMMON_CONSTRAINTS, cached_table, check_width, uniform_phases
+from ._fwht import fwht_row
+from .base import FeatureMap, check_finite_rows
+
+STREAM_B = 41
+STREAM_P = 42
+STREAM_G = 43
+STREAM_S = 44
+STREAM_PHASE = 45
+STREAM_RADIUS = 46
+STREAM_BARTLETT = 47
+
+ROWS_PER_CHUNK = 8
+
+
+# -- random parameters ---------------------------------------------------------------------------
+
+
+@njit(nogil=True, cache=True)
+def _std_normal(ikey, c):
+    """Box-Muller normal from counters 2c, 2c + 1 of an index key (as ``rng.normal``)."""
+    c2 = np.uint64(2) * np.uint64(c)
+    u1 = unit64(bits(ikey, c2))
+    u2 = unit64(bits(ikey, c2 + np.uint64(1)))
+    return np.sqrt(-2.0 * np.log(u1)) * np.cos(2.0 * np.pi * u2)
+
+
+@njit(nogil=True, cache=True)
+def gamma_draw(ikey, a):
+    """Gamma(a, 1) for a > 0 from one index key (Marsaglia-Tsang; exact, by rejection).
+
+    Attempt m uses the normal ``_std_normal(ikey, 1 + m)`` (counters 2 + 2m, 3 + 2m) and the
+    uniform ``unit64(bits(ikey, 2**32 + m))``; for a < 1 the boost ``U**(1/a)`` uses
+    ``unit64(bits(ikey, 0))``. Acceptance is above 95 %, so a draw
+    costs about one attempt.
+    """
+    boost = 1.0
+    if a < 1.0:
+        boost = unit64(bits(ikey, np.uint64(0))) ** (1.0 / a)
+        a += 1.0
+    dd = a - 1.0 / 3.0
+    c = 1.0 / np.sqrt(9.0 * dd)
+    m = np.uint64(0)
+    while True:
+        z = _std_normal(ikey, np.uint64(1) + m)
+        v = 1.0 + c * z
+        if v > 0.0:
+            v = v * v * v
+            u = unit64(bits(ikey, np.uint64(2**32) + m))
+            if np.log(u) < 0.5 * z * z + dd - dd * v + dd * np.log(v):
+                return dd * v * boost
+        m += np.uint64(1)
+
+
+@njit(nogil=True, cache=True)
+def chi_radii(seed, d, k):
+    """``s_j ~ chi(d)`` for j < k: ``sqrt(2 Gamma(d / 2))``."""
+    skey = stream_key(np.uint64(seed), np.uint64(STREAM_S))
+    out = np.empty(k)
+    for j in range(k):
+        out[j] = np.sqrt(2.0 * gamma_draw(index_key(skey, np.uint64(j)), 0.5 * d))
+    return out
+
+
+@njit(nogil=True, cache=True)
+def matern_radii(seed, d, k, t):
+    """``s_j = ||xi_1 + ... + xi_t|| sqrt((d + 2) / t)``, xi i.i.d. uniform in the unit ball of R^d.
+
+    Exact, in O(t^2) per draw: the t Gaussian directions behind the xi have the Gram matrix
+    of a random upper-triangular R (Bartlett / QR): ``R[m, m] ~ chi(d - m)``,
+    ``R[m, l] ~ N(0, 1)`` for l > m, rows m < min(d, t). The ball radii are ``U**(1/d)``.
+    The factor ``sqrt((d + 2) / t)`` gives the spectrum covariance I, like the Gaussian case.
+    """
+    skey = stream_key(np.uint64(seed), np.uint64(STREAM_S))
+    rkey = stream_key(np.uint64(seed), np.uint64(STREAM_RADIUS))
+    nkey = stream_key(np.uint64(seed), np.uint64(STREAM_BARTLETT))
+    rows = min(d, t)
+    R = np.zeros((rows, t))
+    vec = np.empty(rows)
+    out = np.empty(k)
+    for j in range(k):
+        jr = index_key(rkey, np.uint64(j))
+        jn = index_key(nkey, np.uint64(j))
+        e = 0
+        for m in range(rows):
+            ikey = index_key(skey, np.uint64(j * t + m))
+            R[m, m] = np.sqrt(2.0 * gamma_draw(ikey, 0.5 * (d - m)))
+            for col in range(m + 1, t):
+                R[m, col] = _std_normal(jn, np.uint64(e))
+                e += 1
+        vec[:] = 0.0
+        for col in range(t):
+            norm = 0.0
+            for m in range(rows):
+                norm += R[m, col] * R[m, col]
+            w = unit64(bits(jr, np.uint64(col))) ** (1.0 / d) / np.sqrt(norm)
+            for m in range(rows):
+                vec[m] += R[m, col] * w
+        out[j] = np.sqrt(np.sum(vec * vec) * (d + 2.0) / t)
+    return out
+
+
+def fastfood_tables(seed, d, k, sigma, radial, matern_t, dtype):
+    """(B, P, G, scale, phase): B, G, scale of shape (T, d) in ``dtype``, P int64 (T, d), phase (k,).
+
+    ``scale[t, i] = s_j / (||G_t||_F sigma sqrt(d))`` folds S and the normalization together.
+    """
+    n_blocks = -(-k // d)
+    idx = np.arange(d, dtype=np.uint64)
+    B = np.empty((n_blocks, d))
+    P = np.empty((n_blocks, d), dtype=np.int64)
+    G = np.empty((n_blocks, d))
+    for t in range(n_blocks):
+        tt = np.array([t], dtype=np.uint64)
+        B[t] = 1.0 - 2.0 * (rank_array(np.uint64(seed), np.uint64(STREAM_B), tt, idx)[0] & np.uint64(1))
+        P[t] = np.argsort(rank_array(np.uint64(seed), np.uint64(STREAM_P), tt, idx)[0], kind="stable")
+        G[t] = normal_array(np.uint64(seed), np.uint64(STREAM_G), tt, idx)[0]
+    if radial == "gaussian":
+        s = chi_radii(np.uint64(seed), d, n_blocks * d)
+    else:
+        s = matern_radii(np.uint64(seed), d, n_blocks * d, int(matern_t))
+    scale = s.reshape(n_blocks, d) / (np.linalg.norm(G, axis=1, keepdims=True) * sigma * math.sqrt(d))
+    phase = uniform_phases(np.uint64(seed), STREAM_PHASE, k)
+    return B.astype(dtype), P, G.astype(dtype), scale.astype(dtype), phase.astype(dtype)
+
+
+# -- the block kernel ----------------------------------------------------------------------------
+
+
+@njit(nogil=True, cache=True)
+def _project_row(x, B, P, G, scale, phase, u, v, out_row):
+    """``out_row[t d + i] = (V_t x)_i + phase[t d + i]`` for every block t (x zero-padded)."""
+    n_blocks, d = B.shape
+    k = out_row.size
+    for t in range(n_blocks):
+        bt = B[t]
+        for i in range(d):
+            u[i] = x[i] * bt[i]
+        fwht_row(u)
+        pt = P[t]
+        gt = G[t]
+        for i in range(d):
+            v[i] = u[pt[i]] * gt[i]
+        fwht_row(v)
+        j0 = t * d
+        st = scale[t]
+        for i in range(min(d, k - j0)):
+            out_row[j0 + i] = v[i] * st[i] + phase[j0 + i]
+
+
+@njit(nogil=True, cache=True)
+def _project_dense(X, B, P, G, scale, phase, out):
+    d = B.shape[1]
+    x = np.zeros(d, dtype=out.dtype)
+    u = np.empty(d, dtype=out.dtype)
+    v = np.empty(d, dtype=out.dtype)
+    for r in range(X.shape[0]):
+        for i in range(X.shape[1]):
+            x[i] = X[r, i]
+        _project_row(x, B, P, G, scale, phase, u, v, out[r])
+
+
+@njit(nogil=True, cache=True)
+def _project_csr(data, indices, indptr, B, P, G, scale, phase, out):
+    d = B.shape[1]
+    x = np.zeros(d, dtype=out.dtype)
+    u = np.empty(d, dtype=out.dtype)
+    v = np.empty(d, dtype=out.dtype)
+    for r in range(indptr.size - 1):
+        x[:] = 0
+        for p in range(indptr[r], indptr[r + 1]):
+            x[indices[p]] = data[p]
+        _project_row(x, B, P, G, scale, phase, u, v, out[r])
+
+
+def padded_dim(n_features):
+    """The power of two Fastfood pads inputs to: the smallest ``2**l >= n_features``."""
+    return 1 << max(int(n_features) - 1, 0).bit_length()
+
+
+class Fastfood(FeatureMap):
+    """Fastfood random features for the Gaussian (or a Matern-type) kernel, O(k log d) per row.
+
+    Output feature j < k = ``n_components`` is ``sqrt(2 / k) * cos((V x)_j + b_j)`` where V
+    stacks ceil(k / d) independent blocks ``S H G P H B / (sigma sqrt(d))`` (d = input width
+    zero-padded to a power of two) and keeps exactly its first k rows: the output width is
+    ``n_components`` exactly (scikit-learn-extra's Fastfood rounds it). Each row of V has the
+    length distribution of a N(0, I / sigma^2) vector, so ``E[z(x) . z(y)]`` approximates
+    ``exp(-||x - y||^2 / (2 sigma^2))`` (``radial="gaussian"``). Parameter storage is O(k) and
+    the per-row cost O(k log d), against O(k d) for :class:`RFF`.
+
+    Parameters
+    ----------
+    n_components : int, default=100
+        Output width k, exactly.
+    gamma : float or None, default=None
+        Gaussian kernel ``exp(-gamma ||x - y||^2)``: ``sigma = 1 / sqrt(2 gamma)``.
+    sigma : float or None, default=None
+        Bandwidth, as an alternative to ``gamma`` (give at most one; neither means gamma=1).
+    radial : {"gaussian", "matern"}, default="gaussian"
+        Row-length distribution. "gaussian": ``chi(d)``. "matern": the length of the sum of
+        ``matern_t`` vectors uniform in the unit ball of R^d, times ``sqrt((d + 2) / matern_t)``
+        (so its spectrum has the Gaussian's covariance), giving the kernel
+        ``[Gamma(d/2 + 1) (2 / r)^(d/2) J_{d/2}(r)]^matern_t`` with
+        ``r = ||x - y|| sqrt((d + 2) / matern_t) / sigma`` (d = padded width), which tends to the
+        Gaussian as ``matern_t`` grows.
+    matern_t : int, default=3
+        Number of ball draws summed for ``radial="matern"``.
+    seed : int, default=0
+        Seed of the counter-based random numbers (0 <= seed < 2**64).
+    dtype : {"float32", "float64"}, default="float32"
+        Output dtype and the precision of the transform.
+
+    Attributes
+    ----------
+    n_features_in_ : int
+    n_output_features_ : int
+        ``n_components``.
+    output_dtype_ : numpy.dtype
+    padded_dim_ : int
+        d, the power of two inputs are padded to.
+
+    Notes
+    -----
+    A row's features are bitwise identical whatever the block it is in, and for dense and CSR
+    input of the same values. Within one block of d features the rows of V are dependent (they
+    share B, P, G); blocks are independent.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dask_kernels import Fastfood
+    >>> X = np.array([[0.0, 1.0, 0.0], [1.0, 1.0, 0.0]])
+    >>> ff = Fastfood(n_components=6000, gamma=0.5, seed=1).fit(X)
+    >>> Z = ff.transform(X)
+    >>> Z.shape, Z.dtype, ff.padded_dim_
+    ((2, 6000), dtype('float32'), 4)
+    >>> round(float(Z[0] @ Z[1]), 1)  # exp(-0.5) = 0.61
+    0.6
+    """
+
+    method = "fastfood"
+    _parameter_constraints = {
+        **COMMON_CONSTRAINTS,
+        "gamma": [None, Interval(numbers.Real, 0, None, closed="neither")],
+        "sigma": [None, Interval(numbers.Real, 0, None, closed="neither")],
+        "radial": [StrOptions({"gaussian", "matern"})],
+        "matern_t": [Interval(numbers.Integral, 1, None, closed="left")],
+    }
+
+    def __init__(
+        self, *, n_components=100, gamma=None, sigma=None, radial="gaussian", matern_t=3, seed=0, dtype="float32"
+    ):
+        self.n_components = n_components
+        self.gamma = gamma
+        self.sigma = sigma
+        self.radial = radial
+        self.matern_t = matern_t
+        self.seed = seed
+        self.dtype = dtype
+
+    def _validate_params_extra(self):
+        if self.gamma is not None and self.sigma is not None:
+            raise ValueError("give gamma or sigma, not both (sigma = 1 / sqrt(2 gamma))")
+        for name in ("gamma", "sigma"):
+            value = getattr(self, name)
+            if value is not None and not np.isfinite(value):
+                raise ValueError(f"{name} must be finite, got {value!r}")
+
+    @property
+    def sigma_(self):
+        """The bandwidth in use: ``sigma``, or ``1 / sqrt(2 gamma)`` (gamma defaults to 1)."""
+        if self.sigma is not None:
+            return float(self.sigma)
+        return 1.0 / math.sqrt(2.0 * (1.0 if self.gamma is None else float(self.gamma)))
+
+    @property
+    def padded_dim_(self):
+        return padded_dim(self.n_features_in_)
+
+    @property
+    def n_output_features_(self):
+        return int(self.n_components)
+
+    @property
+    def output_dtype_(self):
+        return np.dtype(self.dtype)
+
+    def _tables(self):
+        d, k = self.padded_dim_, int(self.n_components)
+        key = (self.seed, d, k, self.sigma_, self.radial, int(self.matern_t), self.dtype)
+        return cached_table(
+            self, key, lambda: fastfood_tables(self.seed, d, k, self.sigma_, self.radial, self.matern_t, self.dtype)
+        )
+
+    def __getstate__(self):
+        state = super().__getstate__()
+        state.pop("_table_cache", None)
+        return state
+
+    def _compute(self, X, row_offset, features):
+        check_width(self, X)
+        check_finite_rows(X, row_offset)
+        B, P, G, scale, b = self._tables()
+        if not features:
+            b = np.zeros_like(b)
+        X = sp.csr_matrix(X) if sp.issparse(X) else np.ascontiguousarray(X)
+        out = np.empty((X.shape[0], int(self.n_components)), dtype=self.output_dtype_)
+        factor = self.output_dtype_.type(math.sqrt(2.0 / self.n_components))
+        # Small row chunks, so that numpy's cosine and scaling passes find them still in cache.
+        for r0 in range(0, X.shape[0], ROWS_PER_CHUNK):
+            part = out[r0 : r0 + ROWS_PER_CHUNK]
+            Xp = X[r0 : r0 + ROWS_PER_CHUNK]
+            if sp.issparse(Xp):
+                _project_csr(Xp.data, Xp.indices, Xp.indptr, B, P, G, scale, b, part)
+            else:
+                _project_dense(Xp, B, P, G, scale, b, part)
+            if features:
+                np.cos(part, out=part)
+                part *= factor
+        return out
+
+    def projection_block(self, X, row_offset=0):
+        """``V x``, before phase and cosine, of a validated block: ndarray (n, n_components)."""
+        return self._compute(X, row_offset, features=False)
+
+    def transform_block(self, X, row_offset=0):
+        """Features of a validated block: ndarray (n, n_components) of ``output_dtype_``."""
+        return self._compute(X, row_offset, features=True)
