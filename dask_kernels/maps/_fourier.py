@@ -7,6 +7,7 @@
 
 import numbers
 import threading
+import weakref
 
 import numpy as np
 from numba import njit
@@ -17,6 +18,7 @@ from ..rng import bits, index_key, stream_key, unit64
 # Parameter tables are built at most once per process and map at a time; a lock keeps two
 # Dask threads from building the same table twice.
 TABLE_LOCK = threading.Lock()
+_CACHE = weakref.WeakKeyDictionary()
 
 COMMON_CONSTRAINTS = {
     "n_components": [Interval(numbers.Integral, 1, None, closed="left")],
@@ -69,14 +71,19 @@ def cauchy_table(seed, stream, d, k, scale, out):
 
 
 def cached_table(estimator, key, build):
-    """Per-instance, per-process cache of a parameter table (dropped on pickling)."""
-    cached = estimator.__dict__.get("_table_cache")
+    """Per-instance, per-process cache of a parameter table.
+
+    The cache lives outside the estimator (a weak-keyed dict), so transforming does not change
+    the estimator's ``__dict__`` (scikit-learn checks that), pickles and clones never carry it,
+    and it goes away with the estimator. ``key`` holds everything the table depends on.
+    """
+    cached = _CACHE.get(estimator)
     if cached is None or cached[0] != key:
         with TABLE_LOCK:
-            cached = estimator.__dict__.get("_table_cache")
+            cached = _CACHE.get(estimator)
             if cached is None or cached[0] != key:
                 cached = (key, build())
-                estimator.__dict__["_table_cache"] = cached
+                _CACHE[estimator] = cached
     return cached[1]
 
 

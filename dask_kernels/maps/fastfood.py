@@ -324,11 +324,6 @@ class Fastfood(FeatureMap):
             self, key, lambda: fastfood_tables(self.seed, d, k, self.sigma_, self.radial, self.matern_t, self.dtype)
         )
 
-    def __getstate__(self):
-        state = super().__getstate__()
-        state.pop("_table_cache", None)
-        return state
-
     def _compute(self, X, row_offset, features):
         check_width(self, X)
         check_finite_rows(X, row_offset)

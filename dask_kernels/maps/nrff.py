@@ -155,16 +155,11 @@ class NRFF(FeatureMap):
 
         def build():
             W = np.empty((d, k))
-            normal_table(self.seed, STREAM_NORMAL, d, k, np.sqrt(float(self.gamma)), W)
-            phase = uniform_phases(self.seed, STREAM_PHASE, k)
+            normal_table(np.uint64(self.seed), STREAM_NORMAL, d, k, np.sqrt(float(self.gamma)), W)
+            phase = uniform_phases(np.uint64(self.seed), STREAM_PHASE, k)
             return W.astype(self.dtype), phase.astype(self.dtype)
 
         return cached_table(self, key, build)
-
-    def __getstate__(self):
-        state = super().__getstate__()
-        state.pop("_table_cache", None)
-        return state
 
     def transform_block(self, X, row_offset=0):
         """Unit-length features of a validated block: ndarray (n, n_components)."""

@@ -113,18 +113,13 @@ class RFF(FeatureMap):
         def build():
             W = np.empty((d, k))
             if self.kernel == "rbf":
-                normal_table(self.seed, STREAM_GAUSSIAN, d, k, np.sqrt(2.0 * self.gamma), W)
+                normal_table(np.uint64(self.seed), STREAM_GAUSSIAN, d, k, np.sqrt(2.0 * self.gamma), W)
             else:
-                cauchy_table(self.seed, STREAM_CAUCHY, d, k, float(self.gamma), W)
-            phase = uniform_phases(self.seed, STREAM_PHASE, k)
+                cauchy_table(np.uint64(self.seed), STREAM_CAUCHY, d, k, float(self.gamma), W)
+            phase = uniform_phases(np.uint64(self.seed), STREAM_PHASE, k)
             return W.astype(self.dtype), phase.astype(self.dtype)
 
         return cached_table(self, key, build)
-
-    def __getstate__(self):
-        state = super().__getstate__()
-        state.pop("_table_cache", None)
-        return state
 
     def transform_block(self, X, row_offset=0):
         """Features of a validated block: ndarray (n, n_components) of ``output_dtype_``."""

@@ -1,0 +1,41 @@
+"""The fast Walsh-Hadamard transform equals scipy's Hadamard matrix product, exactly."""
+
+import numpy as np
+import pytest
+from scipy.linalg import hadamard
+
+from dask_kernels.maps._fwht import fwht
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("d", [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096])
+def test_matches_hadamard_exactly(d, dtype):
+    # Small integers: every partial sum is an integer below 2**24, exact in float32.
+    X = np.random.default_rng(d).integers(-8, 9, size=(7, d)).astype(dtype)
+    expected = X.astype(np.int64) @ hadamard(d).astype(np.int64)
+    Y = X.copy()
+    assert fwht(Y) is Y
+    np.testing.assert_array_equal(Y, expected.astype(dtype))
+
+
+def test_one_dimensional_and_involution():
+    x = np.arange(16, dtype=np.float32)
+    y = fwht(x.copy())
+    np.testing.assert_array_equal(y, hadamard(16) @ np.arange(16))
+    np.testing.assert_array_equal(fwht(y), 16 * x)  # H H = d I
+
+
+def test_rows_are_independent():
+    X = np.random.default_rng(0).integers(-3, 4, size=(33, 64)).astype(np.float32)
+    full = fwht(X.copy())
+    parts = np.vstack([fwht(X[:5].copy()), fwht(X[5:6].copy()), fwht(X[6:].copy())])
+    np.testing.assert_array_equal(full, parts)
+
+
+def test_bad_input():
+    with pytest.raises(ValueError, match="power of two"):
+        fwht(np.zeros((2, 12), np.float32))
+    with pytest.raises(TypeError):
+        fwht(np.zeros((2, 8), np.int64))
+    with pytest.raises(ValueError, match="C-contiguous"):
+        fwht(np.zeros((8, 4), np.float32).T)
