@@ -33,11 +33,16 @@ def laplacian_kernel(X, Y=None, gamma=1.0):
 
 
 def cosine_rbf_kernel(X, Y=None, gamma=1.0):
-    """``exp(-gamma (1 - rho))``, rho the cosine similarity (the NRFF kernel); zero rows get rho = 0."""
+    """The NRFF kernel ``exp(-gamma (1 - rho))``, rho the cosine similarity (float64).
+
+    In general ``exp(-gamma ||u - v||^2 / 2)`` with ``u = x / ||x||``, which is the same for
+    nonzero rows; a zero row has ``u = 0``, so its kernel with any nonzero row is
+    ``exp(-gamma / 2)`` and with another zero row 1 (what :class:`~dask_kernels.NRFF` estimates).
+    """
     X = _dense(X)
     Y = X if Y is None else _dense(Y)
     nx = np.linalg.norm(X, axis=1, keepdims=True)
     ny = np.linalg.norm(Y, axis=1, keepdims=True)
     U = np.divide(X, nx, out=np.zeros_like(X), where=nx > 0)
     V = np.divide(Y, ny, out=np.zeros_like(Y), where=ny > 0)
-    return np.exp(-gamma * (1.0 - U @ V.T))
+    return np.exp(-0.5 * gamma * cdist(U, V, "sqeuclidean"))

@@ -109,9 +109,12 @@ class NRFF(FeatureMap):
 
     Notes
     -----
-    An all-zero input row is mapped as ``u = 0``: its features are ``cos(w_j)``, normalized.
+    In general the map estimates ``exp(-gamma ||u - v||^2 / 2)``, which equals
+    ``exp(-gamma (1 - rho))`` for nonzero rows. An all-zero input row is mapped as ``u = 0``
+    (features ``cos(w_j)``, normalized), so its kernel with a nonzero row is ``exp(-gamma / 2)``
+    (see :func:`dask_kernels.exact.rbf.cosine_rbf_kernel`).
     The projection uses BLAS; across chunkings a row's features agree to float rounding
-    (tests: ``atol = 1e-5 * (1 + sqrt(gamma) * max |r . u|) / sqrt(k)``).
+    (tests: ``atol = 1e-5 * (1 + max |sqrt(gamma) r . u + w|) / sqrt(k)``).
 
     Examples
     --------
