@@ -65,7 +65,7 @@ def main():
     ap.add_argument("--quick", action="store_true", help="fewer rows and repeats (about 30 s)")
     ap.add_argument("--threads", type=int, default=2)
     args = ap.parse_args()
-    n_rows, repeats = (512, 1) if args.quick else (2048, 2)
+    n_rows, repeats = (512, 1) if args.quick else (1024, 4)
     cases = [(256, 16384), (1024, 16384)] + ([] if args.quick else [(784, 4096)])
     chunk = 256
     print(f"threads={args.threads} rows={n_rows} repeats={repeats} (rows/s, higher is better)")
@@ -87,16 +87,26 @@ def main():
             t0 = time.perf_counter()
             m.transform_block(X32[:4])  # builds the parameter table, compiles nothing new
             builds[name] = time.perf_counter() - t0
-        rows = {}
-        for name, fn, X, modes in [
+        runs = [
             ("RBFSampler float32", rbf32.transform, X32, ("blas", "pool")),
             ("RBFSampler float64", rbf64.transform, X64, ("blas", "pool")),
             ("RFF (float32)", maps["RFF (float32)"].transform_block, X32, ("blas", "pool")),
             ("NRFF (float32)", maps["NRFF (float32)"].transform_block, X32, ("blas", "pool")),
             ("Fastfood (float32)", maps["Fastfood (float32)"].transform_block, X32, ("pool",)),
-        ]:
+        ]
+        best_of = {(name, mode): 0.0 for name, _, _, modes in runs for mode in modes}
+        for name, fn, X, _ in runs:
             fn(X[:8])
-            r = {mode: rows_per_second(fn, X, repeats, mode, args.threads, chunk) for mode in modes}
+        # Repeats interleave the methods, so that a slow spell of this shared machine hits
+        # every method alike; each keeps its best.
+        for _ in range(repeats):
+            for name, fn, X, modes in runs:
+                for mode in modes:
+                    r = rows_per_second(fn, X, 1, mode, args.threads, chunk)
+                    best_of[name, mode] = max(best_of[name, mode], r)
+        rows = {}
+        for name, _, _, modes in runs:
+            r = {mode: best_of[name, mode] for mode in modes}
             rows[name] = (r, max(r.values()))
         ref32, ref64 = rows["RBFSampler float32"][1], rows["RBFSampler float64"][1]
         for name, (r, best) in rows.items():

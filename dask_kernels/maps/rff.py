@@ -16,7 +16,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ._fourier import COMMON_CONSTRAINTS, cached_table, cauchy_table, check_width
+from ._fourier import COMMON_CONSTRAINTS, cached_table, cauchy_table, check_width, row_chunks
 from ._fourier import normal_table, uniform_phases
 from .base import FeatureMap, check_finite_rows
 
@@ -127,7 +127,9 @@ class RFF(FeatureMap):
         check_finite_rows(X, row_offset)
         W, phase = self._tables()
         P = projection(X, W, self.output_dtype_)
-        P += phase
-        np.cos(P, out=P)
-        P *= self.output_dtype_.type(np.sqrt(2.0 / self.n_components))
+        factor = self.output_dtype_.type(np.sqrt(2.0 / self.n_components))
+        for part in row_chunks(P):
+            part += phase
+            np.cos(part, out=part)
+            part *= factor
         return P
