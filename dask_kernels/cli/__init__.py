@@ -13,7 +13,7 @@ import sys
 def _subcommands():
     mods = {}
     for info in pkgutil.iter_modules(__path__):
-        if not info.name.startswith("_"):
+        if not info.name.startswith("_"):  # _private modules are helpers, not subcommands
             mods[info.name.replace("_", "-")] = importlib.import_module(f"{__name__}.{info.name}")
     return mods
 
