@@ -13,7 +13,7 @@ import sys
 def _subcommands():
     mods = {}
     for info in pkgutil.iter_modules(__path__):
-        if not info.name.startswith("_"):
+        if not info.name.startswith("_"):  # _private modules are helpers, not subcommands
             mods[info.name.replace("_", "-")] = importlib.import_module(f"{__name__}.{info.name}")
     return mods
 
@@ -35,6 +35,25 @@ def main(argv=None):
     """Entry point of ``dask-kernels``."""
     args = build_parser().parse_args(argv)
     return args._run(args)
+
+
+def _dask_cli():
+    """``dask kernels ...``: the same command line under dask's own CLI (click is dask's)."""
+    import click
+
+    @click.command(
+        name="kernels",
+        help="Linearized-kernel features on Dask (dask-kernels). Run 'dask kernels --help'.",
+        context_settings={"ignore_unknown_options": True, "allow_extra_args": True, "help_option_names": []},
+    )
+    @click.argument("args", nargs=-1, type=click.UNPROCESSED)
+    def kernels(args):
+        sys.exit(main(list(args)))
+
+    return kernels
+
+
+dask_cli = _dask_cli()
 
 
 if __name__ == "__main__":

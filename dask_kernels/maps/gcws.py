@@ -20,6 +20,7 @@ dimension (up to 2**31) needs no per-dimension memory. Both run the same update 
 give identical codes.
 """
 
+import functools
 import numbers
 
 import numpy as np
@@ -180,6 +181,16 @@ def _codes_from(i_star, mask, out):
             out[a, j] = i_star[a, j] & mask
 
 
+@functools.lru_cache(maxsize=4)
+def _parameter_table(seed, n_split, k):
+    """The hash function's values for every split index, cached per process: every map rebuilt
+    from the same spec in a worker shares one table."""
+    tables = _build_table(np.uint64(stream_key(np.uint64(seed), STREAM)), n_split, k)
+    for t in tables:
+        t.setflags(write=False)
+    return tables
+
+
 def code_dtype(bits):
     """Smallest unsigned integer dtype holding ``bits``-bit codes."""
     return np.dtype(np.uint8) if bits <= 8 else np.dtype(np.uint16)
@@ -333,18 +344,7 @@ class GCWS(FeatureMap):
         return np.uint64(stream_key(np.uint64(self.seed), STREAM))
 
     def _tables(self):
-        # A per-instance cache of the hash function's values, never part of the spec or pickle.
-        key = (self.seed, self.n_features_in_, self.n_components)
-        cached = self.__dict__.get("_table_cache")
-        if cached is None or cached[0] != key:
-            cached = (key, _build_table(self._stream_key(), 2 * self.n_features_in_, self.n_components))
-            self.__dict__["_table_cache"] = cached
-        return cached[1]
-
-    def __getstate__(self):
-        state = self.__dict__.copy()
-        state.pop("_table_cache", None)
-        return state
+        return _parameter_table(int(self.seed), 2 * int(self.n_features_in_), int(self.n_components))
 
     # -- transforms ---------------------------------------------------------------------------
     def sample(self, X):

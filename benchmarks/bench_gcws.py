@@ -1,0 +1,102 @@
+"""GCWS speed: nanoseconds per (nonzero, hash) pair, next to datasketch's ICWS in the same run.
+
+    python benchmarks/bench_gcws.py [--quick]
+
+Single thread throughout (dask_kernels' Numba kernels are serial; datasketch is NumPy).
+datasketch's WeightedMinHashGenerator keeps three dense k x D tables, so it is measured at
+D = 784; its cost per pair does not depend on D (it indexes the tables at the nonzeros), and at
+D = 2**30 its tables would need 3 * 256 * 2**30 * 4 bytes = 3 TiB.
+"""
+
+import argparse
+import os
+import time
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("MKL_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
+import scipy.sparse as sp  # noqa: E402
+
+from dask_kernels import GCWS  # noqa: E402
+
+
+def best_time(fn, repeat):
+    fn()  # warm-up (compilation, table build)
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+def bench_datasketch(X, k, repeat):
+    try:
+        from datasketch import WeightedMinHashGenerator
+    except ImportError:
+        return None
+    gen = WeightedMinHashGenerator(X.shape[1], sample_size=k, seed=1)
+    rows = X[: max(20, len(X) // 10)]  # datasketch is slow; a subset gives a stable per-pair cost
+    t = best_time(lambda: [gen.minhash(r) for r in rows], repeat)
+    return t / (np.count_nonzero(rows) * k) * 1e9
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer rows and repeats")
+    args = parser.parse_args()
+    n_dense, n_sparse, repeat = (400, 2000, 2) if args.quick else (2000, 10000, 3)
+    k = 256
+    rng = np.random.default_rng(0)
+
+    # MNIST-like dense rows: 784 nonnegative pixels, about 19% nonzero.
+    X = rng.uniform(0, 1, size=(n_dense, 784))
+    X[X < 0.81] = 0.0
+    nnz_dense = np.count_nonzero(X)
+    # Fully dense rows exercise the table path at its heaviest.
+    Xfull = rng.uniform(0, 1, size=(n_dense, 784))
+    # Sparse rows of dimension 2**30, 200 nonzeros each at random indices: no index repeats in
+    # practice, so no parameter can be reused across rows.
+    nnz_row = 200
+    cols = rng.integers(0, 2**30, size=(n_sparse, nnz_row))
+    Xs = sp.csr_matrix(
+        (rng.uniform(0.1, 1, n_sparse * nnz_row), cols.ravel(), np.arange(0, n_sparse * nnz_row + 1, nnz_row)),
+        shape=(n_sparse, 2**30),
+    )
+    Xs.sum_duplicates()
+
+    ds_sparse = bench_datasketch(X, k, repeat)
+    ds_dense = bench_datasketch(Xfull, k, repeat)
+    rows = []
+    g_table = GCWS(n_components=k, table=True).fit(X)
+    g_hash = GCWS(n_components=k, table=False).fit(X)
+    g_sparse = GCWS(n_components=k).fit(Xs[:1])
+    assert not g_sparse._uses_table()
+    for label, data, nnz, ds in (
+        ("dense, D=784, 19% nonzero", X, nnz_dense, ds_sparse),
+        ("dense, D=784, 100% nonzero", Xfull, Xfull.size, ds_dense),
+    ):
+        if ds is not None:
+            rows.append(("datasketch WeightedMinHashGenerator", label, ds, ds))
+        t = best_time(lambda: g_table.transform(data), repeat)
+        rows.append(("dask_kernels GCWS table path", label, t / (nnz * k) * 1e9, ds))
+        t = best_time(lambda: g_hash.transform(data), repeat)
+        rows.append(("dask_kernels GCWS hash path", label, t / (nnz * k) * 1e9, ds))
+    t = best_time(lambda: g_sparse.transform(Xs), repeat)
+    # datasketch cannot hold D = 2**30; compare with its cheapest per-pair figure above.
+    rows.append(("dask_kernels GCWS hash path", "CSR, D=2**30, 200 nnz/row", t / (Xs.nnz * k) * 1e9, ds_dense))
+
+    print(f"GCWS, k = {k}, single thread ({'quick' if args.quick else 'full'} run)")
+    print(f"{'implementation':<38} {'input':<28} {'ns/pair':>8} {'vs datasketch':>14}")
+    for name, label, ns, ref in rows:
+        ratio = f"{ref / ns:.1f}x" if ref else "n/a"
+        print(f"{name:<38} {label:<28} {ns:8.2f} {ratio:>14}")
+    print("vs datasketch: its ns/pair on the same input (D=2**30 row: its dense D=784 figure).")
+    if ds_dense is None:
+        print("(datasketch not installed: pip install 'dask-kernels[bench]' for the reference rows)")
+
+
+if __name__ == "__main__":
+    main()
