@@ -128,8 +128,11 @@ def test_feature_estimates_unbiased_over_seeds():
     rng = np.random.default_rng(9)
     X = rng.standard_normal((8, 6)) * 0.5
     K = rbf_kernel(X, gamma=0.5)
-    est = np.array([(lambda Z: Z @ Z.T)(Fastfood(n_components=64, gamma=0.5, seed=s, dtype="float64").fit_transform(X))
-                    for s in range(300)])
+    est = []
+    for s in range(300):
+        Z = Fastfood(n_components=64, gamma=0.5, seed=s, dtype="float64").fit_transform(X)
+        est.append(Z @ Z.T)
+    est = np.array(est)
     iu = np.triu_indices(8, 1)
     se = est.std(0)[iu] / np.sqrt(len(est))
     z = (est.mean(0) - K)[iu] / se
@@ -146,8 +149,10 @@ def test_error_comparable_to_rff():
     iu = np.triu_indices(40, 1)
     mse = {}
     for cls in (Fastfood, RFF):
-        errs = [((lambda Z: Z @ Z.T)(cls(n_components=256, gamma=0.5, seed=s, dtype="float64").fit_transform(X)) - K)[iu]
-                for s in range(10)]
+        errs = []
+        for s in range(10):
+            Z = cls(n_components=256, gamma=0.5, seed=s, dtype="float64").fit_transform(X)
+            errs.append((Z @ Z.T - K)[iu])
         mse[cls.__name__] = np.mean(np.square(errs))
     assert 0.7 < mse["Fastfood"] / mse["RFF"] < 1.6
 

@@ -192,15 +192,16 @@ def _project_dense(X, B, P, G, scale, phase, out):
 
 
 @njit(nogil=True, cache=True)
-def _project_csr(data, indices, indptr, B, P, G, scale, phase, out):
+def _project_csr(data, indices, indptr, r0, B, P, G, scale, phase, out):
+    """Rows ``r0 .. r0 + len(out)`` of a CSR matrix (no scipy slicing: it costs ~30 us)."""
     d = B.shape[1]
     x = np.zeros(d, dtype=out.dtype)
     u = np.empty(d, dtype=out.dtype)
     v = np.empty(d, dtype=out.dtype)
-    for r in range(indptr.size - 1):
+    for r in range(out.shape[0]):
         x[:] = 0
-        for p in range(indptr[r], indptr[r + 1]):
-            x[indices[p]] = data[p]
+        for p in range(indptr[r0 + r], indptr[r0 + r + 1]):
+            x[indices[p]] += data[p]  # sums duplicates, like the dense matrix
         _project_row(x, B, P, G, scale, phase, u, v, out[r])
 
 
@@ -336,11 +337,10 @@ class Fastfood(FeatureMap):
         # Small row chunks, so that numpy's cosine and scaling passes find them still in cache.
         for r0 in range(0, X.shape[0], ROWS_PER_CHUNK):
             part = out[r0 : r0 + ROWS_PER_CHUNK]
-            Xp = X[r0 : r0 + ROWS_PER_CHUNK]
-            if sp.issparse(Xp):
-                _project_csr(Xp.data, Xp.indices, Xp.indptr, B, P, G, scale, b, part)
+            if sp.issparse(X):
+                _project_csr(X.data, X.indices, X.indptr, r0, B, P, G, scale, b, part)
             else:
-                _project_dense(Xp, B, P, G, scale, b, part)
+                _project_dense(X[r0 : r0 + ROWS_PER_CHUNK], B, P, G, scale, b, part)
             if features:
                 np.cos(part, out=part)
                 part *= factor
