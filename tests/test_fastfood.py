@@ -208,3 +208,18 @@ def test_errors():
 @parametrize_with_checks([Fastfood(n_components=8), Fastfood(n_components=8, radial="matern", dtype="float64")])
 def test_sklearn_estimator_checks(estimator, check):
     check(estimator)
+
+
+def test_dask_map_blocks_threaded_is_bitwise_identical():
+    da = pytest.importorskip("dask.array")
+    X = np.random.default_rng(12).standard_normal((300, 24))
+    m = Fastfood(n_components=70, gamma=0.1, seed=8).fit(X)
+    spec = m.spec()
+    dX = da.from_array(X, chunks=(37, 24))
+    out = dX.map_blocks(
+        lambda b: from_spec(spec).transform_block(b),
+        dtype=np.float32,
+        chunks=(dX.chunks[0], (70,)),
+        meta=np.empty((0, 70), np.float32),
+    )
+    np.testing.assert_array_equal(out.compute(scheduler="threads", num_workers=2), m.transform(X))
