@@ -132,14 +132,14 @@ def matern_radii(seed, d, k, t):
 
 
 def fastfood_tables(seed, d, k, sigma, radial, matern_t, dtype):
-    """(B, P, G, scale, phase): B, G, scale of shape (T, d) in ``dtype``, P int64 (T, d), phase (k,).
+    """(B, P, G, scale, phase): B, G, scale of shape (T, d) in ``dtype``, P int32 (T, d), phase (k,).
 
     ``scale[t, i] = s_j / (||G_t||_F sigma sqrt(d))`` folds S and the normalization together.
     """
     n_blocks = -(-k // d)
     idx = np.arange(d, dtype=np.uint64)
     B = np.empty((n_blocks, d))
-    P = np.empty((n_blocks, d), dtype=np.int64)
+    P = np.empty((n_blocks, d), dtype=np.int32)  # d < 2**31; half the memory of int64
     G = np.empty((n_blocks, d))
     for t in range(n_blocks):
         tt = np.array([t], dtype=np.uint64)
