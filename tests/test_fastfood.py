@@ -182,7 +182,9 @@ def test_gamma_sigma_equivalence_spec_pickle_clone():
     np.testing.assert_array_equal(pickle.loads(pickle.dumps(a)).transform(X), Z)
     np.testing.assert_array_equal(clone(a).fit(X).transform(X), Z)
     assert len(pickle.dumps(a)) < 5000
-    assert Fastfood().fit(X).sigma_ == pytest.approx(1 / np.sqrt(2))
+    default = Fastfood(n_components=10, radial="matern").fit(X)
+    assert default.sigma_ == pytest.approx(1 / np.sqrt(2))  # gamma = 1
+    np.testing.assert_array_equal(from_spec(default.spec_json()).transform(X), default.transform(X))
     assert list(a.get_feature_names_out()[:2]) == ["fastfood0", "fastfood1"]
 
 

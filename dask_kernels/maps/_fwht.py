@@ -27,11 +27,13 @@ from numba.extending import intrinsic
 def _hadamard_lanes(typingctx, x, start):
     """In place: the W-point Walsh-Hadamard transform of ``x[start:start + W]`` in a register.
 
-    W = 16 for float32 and 8 for float64 (512 bits). Stage ``h`` swaps lanes ``i`` and
+    W = 16 for float32 and 8 for float64 (512 bits; LLVM splits the vector on CPUs without
+    AVX-512, still correct). Stage ``h`` swaps lanes ``i`` and
     ``i ^ h`` (a shuffle), then keeps ``a + b`` in lanes with bit ``h`` clear and ``b - a``
     (= partner minus self, i.e. low minus high) in the others.
     """
-    if not (isinstance(x, types.Array) and x.ndim == 1 and x.dtype in (types.float32, types.float64)):
+    ok = isinstance(x, types.Array) and x.ndim == 1 and x.layout == "C"  # reads W contiguous values
+    if not (ok and x.dtype in (types.float32, types.float64)):
         return None
     width = 16 if x.dtype == types.float32 else 8
 
