@@ -2,7 +2,10 @@
 
 * Parameter tables built from :mod:`dask_kernels.rng` (the tables are caches of the hash
   function, never a second source of truth).
-* Common parameter checks.
+* Common parameter checks, and row chunking for the elementwise passes.
+
+The cosine itself is numpy's (SIMD, about 0.7-1.4 ns per float32 here): Numba's ``np.cos`` is a
+scalar libm call (9.8 ns), and a branch-free polynomial cosine compiled by Numba measured 2.2 ns.
 """
 
 import numbers

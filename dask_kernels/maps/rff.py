@@ -63,7 +63,7 @@ class RFF(FeatureMap):
     -----
     The projection is a BLAS matrix product, whose rounding may depend on the block shape: a
     row's features agree across chunkings to about 1e-6 relative to ``|w . x|`` in float32
-    (tests use ``atol = 1e-5 * (1 + max |w . x|)``), and exactly between dense and CSR input only
+    (tests use ``atol = 1e-5 * (1 + max |w . x + b|) * sqrt(2 / k)``), and exactly between dense and CSR input only
     up to the same rounding. The (d, k) frequency matrix is computed once per process from the
     seed and cached; it is not part of the spec or of a pickle.
 
