@@ -5,6 +5,8 @@ from importlib.metadata import PackageNotFoundError, version
 from .exact import gmm_kernel, minmax_kernel
 from .maps import FeatureMap, from_spec, registered_maps
 from .maps.gcws import GCWS, expand_codes
+from .io import SparsePartitions, read_npy, read_svmlight, read_zarr
+from .pipeline import FeatureStore, featurize, open_store
 from .rng import RNG_SCHEME
 
 try:
@@ -14,6 +16,13 @@ except PackageNotFoundError:  # running from a source tree
 
 __all__ = [
     "FeatureMap",
+    "FeatureStore",
+    "SparsePartitions",
+    "featurize",
+    "open_store",
+    "read_npy",
+    "read_svmlight",
+    "read_zarr",
     "GCWS",
     "RNG_SCHEME",
     "expand_codes",
