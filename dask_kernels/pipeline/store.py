@@ -34,6 +34,9 @@ def _storage_kwargs(storage_options):
 def open_group(path, mode, storage_options=None, consolidated=False):
     import zarr
 
+    if str(path).startswith("file://"):  # fsspec's local files do not create parent folders by default
+        storage_options = {"auto_mkdir": True, **(storage_options or {})}
+
     return zarr.open_group(path, mode=mode, use_consolidated=consolidated, zarr_format=3,
                            **_storage_kwargs(storage_options))
 
