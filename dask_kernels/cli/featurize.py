@@ -86,7 +86,7 @@ def run(args):
         cluster = None
     else:
         cluster = LocalCluster(n_workers=args.workers, threads_per_worker=args.threads_per_worker,
-                               processes=True, dashboard_address=None)
+                               processes=True, dashboard_address=":0")
         client = Client(cluster)
     try:
         X = read_input(args)
