@@ -71,6 +71,15 @@ def _assemble(pieces):
     return X, cols[0], cols[1], cols[2]
 
 
+@functools.lru_cache(maxsize=8)
+def _store_arrays(path, storage_options_json, run):
+    """The store's arrays, opened once per process and run (a later run reopens them)."""
+    import json
+
+    g = _store.open_group(path, "r+", json.loads(storage_options_json))
+    return {name: g[name] for name in g.array_keys()}
+
+
 def _write_block(job, i, pieces):
     """Featurize store block i and write it; ``done[i]`` is written after the data. Returns 1."""
     start = i * job["block_rows"]
@@ -79,7 +88,9 @@ def _write_block(job, i, pieces):
     if X.shape[0] != stop - start:
         raise RuntimeError(f"block {i}: got {X.shape[0]} rows, expected {stop - start}")
     F = transform_rows(rebuild_map(job["spec_json"]), X, start)
-    g = _store.open_group(job["path"], "r+", job["storage_options"])
+    import json
+
+    g = _store_arrays(job["path"], json.dumps(job["storage_options"], sort_keys=True), job["run"])
     g["features"][start:stop] = F
     for name, col in (("labels", y), ("qid", qid), ("row_ids", row_ids)):
         if name in job["columns"]:
@@ -262,10 +273,10 @@ def featurize(X, feature_map, *, labels=None, row_ids=None, store=None, chunks=N
                     dtype=out_dtype, columns=columns, compressors=compressors, info=info)
     n_blocks = -(-n_rows // block_rows)
     pending = [i for i in range(n_blocks) if not done[i]]
-    job = {"path": store, "storage_options": storage_options, "spec_json": spec_json, "block_rows": block_rows,
-           "n_rows": n_rows, "columns": sorted(columns)}
-    pieces = _block_pieces(kind, src, block_rows, n_rows, labels, row_ids, from_source)
     run = uuid.uuid4().hex[:12]  # side-effecting tasks: never share keys with another run
+    job = {"path": store, "storage_options": storage_options, "spec_json": spec_json, "block_rows": block_rows,
+           "n_rows": n_rows, "columns": sorted(columns), "run": run}
+    pieces = _block_pieces(kind, src, block_rows, n_rows, labels, row_ids, from_source)
     tasks = [dask.delayed(_write_block, pure=False)(job, i, pieces(i), dask_key_name=f"dk-write-{run}-{i}")
              for i in pending]
     computed = sum(run_tasks(tasks, progress))
