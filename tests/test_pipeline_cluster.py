@@ -100,8 +100,10 @@ def test_real_cluster_matches_single_process(cluster, inputs, tmp_path):
     assert b.labels.compute().tolist() == [i % 2 for i in range(800)]
     lazy = featurize(read_npy(npy, block_rows=115), G).compute()
     assert np.array_equal(lazy, REF)
-    # tasks really ran in the worker processes
+    # tasks really ran in the worker processes, which compiled into the NUMBA_CACHE_DIR they were given
     assert len(client.scheduler_info()["workers"]) == 2
+    cache_dir = cluster[2]["NUMBA_CACHE_DIR"]
+    assert any(f.endswith(".nbi") for _, _, files in os.walk(cache_dir) for f in files)
 
 
 def test_cli_on_running_scheduler(cluster, inputs, tmp_path):

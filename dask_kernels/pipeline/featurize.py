@@ -232,7 +232,11 @@ def featurize(X, feature_map, *, labels=None, row_ids=None, store=None, chunks=N
     >>> codes = featurize(X, GCWS(n_components=64).fit(np.zeros((1, 20))))
     >>> codes.dtype, codes.chunks[0]
     (dtype('uint8'), (250, 250, 250, 250))
-    >>> store = featurize(X, GCWS(n_components=64).fit(np.zeros((1, 20))), store="f.zarr")  # doctest: +SKIP
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "f.zarr")
+    >>> store = featurize(X, GCWS(n_components=64).fit(np.zeros((1, 20))), store=path, progress=False)
+    >>> store.run_stats
+    {'computed': 4, 'skipped': 0}
     """
     kind, src = _as_source(X, chunks)
     fmap = _fitted(feature_map, kind, src)

@@ -92,9 +92,16 @@ class FeatureStore:
 
     Examples
     --------
-    >>> store = open_store("features.zarr")                   # doctest: +SKIP
-    >>> for start, stop in store.blocks():                    # doctest: +SKIP
-    ...     codes = store.features[start:stop].compute()
+    >>> import os, tempfile, numpy as np
+    >>> from dask_kernels import GCWS, featurize
+    >>> X = np.random.default_rng(0).random((100, 8))
+    >>> path = os.path.join(tempfile.mkdtemp(), "f.zarr")
+    >>> _ = featurize(X, GCWS(n_components=16).fit(X), store=path, chunks=40, progress=False)
+    >>> store = open_store(path)
+    >>> store.complete, store.features.shape, store.features.dtype
+    (True, (100, 16), dtype('uint8'))
+    >>> list(store.blocks())
+    [(0, 40), (40, 80), (80, 100)]
     """
 
     def __init__(self, path, storage_options=None):
@@ -173,7 +180,14 @@ def open_store(path, *, storage_options=None):
 
     Examples
     --------
-    >>> store = open_store("features.zarr")                     # doctest: +SKIP
-    >>> store.feature_map.transform(new_rows)                   # doctest: +SKIP
+    >>> import os, tempfile, numpy as np
+    >>> from dask_kernels import GCWS, featurize
+    >>> X = np.random.default_rng(0).random((50, 8))
+    >>> path = os.path.join(tempfile.mkdtemp(), "f.zarr")
+    >>> _ = featurize(X[:40], GCWS(n_components=16).fit(X), store=path, progress=False)
+    >>> store = open_store(path)
+    >>> new = store.feature_map.transform(X[40:])        # new rows, featurized consistently
+    >>> new.shape
+    (10, 16)
     """
     return FeatureStore(path, storage_options)
