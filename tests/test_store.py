@@ -147,3 +147,16 @@ def test_opening_missing_or_foreign_store(tmp_path):
         open_store(str(tmp_path / "other.zarr"))
     with pytest.raises(ValueError, match="not a dask_kernels feature store"):
         featurize(X, G, store=str(tmp_path / "other.zarr"), progress=False)
+
+
+def test_sparse_blocks_across_partitions_with_labels_and_row_ids(tmp_path):
+    import scipy.sparse as sp
+
+    from dask_kernels.io import from_sparse
+
+    src = from_sparse(sp.csr_matrix(X), y=Y, block_rows=70)  # partitions of 70 rows, blocks of 100
+    s = featurize(src, G, store=str(tmp_path / "a.zarr"), chunks=100, progress=False)
+    assert np.array_equal(s.features.compute(), REF) and np.array_equal(s.labels.compute(), Y)
+    ids = np.arange(600)[::-1]
+    s = featurize(src, G, labels=-Y, row_ids=ids, store=str(tmp_path / "b.zarr"), chunks=100, progress=False)
+    assert np.array_equal(s.labels.compute(), -Y) and np.array_equal(s.row_ids.compute(), ids)

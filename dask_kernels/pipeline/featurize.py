@@ -99,6 +99,15 @@ def _write_block(job, i, pieces):
     return 1
 
 
+def _write_dense_chunk(x, *cols, job, names, block_info=None):
+    """map_blocks form of :func:`_write_block` for dense rows: dask fuses it with the read of
+    the block into one task (one task per block, no hand-over of the input block)."""
+    i = block_info[0]["chunk-location"][0]
+    col = dict(zip(names, (c[:, 0] for c in cols)))
+    _write_block(job, i, [(x, col.get("labels"), None, col.get("row_ids"), 0, x.shape[0])])
+    return np.ones(1, dtype=np.int64)
+
+
 # -- input normalization -------------------------------------------------------------------------
 def _as_source(X, chunks):
     """("dense", dask array chunked along rows only) or ("sparse", SparsePartitions)."""
@@ -280,10 +289,13 @@ def featurize(X, feature_map, *, labels=None, row_ids=None, store=None, chunks=N
     run = uuid.uuid4().hex[:12]  # side-effecting tasks: never share keys with another run
     job = {"path": store, "storage_options": storage_options, "spec_json": spec_json, "block_rows": block_rows,
            "n_rows": n_rows, "columns": sorted(columns), "run": run}
-    pieces = _block_pieces(kind, src, block_rows, n_rows, labels, row_ids, from_source)
-    tasks = [dask.delayed(_write_block, pure=False)(job, i, pieces(i), dask_key_name=f"dk-write-{run}-{i}")
-             for i in pending]
-    computed = sum(run_tasks(tasks, progress))
+    if kind == "dense":
+        tasks = _dense_writes(src, job, block_rows, labels, row_ids, pending, run)
+    else:
+        pieces = _block_pieces(src, block_rows, n_rows, labels, row_ids, from_source)
+        tasks = [dask.delayed(_write_block, pure=False)(job, i, pieces(i), dask_key_name=f"dk-write-{run}-{i}")
+                 for i in pending]
+    computed = int(sum(np.sum(r) for r in run_tasks(tasks, progress)))
     _store.mark_complete(store, storage_options)
     fs = _store.open_store(store, storage_options=storage_options)
     fs.run_stats = {"computed": int(computed), "skipped": n_blocks - len(pending)}
@@ -304,40 +316,44 @@ def _lazy(kind, src, spec_json, width, out_dtype):
     return da.concatenate(blocks) if blocks else da.empty((0, width), dtype=out_dtype)
 
 
-def _block_pieces(kind, src, block_rows, n_rows, labels, row_ids, labels_from_source):
-    """``pieces(i)``: the (X, y, qid, row_ids, lo, hi) input slices that make store block i."""
-    if kind == "dense":
-        xs = src.rechunk({0: block_rows}).to_delayed().ravel()
-        parts = [(x,) for x in xs]
-        bounds = [(0, min(block_rows, n_rows - i * block_rows)) for i in range(len(xs))]
-        part_rows = [(i * block_rows, min((i + 1) * block_rows, n_rows)) for i in range(len(xs))]
-    else:
-        parts = [(p,) for p in src.to_delayed()]
-        part_rows = [(o, o + n) for o, n in zip(src.row_offsets, src.row_counts)]
-    n_rows_chunks = tuple(b - a for a, b in part_rows)
+def _dense_writes(X, job, block_rows, labels, row_ids, pending, run):
+    """One fused read-featurize-write task per pending block of dense rows (a 1-element list)."""
+    if not pending:
+        return []
+    X = X.rechunk({0: block_rows, 1: -1})
+    args, names = [X], []
+    for name, col in (("labels", labels), ("row_ids", row_ids)):
+        if col is not None:
+            args.append(col.rechunk((X.chunks[0],))[:, None])
+            names.append(name)
+    status = da.map_blocks(_write_dense_chunk, *args, job=job, names=tuple(names), dtype=np.int64, drop_axis=1,
+                           chunks=((1,) * X.numblocks[0],), meta=np.empty(0, np.int64), name=f"dk-write-{run}")
+    return [status.blocks[np.asarray(pending)]]
+
+
+def _block_pieces(src, block_rows, n_rows, labels, row_ids, labels_from_source):
+    """``pieces(i)``: the (X, y, qid, row_ids, lo, hi) partition slices that make store block i.
+
+    Partitions of a sparse source have their own sizes (e.g. svmlight byte ranges), so a store
+    block may take rows from two or more partitions; each partition is parsed once.
+    """
+    parts = src.to_delayed()
+    part_rows = [(o, o + n) for o, n in zip(src.row_offsets, src.row_counts)]
     extra = {}
     for name, col in (("labels", labels), ("row_ids", row_ids)):
         if col is not None:
-            extra[name] = col.rechunk((n_rows_chunks,)).to_delayed().ravel() if n_rows_chunks else []
+            extra[name] = col.rechunk((src.row_counts,)).to_delayed().ravel()
 
-    def piece(p, k, lo, hi):
-        if kind == "dense":
-            x, y, q = parts[p][0], None, None
-        else:
-            part = parts[p][0]
-            x, y, q = part[0], part[1] if labels_from_source else None, part[2]
-        if "labels" in extra:
-            y = extra["labels"][p]
+    def piece(p, lo, hi):
+        part = parts[p]
+        y = extra["labels"][p] if "labels" in extra else part[1] if labels_from_source else None
         r = extra["row_ids"][p] if "row_ids" in extra else None
-        return (x, y, q, r, lo, hi)
+        return (part[0], y, part[2], r, lo, hi)
 
     def pieces(i):
         start, stop = i * block_rows, min((i + 1) * block_rows, n_rows)
-        out = []
-        for p, (a, b) in enumerate(part_rows):
-            if b > start and a < stop and b > a:
-                out.append(piece(p, i, max(start, a) - a, min(stop, b) - a))
-        return out
+        return [piece(p, max(start, a) - a, min(stop, b) - a) for p, (a, b) in enumerate(part_rows)
+                if b > start and a < stop and b > a]
 
     return pieces
 
