@@ -114,3 +114,9 @@ def test_fingerprint_changes_with_file(tmp_path):
     (tmp_path / "d.svm").write_bytes(b"1 1:1\n2 1:2\n")
     b = read_svmlight(p)
     assert a.fingerprint != b.fingerprint and a.name != b.name
+
+
+def test_fsspec_url(tmp_path):
+    p = _write(tmp_path, CORNERS)
+    X, y, _ = read_svmlight("file://" + p, blocksize=16).compute()
+    assert np.array_equal(X.toarray(), EXPECTED) and y.tolist() == [1, -1, 0.5, 2, 3]
