@@ -167,3 +167,17 @@ def test_local_cluster_processes(tmp_path):
         s = featurize(da.from_array(X, chunks=(130, 40)), G, store=str(tmp_path / "l.zarr"), progress=True)
         assert s.run_stats == {"computed": 7, "skipped": 0}
         assert np.array_equal(s.features.compute(), REF)
+
+
+def test_cli_local_cluster_svmlight(inputs, tmp_path):
+    _, svm = inputs
+    out = str(tmp_path / "svm.zarr")
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    cmd = [sys.executable, "-m", "dask_kernels.cli", "featurize", svm, out, "--method", "gcws", "--param",
+           "n_components=48", "--param", "seed=11", "--n-features", "40", "--blocksize", "20000", "--workers", "1",
+           "--no-progress"]
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-3000:]
+    store = open_store(out)
+    assert np.array_equal(store.features.compute(), REF)
+    assert store.labels.compute().tolist() == [i % 2 for i in range(800)]
