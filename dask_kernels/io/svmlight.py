@@ -4,7 +4,8 @@ Format: one row per line, ``<label> [qid:<int>] <index>:<value> ...``; ``#`` sta
 blank and comment-only lines are not rows; ``\\r\\n`` line ends are accepted. Indices are
 1-based (LIBSVM) unless ``zero_based=True``; they may come in any order within a line (they are
 sorted), but a repeated index in one line is an error (it is almost always a bug in whatever
-wrote the file, and summing would silently change values).
+wrote the file, and summing would silently change values). Rows without ``qid:`` in a file that
+has some get query id -1.
 
 Byte range i is ``[i * blocksize, (i + 1) * blocksize)``; a line belongs to the range in which
 it starts. A first, cheap pass (one task per range) counts the lines and rows of each range

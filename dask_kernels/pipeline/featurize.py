@@ -216,7 +216,8 @@ def featurize(X, feature_map, *, labels=None, row_ids=None, store=None, chunks=N
         Rows per stored block (and per task). Default: the input's row chunk (dense dask input),
         about 32 MiB of float64 input per block (NumPy), or the mean partition size (sparse).
     compressors : Zarr compressors, default "auto"
-        Zarr's default (Zstandard). ``None`` stores raw bytes.
+        Zarr's default (Zstandard). ``None`` stores raw bytes. A resumed store keeps the codecs
+        it was created with.
     overwrite : bool, default False
         Replace an existing store. Without it, a store of the same job (same fingerprint) is
         resumed, skipping finished blocks, and a store of another job is refused.
