@@ -2,12 +2,14 @@
 
 from importlib.metadata import PackageNotFoundError, version
 
-from .exact import gmm_kernel, minmax_kernel
+from .exact import cosine_rbf_kernel, gmm_kernel, laplacian_kernel, minmax_kernel, rbf_kernel
+from .io import SparsePartitions, read_npy, read_svmlight, read_zarr
 from .maps import FeatureMap, from_spec, registered_maps
 from .maps.fastfood import Fastfood
 from .maps.gcws import GCWS, expand_codes
 from .maps.nrff import NRFF
 from .maps.rff import RFF
+from .pipeline import FeatureStore, featurize, open_store
 from .rng import RNG_SCHEME
 
 try:
@@ -17,15 +19,25 @@ except PackageNotFoundError:  # running from a source tree
 
 __all__ = [
     "FeatureMap",
+    "FeatureStore",
     "Fastfood",
     "GCWS",
     "NRFF",
     "RFF",
     "RNG_SCHEME",
+    "SparsePartitions",
+    "cosine_rbf_kernel",
     "expand_codes",
+    "featurize",
     "from_spec",
     "gmm_kernel",
+    "laplacian_kernel",
     "minmax_kernel",
+    "open_store",
+    "read_npy",
+    "read_svmlight",
+    "read_zarr",
+    "rbf_kernel",
     "registered_maps",
     "__version__",
 ]

@@ -1,0 +1,162 @@
+"""End-to-end featurization rate (a .npy of dense 784-dim rows -> finished Zarr store) next to the
+bare GCWS kernel rate on the same cores, in the same run, with peak memory per worker process.
+
+    python benchmarks/bench_pipeline.py            # ~2-3 minutes on 2 cores
+    python benchmarks/bench_pipeline.py --quick
+
+Rows are MNIST-like: 784 float32 values, ~20% nonzero. GCWS k=256, b=8 (uint8 codes).
+* kernel-only: ``transform_block`` on in-memory blocks in the same worker processes (all workers
+  at once), measured just before and just after each end-to-end run (the machine is shared, so
+  rates drift; the ratio uses the mean). Also shown for this process, one thread per core.
+* end-to-end: ``featurize(read_npy(path), gcws, store=...)`` on a LocalCluster of single-threaded
+  worker processes, timed from the call to the returned, complete store (reading, validation,
+  featurizing, compression, Zarr writes, done markers, consolidation). Workers are warmed up first
+  (Numba loaded from its cache, parameter table built), as on a long-running cluster.
+* peak RSS per worker: psutil samples every 20 ms during the run, minus the worker's idle RSS.
+"""
+
+import argparse
+import os
+import shutil
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import psutil
+
+D, K = 784, 256
+
+
+def make_rows(path, n, block=20000):
+    """A .npy of n MNIST-like rows, written block by block (never all in memory)."""
+    arr = np.lib.format.open_memmap(path, mode="w+", dtype=np.float32, shape=(n, D))
+    rng = np.random.default_rng(0)
+    for a in range(0, n, block):
+        b = min(n, a + block)
+        arr[a:b] = rng.random((b - a, D), dtype=np.float32) * (rng.random((b - a, D)) < 0.2)
+    arr.flush()
+    del arr
+
+
+def kernel_rate(gcws, X, block_rows, threads):
+    """Bare transform_block rate in this process, one thread per core, in-memory blocks."""
+    blocks = [np.ascontiguousarray(X[a:a + block_rows]) for a in range(0, len(X), block_rows)]
+    gcws.transform_block(blocks[0][:10])
+    with ThreadPoolExecutor(threads) as pool:
+        t0 = time.perf_counter()
+        list(pool.map(gcws.transform_block, blocks))
+        return len(X) / (time.perf_counter() - t0)
+
+
+def _kernel_in_worker(path, spec_json, n_rows, block_rows):
+    from dask_kernels.pipeline import rebuild_map
+
+    return kernel_rate(rebuild_map(spec_json), np.load(path, mmap_mode="r")[:n_rows], block_rows, 1)
+
+
+def workers_kernel_rate(client, path, gcws, n_rows, block_rows):
+    """Bare kernel rate of all worker processes at once (each on its own in-memory blocks)."""
+    futures = [client.submit(_kernel_in_worker, path, gcws.spec_json(), n_rows, block_rows, workers=[w], pure=False)
+               for w in client.scheduler_info()["workers"]]
+    return sum(client.gather(futures))
+
+
+class RssSampler:
+    def __init__(self, pids):
+        self.procs = [psutil.Process(p) for p in pids]
+        self.base = [p.memory_info().rss for p in self.procs]
+        self.peak = list(self.base)
+        self._stop = threading.Event()
+        self._t = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        while not self._stop.is_set():
+            for i, p in enumerate(self.procs):
+                try:
+                    self.peak[i] = max(self.peak[i], p.memory_info().rss)
+                except psutil.Error:
+                    pass
+            time.sleep(0.02)
+
+    def __enter__(self):
+        self._t.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._t.join()
+
+
+def end_to_end(path, gcws, block_rows, workers, tmp):
+    from distributed import Client, LocalCluster
+
+    from dask_kernels import featurize
+    from dask_kernels.io import read_npy
+
+    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0",
+                      memory_limit=0) as cluster, Client(cluster) as client:
+        warm = os.path.join(tmp, "warm.zarr")
+        featurize(read_npy(path, block_rows=200)[: 200 * workers * 2], gcws, store=warm, overwrite=True,
+                  progress=False)
+        pids = list(client.run(os.getpid).values())
+        out = os.path.join(tmp, f"store-{workers}.zarr")
+        shutil.rmtree(out, ignore_errors=True)
+        X = read_npy(path, block_rows=block_rows)
+        k_before = workers_kernel_rate(client, path, gcws, 20_000, block_rows)
+        with RssSampler(pids) as mem:
+            t0 = time.perf_counter()
+            store = featurize(X, gcws, store=out, progress=False)
+            seconds = time.perf_counter() - t0
+        kernel = (k_before + workers_kernel_rate(client, path, gcws, 20_000, block_rows)) / 2
+        assert store.complete
+        extra = max(p - b for p, b in zip(mem.peak, mem.base))
+        peak = max(mem.peak)
+        check = store.features[:1000].compute()
+        assert np.array_equal(check, gcws.transform_block(np.load(path, mmap_mode="r")[:1000]))
+        shutil.rmtree(out, ignore_errors=True)
+        return X.shape[0] / seconds, kernel, peak, extra
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true", help="small datasets (~1 minute)")
+    ap.add_argument("--block-rows", type=int, default=5000)
+    args = ap.parse_args()
+    from dask_kernels import GCWS
+
+    small, large = (30_000, 90_000) if args.quick else (150_000, 450_000)
+    cores = min(2, os.cpu_count())
+    tmp = tempfile.mkdtemp(prefix="bench-pipeline-")
+    try:
+        gcws = GCWS(n_components=K, bits=8, seed=0).fit(np.zeros((1, D), np.float32))
+        paths = {}
+        for n in (small, large):
+            paths[n] = os.path.join(tmp, f"rows-{n}.npy")
+            make_rows(paths[n], n)
+        Xk = np.load(paths[small], mmap_mode="r")[:20_000]
+        k1 = kernel_rate(gcws, Xk, args.block_rows, 1)
+        k2 = kernel_rate(gcws, Xk, args.block_rows, cores)
+        block_mb = args.block_rows * D * 4 / 2**20
+        rows = [("1 worker", small, *end_to_end(paths[small], gcws, args.block_rows, 1, tmp))]
+        for n in (small, large):
+            rows.append((f"{cores} workers", n, *end_to_end(paths[n], gcws, args.block_rows, cores, tmp)))
+        print(f"\nGCWS k={K} b=8 on {D} dense float32 inputs (~20% nonzero); {args.block_rows} rows per block "
+              f"= {block_mb:.1f} MiB of input; {cores} cores")
+        print(f"kernel only in this process: {k1:,.0f} rows/s on 1 thread, {k2:,.0f} rows/s on {cores} threads")
+        print(f"{'workers':<10} {'rows':>8} {'end-to-end':>11} {'kernel-only':>11} {'ratio':>6} "
+              f"{'peak RSS/worker':>15} {'peak - idle':>11} {'in blocks':>9}")
+        for what, n, rate, kernel, peak, extra in rows:
+            print(f"{what:<10} {n:>8} {rate:>11,.0f} {kernel:>11,.0f} {rate / kernel:>6.2f} "
+                  f"{peak / 2**20:>11.0f} MiB {extra / 2**20:>7.0f} MiB {extra / 2**20 / block_mb:>9.1f}")
+        print(f"\n(rates in rows/s; kernel-only = transform_block on in-memory blocks in the same worker "
+              f"processes, just before and after the end-to-end run)")
+        print(f"{cores} workers / 1 worker, end-to-end on {small} rows: {rows[1][2] / rows[0][2]:.2f}x; "
+              f"{large} / {small} rows end-to-end rate: {rows[2][2] / rows[1][2]:.2f}")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,25 @@
+"""Readers that turn what users have into row-partitioned input for the pipeline.
+
+* dense rows: :func:`read_npy` (memory-mapped ``.npy``), :func:`read_zarr`, :func:`from_array`
+  (in-memory NumPy) all give a :class:`dask.array.Array` chunked along rows only;
+* sparse rows: :func:`from_sparse` (in-memory SciPy matrix) and :func:`read_svmlight`
+  (svmlight/LIBSVM text split into byte ranges) give a :class:`SparsePartitions`.
+
+Every reader names its output after a cheap fingerprint of the input (file path, size and
+modification time, or a content hash for in-memory data), so a resumed store can tell whether it
+is being fed the same input.
+"""
+
+from .dense import from_array, read_npy, read_zarr
+from .sparse import SparsePartitions, from_sparse
+from .svmlight import SvmlightFormatError, read_svmlight
+
+__all__ = [
+    "SparsePartitions",
+    "SvmlightFormatError",
+    "from_array",
+    "from_sparse",
+    "read_npy",
+    "read_svmlight",
+    "read_zarr",
+]

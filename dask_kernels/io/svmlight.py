@@ -1,0 +1,257 @@
+"""svmlight / LIBSVM text split into byte ranges that each parse their own rows.
+
+Format: one row per line, ``<label> [qid:<int>] <index>:<value> ...``; ``#`` starts a comment;
+blank and comment-only lines are not rows; ``\\r\\n`` line ends are accepted. Indices are
+1-based (LIBSVM) unless ``zero_based=True``; they may come in any order within a line (they are
+sorted), but a repeated index in one line is an error (it is almost always a bug in whatever
+wrote the file, and summing would silently change values). Rows without ``qid:`` in a file that
+has some get query id -1.
+
+Byte range i is ``[i * blocksize, (i + 1) * blocksize)``; a line belongs to the range in which
+it starts. A first, cheap pass (one task per range) counts the lines and rows of each range
+(and finds the dimension when it is not given), so every partition knows the global line and
+row number of its first row before any parsing; errors name the file, the global line (1-based)
+and row (0-based) and the byte offset of the line.
+"""
+
+import hashlib
+
+import dask
+import numpy as np
+import scipy.sparse as sp
+
+from .sparse import SparsePartitions
+
+DEFAULT_BLOCKSIZE = 64 * 2**20
+
+
+class SvmlightFormatError(ValueError):
+    """A line of an svmlight file that cannot be parsed (names file, line, row, byte offset)."""
+
+
+class _LocalError(Exception):
+    def __init__(self, what, line, row, offset, text):
+        super().__init__(what)
+        self.what, self.line, self.row, self.offset, self.text = what, line, row, offset, text
+
+    def format(self, path, line_base=0, row_base=0):
+        return SvmlightFormatError(
+            f"{path}: line {line_base + self.line + 1} (row {row_base + self.row}), byte offset "
+            f"{self.offset}: {self.what}: {self.text!r}"
+        )
+
+
+def _fs(path, storage_options):
+    import fsspec
+
+    return fsspec.core.url_to_fs(path, **(storage_options or {}))
+
+
+def _read_range(path, storage_options, start, end):
+    """Bytes of the lines starting in [start, end), and the file offset of the first one."""
+    fs, p = _fs(path, storage_options)
+    with fs.open(p, "rb") as f:
+        if start > 0:
+            f.seek(start - 1)
+            f.readline()  # finish the line that holds byte start-1; it belongs to the range before
+        begin = f.tell()
+        if begin >= end:
+            return b"", begin
+        data = f.read(end - begin)
+        if data and not data.endswith(b"\n"):
+            data += f.readline()
+        return data, begin
+
+
+def _lines(data):
+    lines = data.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    return lines
+
+
+def _parse(data, begin, n_features, zero_based, want_arrays):
+    """Parse one range. Returns (n_lines, n_rows, max_col, has_qid, arrays or None).
+
+    Raises :class:`_LocalError` with range-local line and row numbers and the file offset.
+    """
+    indptr, indices, values, labels, qids = [0], [], [], [], []
+    n_rows, max_col, has_qid, offset = 0, -1, False, begin
+    lines = _lines(data)
+    base = 0 if zero_based else 1
+    for ln, raw in enumerate(lines):
+        line_offset = offset
+        offset += len(raw) + 1
+        content = raw.split(b"#", 1)[0]
+        toks = content.split()
+        if not toks:
+            continue
+
+        def fail(what):
+            raise _LocalError(what, ln, n_rows, line_offset, raw.rstrip(b"\r")[:120].decode("utf-8", "replace"))
+
+        try:
+            label = float(toks[0])
+        except ValueError:
+            fail(f"label {toks[0].decode('utf-8', 'replace')!r} is not a number")
+        j, q = 1, -1
+        if len(toks) > 1 and toks[1].startswith(b"qid:"):
+            try:
+                q = int(toks[1][4:])
+            except ValueError:
+                fail(f"bad query id {toks[1].decode('utf-8', 'replace')!r}")
+            has_qid, j = True, 2
+        cols, vals = [], []
+        for tok in toks[j:]:
+            i_s, sep, v_s = tok.partition(b":")
+            try:
+                if not sep:
+                    raise ValueError
+                col = int(i_s) - base
+                val = float(v_s)
+            except ValueError:
+                fail(f"expected <index>:<value>, found {tok.decode('utf-8', 'replace')!r}")
+            if col < 0:
+                fail(f"feature index {col + base} is below {base} ({'zero' if zero_based else 'one'}-based indices)")
+            if n_features is not None and col >= n_features:
+                fail(f"feature index {col + base} is beyond the declared dimension n_features={n_features}")
+            cols.append(col)
+            vals.append(val)
+        if cols:
+            c = np.asarray(cols, dtype=np.int64)
+            order = np.argsort(c, kind="stable")
+            c = c[order]
+            dup = np.flatnonzero(np.diff(c) == 0)
+            if dup.size:
+                fail(f"feature index {c[dup[0]] + base} appears twice in one line")
+            max_col = max(max_col, int(c[-1]))
+            if want_arrays:
+                indices.append(c)
+                values.append(np.asarray(vals, dtype=np.float64)[order])
+        n_rows += 1
+        if want_arrays:
+            indptr.append(indptr[-1] + len(cols))
+            labels.append(label)
+            qids.append(q)
+    arrays = None
+    if want_arrays:
+        arrays = (
+            np.concatenate(indices) if indices else np.empty(0, np.int64),
+            np.concatenate(values) if values else np.empty(0, np.float64),
+            np.asarray(indptr, dtype=np.int64),
+            np.asarray(labels, dtype=np.float64),
+            np.asarray(qids, dtype=np.int64),
+        )
+    return len(lines), n_rows, max_col, has_qid, arrays
+
+
+def _count(data):
+    """Lines, rows and whether a query id appears, without parsing values."""
+    lines = _lines(data)
+    n_rows, has_qid = 0, False
+    for raw in lines:
+        content = raw.split(b"#", 1)[0]
+        if content.strip():
+            n_rows += 1
+            has_qid = has_qid or b"qid:" in content
+    return len(lines), n_rows, has_qid
+
+
+def _scan_range(path, storage_options, start, end, zero_based, find_dimension):
+    data, begin = _read_range(path, storage_options, start, end)
+    if not find_dimension:
+        n_lines, n_rows, has_qid = _count(data)
+        return n_lines, n_rows, -1, has_qid, None
+    try:
+        n_lines, n_rows, max_col, has_qid, _ = _parse(data, begin, None, zero_based, False)
+    except _LocalError as e:  # reported by the driver, which knows the global line numbers
+        return 0, 0, -1, False, e
+    return n_lines, n_rows, max_col, has_qid, None
+
+
+class _SvmlightLoader:
+    """Parses byte range i on a worker: ``(X_csr, labels, qid)`` with global numbers in errors."""
+
+    def __init__(self, path, storage_options, ranges, line_offsets, row_offsets, n_features, zero_based, has_qid):
+        self.path, self.storage_options, self.ranges = path, storage_options, ranges
+        self.line_offsets, self.row_offsets = line_offsets, row_offsets
+        self.n_features, self.zero_based, self.has_qid = n_features, zero_based, has_qid
+
+    def __call__(self, i):
+        start, end = self.ranges[i]
+        data, begin = _read_range(self.path, self.storage_options, start, end)
+        try:
+            _, n_rows, _, _, arrays = _parse(data, begin, self.n_features, self.zero_based, True)
+        except _LocalError as e:
+            raise e.format(self.path, self.line_offsets[i], self.row_offsets[i]) from None
+        indices, values, indptr, labels, qids = arrays
+        X = sp.csr_matrix((values, indices.astype(np.int32 if self.n_features < 2**31 else np.int64), indptr),
+                          shape=(n_rows, self.n_features))
+        return X, labels, (qids if self.has_qid else None)
+
+
+def read_svmlight(path, n_features=None, *, blocksize=DEFAULT_BLOCKSIZE, zero_based=False, storage_options=None):
+    """An svmlight/LIBSVM file as byte-range partitions that each parse their own rows.
+
+    A first pass (one task per byte range, on the active Dask scheduler) counts lines and rows
+    per range, and finds the dimension when ``n_features`` is not given (that pass parses every
+    line; giving ``n_features`` makes it a cheap line count).
+
+    Parameters
+    ----------
+    path : str
+        Local path or fsspec URL, readable by every worker.
+    n_features : int, optional
+        Input dimension. A row with a larger index is an error naming its line.
+    blocksize : int, default 64 MiB
+        Bytes per partition.
+    zero_based : bool, default False
+        Whether indices start at 0 (LIBSVM files start at 1).
+    storage_options : dict, optional
+        Passed to fsspec.
+
+    Returns
+    -------
+    SparsePartitions
+        With labels (float64), query ids when the file has them, and a fingerprint made of the
+        path, size and modification time (cheap; a rewritten file changes size or mtime).
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> p = os.path.join(tempfile.mkdtemp(), "d.svm")
+    >>> _ = open(p, "w").write("1 1:0.5 3:2\\n# comment\\n-1 2:1\\n")
+    >>> src = read_svmlight(p)
+    >>> src.shape, src.compute()[1].tolist()
+    ((2, 3), [1.0, -1.0])
+    """
+    fs, p = _fs(path, storage_options)
+    info = fs.info(p)
+    size = int(info["size"])
+    blocksize = max(1, int(blocksize))
+    ranges = [(a, min(a + blocksize, size)) for a in range(0, size, blocksize)] or [(0, 0)]
+    find_dim = n_features is None
+    scans = dask.compute(*[
+        dask.delayed(_scan_range, pure=True)(path, storage_options, a, b, zero_based, find_dim) for a, b in ranges
+    ])
+    line_offsets, row_offsets, lines_before, rows_before = [], [], 0, 0
+    for n_lines, n_rows, _, _, err in scans:
+        if err is not None:
+            raise err.format(path, lines_before, rows_before)
+        line_offsets.append(lines_before)
+        row_offsets.append(rows_before)
+        lines_before += n_lines
+        rows_before += n_rows
+    if find_dim:
+        n_features = max(s[2] for s in scans) + 1
+        if n_features == 0:
+            raise ValueError(f"{path}: no feature index found; give n_features")
+    has_qid = any(s[3] for s in scans)
+    mtime = info.get("mtime", info.get("LastModified", info.get("ETag", "")))
+    fp = {"kind": "svmlight", "path": str(path), "size": size, "mtime": str(mtime), "blocksize": blocksize,
+          "n_features": int(n_features), "zero_based": bool(zero_based)}
+    name = "svmlight-" + hashlib.blake2b(repr(sorted(fp.items())).encode(), digest_size=10).hexdigest()
+    loader = _SvmlightLoader(path, storage_options, ranges, line_offsets, row_offsets, int(n_features),
+                             zero_based, has_qid)
+    return SparsePartitions(loader, [s[1] for s in scans], n_features, has_labels=True, has_qid=has_qid,
+                            fingerprint=fp, name=name)

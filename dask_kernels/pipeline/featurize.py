@@ -1,0 +1,382 @@
+"""Featurize row-partitioned input on Dask, lazily or into a resumable Zarr store.
+
+Every task receives the map's spec as JSON text and rebuilds the map itself (cached per process
+by that text), so the task graph never carries parameter matrices and its size does not depend
+on the number of features k or the input dimension d.
+"""
+
+import functools
+import uuid
+
+import dask
+import dask.array as da
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import clone
+from sklearn.utils.validation import check_is_fitted
+from sklearn.exceptions import NotFittedError
+
+from ..blocks import as_block, check_finite_rows
+from ..io.dense import default_block_rows, from_array
+from ..io.sparse import SparsePartitions, from_sparse
+from . import store as _store
+from .fingerprint import differences, fingerprint_hash, input_fingerprint, job_fingerprint
+
+
+@functools.lru_cache(maxsize=16)
+def rebuild_map(spec_json):
+    """The map of a spec, rebuilt once per process (keyed by the JSON text)."""
+    from ..maps import from_spec
+
+    return from_spec(spec_json)
+
+
+def transform_rows(fmap, X, row_offset):
+    """Validate one block of rows and return ``fmap.transform_block`` of it.
+
+    Errors name global rows: ``row_offset`` is the global number of ``X[0]``.
+    """
+    if sp.issparse(X) and not fmap.accepts_sparse:
+        X = X.toarray()
+    X = as_block(X, fmap.input_dtypes)
+    if X.ndim != 2 or X.shape[1] != fmap.n_features_in_:
+        raise ValueError(f"rows {row_offset}..{row_offset + X.shape[0] - 1} have {X.shape[1]} features, "
+                         f"the map expects {fmap.n_features_in_}")
+    check_finite_rows(X, row_offset)
+    out = fmap.transform_block(X, row_offset=row_offset)
+    if sp.issparse(out):
+        out = out.toarray()
+    return np.asarray(out, dtype=fmap.output_dtype_)
+
+
+# -- lazy ----------------------------------------------------------------------------------------
+def _transform_chunk(x, spec_json, block_info=None):
+    row_offset = block_info[0]["array-location"][0][0] if block_info else 0
+    return transform_rows(rebuild_map(spec_json), x, row_offset)
+
+
+def _transform_part(part, spec_json, row_offset):
+    return transform_rows(rebuild_map(spec_json), part[0], row_offset)
+
+
+# -- store writer --------------------------------------------------------------------------------
+def _assemble(pieces):
+    """Rows of one store block from (X, y, qid, row_ids, lo, hi) slices of input partitions."""
+    xs = [p[0][p[4]:p[5]] for p in pieces]
+    X = sp.vstack(xs, format="csr") if sp.issparse(xs[0]) else np.concatenate(xs) if len(xs) > 1 else xs[0]
+    cols = []
+    for c in (1, 2, 3):
+        vals = [p[c][p[4]:p[5]] if p[c] is not None else None for p in pieces]
+        cols.append(None if vals[0] is None else np.concatenate(vals))
+    return X, cols[0], cols[1], cols[2]
+
+
+@functools.lru_cache(maxsize=8)
+def _store_arrays(path, storage_options_json, run):
+    """The store's arrays, opened once per process and run (a later run reopens them)."""
+    import json
+
+    g = _store.open_group(path, "r+", json.loads(storage_options_json))
+    return {name: g[name] for name in g.array_keys()}
+
+
+def _write_block(job, i, pieces):
+    """Featurize store block i and write it; ``done[i]`` is written after the data. Returns 1."""
+    start = i * job["block_rows"]
+    stop = min(start + job["block_rows"], job["n_rows"])
+    X, y, qid, row_ids = _assemble(pieces)
+    if X.shape[0] != stop - start:
+        raise RuntimeError(f"block {i}: got {X.shape[0]} rows, expected {stop - start}")
+    F = transform_rows(rebuild_map(job["spec_json"]), X, start)
+    import json
+
+    g = _store_arrays(job["path"], json.dumps(job["storage_options"], sort_keys=True), job["run"])
+    g["features"][start:stop] = F
+    for name, col in (("labels", y), ("qid", qid), ("row_ids", row_ids)):
+        if name in job["columns"]:
+            g[name][start:stop] = col
+    g["done"][i : i + 1] = np.ones(1, np.uint8)
+    return 1
+
+
+def _write_dense_chunk(x, *cols, job, names, block_info=None):
+    """map_blocks form of :func:`_write_block` for dense rows: dask fuses it with the read of
+    the block into one task (one task per block, no hand-over of the input block)."""
+    i = block_info[0]["chunk-location"][0]
+    col = dict(zip(names, (c[:, 0] for c in cols)))
+    _write_block(job, i, [(x, col.get("labels"), None, col.get("row_ids"), 0, x.shape[0])])
+    return np.ones(1, dtype=np.int64)
+
+
+# -- input normalization -------------------------------------------------------------------------
+def _as_source(X, chunks):
+    """("dense", dask array chunked along rows only) or ("sparse", SparsePartitions)."""
+    if isinstance(X, SparsePartitions):
+        return "sparse", X
+    if sp.issparse(X):
+        return "sparse", from_sparse(X, block_rows=chunks)
+    if isinstance(X, da.Array):
+        if X.ndim != 2:
+            raise ValueError(f"expected 2-d rows, got shape {X.shape}")
+        if len(X.chunks[1]) > 1:
+            X = X.rechunk({1: -1})
+        if np.isnan(X.shape[0]) or any(np.isnan(c) for c in X.chunks[0]):
+            raise ValueError("row chunk sizes are unknown; call X.compute_chunk_sizes() first")
+        return "dense", X
+    return "dense", from_array(np.asarray(X), block_rows=chunks)
+
+
+def _first_block(kind, src):
+    if kind == "sparse":
+        return src.loader(0)[0] if src.n_partitions else None
+    return src.blocks[0].compute() if src.numblocks[0] else None
+
+
+def _fitted(feature_map, kind, src):
+    try:
+        check_is_fitted(feature_map)
+        fmap = feature_map
+    except NotFittedError:
+        # Documented: an unfitted map is fitted (as a clone) on the first block of rows only.
+        fmap = clone(feature_map).fit(_first_block(kind, src))
+    d = src.shape[1]
+    if fmap.n_features_in_ != d:
+        raise ValueError(f"input has {d} features, the map was fitted on {fmap.n_features_in_}")
+    return fmap
+
+
+def _as_column(values, name, n_rows, dtype=None):
+    if values is None:
+        return None
+    if not isinstance(values, da.Array):
+        values = da.from_array(np.asarray(values, dtype=dtype), chunks=-1)
+    if values.ndim != 1 or values.shape[0] != n_rows:
+        raise ValueError(f"{name} has shape {values.shape}, expected ({n_rows},)")
+    return values
+
+
+# -- running -------------------------------------------------------------------------------------
+def _active_client():
+    try:
+        from distributed import default_client
+
+        return default_client()
+    except (ImportError, ValueError):
+        return None
+
+
+def run_tasks(tasks, progress=True):
+    """Compute delayed tasks on the active scheduler with a progress bar; returns their results.
+
+    A distributed Client, if one is active, gets ``distributed.progress``; otherwise dask's
+    default (threaded) scheduler runs them under a ``dask.diagnostics.ProgressBar``.
+    """
+    if not tasks:
+        return []
+    client = _active_client()
+    if client is not None:
+        futures = client.compute(tasks)
+        try:
+            if progress:
+                from distributed import progress as dprogress
+
+                dprogress(futures)
+            return client.gather(futures)
+        except BaseException:
+            client.cancel(futures)
+            raise
+    if progress:
+        from dask.diagnostics import ProgressBar
+
+        with ProgressBar():
+            return list(dask.compute(*tasks))
+    return list(dask.compute(*tasks))
+
+
+def featurize(X, feature_map, *, labels=None, row_ids=None, store=None, chunks=None, compressors="auto",
+              overwrite=False, progress=True, storage_options=None):
+    """Featurize rows on Dask: a lazy dask array, or a resumable Zarr feature store.
+
+    Parameters
+    ----------
+    X : dask array, ndarray, SciPy sparse matrix or :class:`~dask_kernels.io.SparsePartitions`
+        Rows to featurize. Dask arrays are used as chunked (along rows; column chunks are
+        merged); NumPy/SciPy input is split into blocks of ``chunks`` rows.
+    feature_map : FeatureMap
+        A fitted map. An unfitted one is fitted, as a clone, on the first block of rows only
+        (enough for maps that learn just the input dimension, like GCWS without centering);
+        fit maps that learn from data (centering, Nystroem) yourself.
+    labels : array-like of shape (n_rows,), optional
+        Stored next to the features. Sparse sources with labels (svmlight) supply their own.
+    row_ids : array-like of int of shape (n_rows,), optional
+        Stored as ``row_ids``.
+    store : str, optional
+        Path or fsspec URL of a Zarr v3 store to write. Without it, nothing is computed.
+    chunks : int, optional
+        Rows per stored block (and per task). Default: the input's row chunk (dense dask input),
+        about 32 MiB of float64 input per block (NumPy), or the mean partition size (sparse).
+    compressors : Zarr compressors, default "auto"
+        Zarr's default (Zstandard). ``None`` stores raw bytes. A resumed store keeps the codecs
+        it was created with.
+    overwrite : bool, default False
+        Replace an existing store. Without it, a store of the same job (same fingerprint) is
+        resumed, skipping finished blocks, and a store of another job is refused.
+    progress : bool, default True
+        Show ``distributed.progress`` on a Client, else a ``dask.diagnostics.ProgressBar``.
+    storage_options : dict, optional
+        fsspec options for ``store``.
+
+    Returns
+    -------
+    dask.array.Array or FeatureStore
+        Without ``store``: a lazy array of shape (n_rows, feature_map.n_output_features_), of
+        the map's output dtype (e.g. uint8 GCWS codes), chunked along rows like the input. With
+        ``store``: the opened, complete store; ``store.run_stats`` counts the blocks computed
+        and skipped by this call.
+
+    Examples
+    --------
+    >>> import numpy as np, dask.array as da
+    >>> from dask_kernels import GCWS, featurize
+    >>> X = da.random.default_rng(0).random((1000, 20), chunks=(250, 20))
+    >>> codes = featurize(X, GCWS(n_components=64).fit(np.zeros((1, 20))))
+    >>> codes.dtype, codes.chunks[0]
+    (dtype('uint8'), (250, 250, 250, 250))
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "f.zarr")
+    >>> store = featurize(X, GCWS(n_components=64).fit(np.zeros((1, 20))), store=path, progress=False)
+    >>> store.run_stats
+    {'computed': 4, 'skipped': 0}
+    """
+    kind, src = _as_source(X, chunks)
+    fmap = _fitted(feature_map, kind, src)
+    spec_json = fmap.spec_json()
+    width, out_dtype = int(fmap.n_output_features_), np.dtype(fmap.output_dtype_)
+    n_rows = int(src.shape[0])
+    if store is None:
+        return _lazy(kind, src, spec_json, width, out_dtype)
+
+    columns = {}
+    from_source = kind == "sparse" and labels is None and src.has_labels
+    if from_source:
+        columns["labels"] = "float64"
+    elif labels is not None:
+        labels = _as_column(labels, "labels", n_rows)
+        columns["labels"] = labels.dtype.str
+    if kind == "sparse" and src.has_qid:
+        columns["qid"] = "int64"
+    if row_ids is not None:
+        row_ids = _as_column(row_ids, "row_ids", n_rows, dtype=np.int64)
+        columns["row_ids"] = row_ids.dtype.str
+
+    if chunks is None:
+        if kind == "dense":
+            chunks = max(src.chunks[0]) if src.chunks[0] else 1
+        else:
+            chunks = -(-n_rows // max(1, src.n_partitions)) if n_rows else 1
+    block_rows = max(1, int(chunks))
+    fp = job_fingerprint(fmap.spec(), input_fingerprint(kind, src), block_rows, columns)
+    fp_sha = fingerprint_hash(fp)
+    from .. import __version__
+    from ..rng import RNG_SCHEME
+
+    info = {"spec": fmap.spec(), "rng_scheme": RNG_SCHEME, "fingerprint": fp, "fingerprint_sha256": fp_sha,
+            "package_version": __version__}
+
+    done = _prepare(store, storage_options, overwrite, fp, n_rows=n_rows, block_rows=block_rows, width=width,
+                    dtype=out_dtype, columns=columns, compressors=compressors, info=info)
+    n_blocks = -(-n_rows // block_rows)
+    pending = [i for i in range(n_blocks) if not done[i]]
+    run = uuid.uuid4().hex[:12]  # side-effecting tasks: never share keys with another run
+    job = {"path": store, "storage_options": storage_options, "spec_json": spec_json, "block_rows": block_rows,
+           "n_rows": n_rows, "columns": sorted(columns), "run": run}
+    if kind == "dense":
+        tasks = _dense_writes(src, job, block_rows, labels, row_ids, pending, run)
+    else:
+        pieces = _block_pieces(src, block_rows, n_rows, labels, row_ids, from_source)
+        tasks = [dask.delayed(_write_block, pure=False)(job, i, pieces(i), dask_key_name=f"dk-write-{run}-{i}")
+                 for i in pending]
+    computed = int(sum(np.sum(r) for r in run_tasks(tasks, progress)))
+    _store.mark_complete(store, storage_options)
+    fs = _store.open_store(store, storage_options=storage_options)
+    fs.run_stats = {"computed": int(computed), "skipped": n_blocks - len(pending)}
+    return fs
+
+
+def _lazy(kind, src, spec_json, width, out_dtype):
+    meta = np.empty((0, 0), dtype=out_dtype)
+    if kind == "dense":
+        return src.map_blocks(_transform_chunk, spec_json, dtype=out_dtype, chunks=(src.chunks[0], (width,)),
+                              meta=meta)
+    parts = src.to_delayed()
+    blocks = [
+        da.from_delayed(dask.delayed(_transform_part, pure=True)(p, spec_json, off), shape=(n, width),
+                        dtype=out_dtype, meta=meta)
+        for p, n, off in zip(parts, src.row_counts, src.row_offsets)
+    ]
+    return da.concatenate(blocks) if blocks else da.empty((0, width), dtype=out_dtype)
+
+
+def _dense_writes(X, job, block_rows, labels, row_ids, pending, run):
+    """One fused read-featurize-write task per pending block of dense rows (a 1-element list)."""
+    if not pending:
+        return []
+    X = X.rechunk({0: block_rows, 1: -1})
+    args, names = [X], []
+    for name, col in (("labels", labels), ("row_ids", row_ids)):
+        if col is not None:
+            args.append(col.rechunk((X.chunks[0],))[:, None])
+            names.append(name)
+    status = da.map_blocks(_write_dense_chunk, *args, job=job, names=tuple(names), dtype=np.int64, drop_axis=1,
+                           chunks=((1,) * X.numblocks[0],), meta=np.empty(0, np.int64), name=f"dk-write-{run}")
+    return [status.blocks[np.asarray(pending)]]
+
+
+def _block_pieces(src, block_rows, n_rows, labels, row_ids, labels_from_source):
+    """``pieces(i)``: the (X, y, qid, row_ids, lo, hi) partition slices that make store block i.
+
+    Partitions of a sparse source have their own sizes (e.g. svmlight byte ranges), so a store
+    block may take rows from two or more partitions; each partition is parsed once.
+    """
+    parts = src.to_delayed()
+    part_rows = [(o, o + n) for o, n in zip(src.row_offsets, src.row_counts)]
+    extra = {}
+    for name, col in (("labels", labels), ("row_ids", row_ids)):
+        if col is not None:
+            extra[name] = col.rechunk((src.row_counts,)).to_delayed().ravel()
+
+    def piece(p, lo, hi):
+        part = parts[p]
+        y = extra["labels"][p] if "labels" in extra else part[1] if labels_from_source else None
+        r = extra["row_ids"][p] if "row_ids" in extra else None
+        return (part[0], y, part[2], r, lo, hi)
+
+    def pieces(i):
+        start, stop = i * block_rows, min((i + 1) * block_rows, n_rows)
+        return [piece(p, max(start, a) - a, min(stop, b) - a) for p, (a, b) in enumerate(part_rows)
+                if b > start and a < stop and b > a]
+
+    return pieces
+
+
+def _prepare(path, storage_options, overwrite, fp, **create):
+    """Create the store, or check an existing one and return its done mask."""
+    n_blocks = -(-create["n_rows"] // create["block_rows"])
+    if not overwrite:
+        try:
+            g = _store.open_group(path, "r", storage_options)
+        except FileNotFoundError:
+            g = None
+        if g is not None:
+            info = g.attrs.get("dask_kernels")
+            if info is None:
+                raise ValueError(f"{path} exists and is not a dask_kernels feature store; pass overwrite=True "
+                                 "to replace it")
+            if info.get("fingerprint_sha256") != fingerprint_hash(fp):
+                diff = differences(info.get("fingerprint", {}), fp)
+                raise ValueError(f"{path} holds features of a different job, refusing to resume it; "
+                                 f"what differs: {'; '.join(diff) or 'fingerprint'}. Pass overwrite=True to "
+                                 "replace it, or write to another store.")
+            return np.asarray(g["done"][:]) == 1
+    _store.create_store(path, storage_options=storage_options, **create)
+    return np.zeros(n_blocks, dtype=bool)

@@ -1,0 +1,58 @@
+"""Fingerprints of a featurization job: what the store was computed from.
+
+A store records the fingerprint of its job; resuming compares it with the new job's and refuses
+on any difference, naming what differs. The fingerprint holds:
+
+* ``spec``: the full spec of the feature map (compared key by key, so a message can say
+  ``params.n_components: 64 (stored) != 128 (now)``);
+* ``input``: shape, dtype and a token of the input. Our readers name their output after a cheap
+  identity of the source: file path + size + modification time for ``.npy`` and svmlight files
+  (like make/rsync: reading a 100 GB file to hash it would cost as much as featurizing it), the
+  first and last chunk of a Zarr array, and a full content hash for in-memory NumPy/SciPy data
+  (cheap relative to featurizing it). Any other dask array is identified by its dask name,
+  which dask derives deterministically from how it was built;
+* ``block_rows``: rows per stored block, which fixes the block boundaries;
+* which columns (labels, query ids, row ids) the store holds.
+
+Row partitioning of the input is not part of it: features do not depend on it.
+"""
+
+import hashlib
+import json
+
+
+def input_fingerprint(kind, source):
+    """JSON-able identity of the input (a dask array or :class:`~dask_kernels.io.SparsePartitions`)."""
+    if kind == "sparse":
+        return dict(source.fingerprint, shape=[int(v) for v in source.shape])
+    return {"kind": "dask-array", "name": source.name, "shape": [int(v) for v in source.shape],
+            "dtype": source.dtype.str}
+
+
+def job_fingerprint(spec, input_fp, block_rows, columns):
+    return {"spec": spec, "input": input_fp, "block_rows": int(block_rows), "columns": sorted(columns)}
+
+
+def fingerprint_hash(fp):
+    text = json.dumps(fp, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def differences(stored, new, prefix=""):
+    """Human-readable list of the keys whose values differ between two fingerprints."""
+    out = []
+    if isinstance(stored, dict) and isinstance(new, dict):
+        for key in sorted(set(stored) | set(new)):
+            name = f"{prefix}.{key}" if prefix else str(key)
+            if key not in stored:
+                out.append(f"{name}: absent (stored) != {new[key]!r} (now)")
+            elif key not in new:
+                out.append(f"{name}: {stored[key]!r} (stored) != absent (now)")
+            else:
+                out.extend(differences(stored[key], new[key], name))
+    elif stored != new:
+        s, n = repr(stored), repr(new)
+        if len(s) > 80 or len(n) > 80:
+            s, n = s[:40] + "...", n[:40] + "..."
+        out.append(f"{prefix}: {s} (stored) != {n} (now)")
+    return out
