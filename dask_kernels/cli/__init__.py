@@ -37,5 +37,24 @@ def main(argv=None):
     return args._run(args)
 
 
+def _dask_cli():
+    """``dask kernels ...``: the same command line under dask's own CLI (click is dask's)."""
+    import click
+
+    @click.command(
+        name="kernels",
+        help="Linearized-kernel features on Dask (dask-kernels). Run 'dask kernels --help'.",
+        context_settings={"ignore_unknown_options": True, "allow_extra_args": True, "help_option_names": []},
+    )
+    @click.argument("args", nargs=-1, type=click.UNPROCESSED)
+    def kernels(args):
+        sys.exit(main(list(args)))
+
+    return kernels
+
+
+dask_cli = _dask_cli()
+
+
 if __name__ == "__main__":
     sys.exit(main())
