@@ -215,9 +215,15 @@ def load_model(path):
 
     Examples
     --------
-    >>> from dask_kernels import load_model  # doctest: +SKIP
-    >>> model = load_model("model.dk")       # doctest: +SKIP
-    >>> model.predict(X_new)                 # doctest: +SKIP
+    >>> import os, tempfile
+    >>> import numpy as np
+    >>> from sklearn.linear_model import SGDClassifier
+    >>> from dask_kernels import KernelModel, load_model
+    >>> X = np.random.default_rng(0).random((50, 3)); y = (X[:, 0] > 0.5).astype(int)
+    >>> model = KernelModel(None, SGDClassifier(random_state=0).fit(X, y))
+    >>> path = model.save(os.path.join(tempfile.mkdtemp(), "model.dk"))
+    >>> bool((load_model(path).predict(X) == model.predict(X)).all())
+    True
     """
     path = os.fspath(path)
     with open(os.path.join(path, "model.json")) as f:
