@@ -24,7 +24,7 @@ def test_train_from_npy_and_svmlight(tmp_path, capsys):
     # 10 balanced classes: chance is 0.1; GCWS + SGD on digits is far above it
     assert model.score(X, y) > 0.8
 
-    dump_svmlight_file(X, y, tmp_path / "d.svm")
+    dump_svmlight_file(X, y, str(tmp_path / "d.svm"))
     rc = main(["train", str(tmp_path / "d.svm"), "--estimator", "sgd-hinge", "--epochs", "2",
                "-o", str(tmp_path / "raw.dk")])
     assert rc == 0 and load_model(tmp_path / "raw.dk").feature_map is None
