@@ -257,7 +257,8 @@ def plot(results, path):
     axes = np.atleast_1d(axes)
     for ax, (name, r) in zip(axes, results.items()):
         for method, accs in r["methods"].items():
-            ax.plot(r["ks"], accs, marker="o", label={"gcws": "GCWS (b=8)"}.get(method, method.upper()))
+            label = {"gcws": "GCWS (b=8)", "fastfood": "Fastfood"}.get(method, method.upper())
+            ax.plot(r["ks"], accs, marker="o", label=label)
         for key, label, style in [("gmm", "GMM SVM (exact)", "--"), ("rbf", "RBF SVM (exact, tuned)", ":"),
                                   ("raw", "linear, raw", "-.")]:
             ax.axhline(r[key], color="gray", linestyle=style, label=label)
