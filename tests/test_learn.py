@@ -55,8 +55,8 @@ import pytest
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, RegressorMixin, clone
 from sklearn.cluster import MiniBatchKMeans
-from sklearn.linear_model import (PassiveAggressiveClassifier, Perceptron, SGDClassifier,
-                                  SGDRegressor)
+from sklearn.linear_model import (LogisticRegression, PassiveAggressiveClassifier, Perceptron,
+                                  SGDClassifier, SGDRegressor)
 from sklearn.naive_bayes import BernoulliNB, MultinomialNB
 from sklearn.neighbors import KNeighborsClassifier
 
@@ -402,3 +402,34 @@ def test_save_refuses_models_that_need_pickle(tmp_path):
     (p / "model.json").write_text(json.dumps(meta))
     with pytest.raises(ValueError, match="not a loadable model class"):
         load_model(p)
+
+
+def test_dask_and_csr_raw_input_train_like_numpy():
+    X, y = xor_data(1200)
+    X[X < -1.0] = 0.0  # some zeros so CSR differs from dense in storage
+    gcws = GCWS(n_components=16, seed=0).fit(X)
+    ref = fit_incremental(sgd(), X, y, feature_map=gcws, block_rows=300, epochs=2, progress=False)
+    Xd = da.from_array(X, chunks=(300, 3))  # column chunks too: merged per row block
+    dsk = fit_incremental(sgd(), Xd, da.from_array(y, chunks=300), feature_map=gcws, epochs=2,
+                          progress=False)
+    csr = fit_incremental(sgd(), sp.csr_matrix(X), y, feature_map=gcws, block_rows=300, epochs=2,
+                          progress=False)
+    np.testing.assert_array_equal(ref.estimator.coef_, dsk.estimator.coef_)
+    np.testing.assert_array_equal(ref.estimator.coef_, csr.estimator.coef_)
+
+
+@pytest.mark.parametrize("make", [
+    lambda X, y: LogisticRegression(max_iter=200).fit(X, y),
+    lambda X, y: MultinomialNB().fit(X, y),
+    lambda X, y: SGDRegressor(random_state=0).fit(X, y.astype(float)),
+    lambda X, y: Perceptron(random_state=0).fit(X, y),
+], ids=["logistic", "multinomial-nb", "sgd-regressor", "perceptron"])
+def test_save_load_round_trip_estimators(tmp_path, make):
+    X, y = xor_data(400)
+    gcws = GCWS(n_components=16, seed=0).fit(X)
+    model = KernelModel(gcws, make(gcws.expand(gcws.transform(X)), y))
+    loaded = load_model(model.save(tmp_path / "m"))
+    assert type(loaded.estimator) is type(model.estimator)
+    np.testing.assert_array_equal(loaded.predict(X), model.predict(X))
+    if hasattr(model.estimator, "decision_function"):
+        np.testing.assert_array_equal(loaded.decision_function(X), model.decision_function(X))
