@@ -13,6 +13,7 @@ position ``(epoch, block)``. An interrupted run resumed from its checkpoint perf
 same ``partial_fit`` calls as an uninterrupted one and ends with identical coefficients.
 """
 
+import numbers
 import os
 import sys
 import time
@@ -199,6 +200,8 @@ def fit_incremental(
                          "(a store featurized without labels=..., or raw rows without y)")
     if int(epochs) < 1:
         raise ValueError(f"epochs must be >= 1, got {epochs}")
+    if schedule not in ("auto", None, False):
+        raise ValueError(f"schedule must be 'auto' or None, got {schedule!r}")
     params = estimator.get_params(deep=False)
     if "random_state" in params:
         if params["random_state"] is None:
@@ -216,10 +219,10 @@ def fit_incremental(
 
     # -- held-out set ----------------------------------------------------------------------------
     held, fraction = None, 0.0
-    if isinstance(validation, float):
+    if isinstance(validation, numbers.Real) and not isinstance(validation, bool):
         if not 0.0 < validation < 1.0:
             raise ValueError(f"validation fraction must be in (0, 1), got {validation}")
-        fraction = validation
+        fraction = float(validation)
         held = _HeldOut(src.read(i, _held_out_rows(seed, i, b - a, fraction))
                         for i, (a, b) in enumerate(src.bounds))
     elif validation is not None:
@@ -240,8 +243,6 @@ def fit_incremental(
     sign = 1.0 if LOWER_IS_BETTER[metric] else -1.0
     halve = schedule == "auto" and _halvable(estimator)
     revert = schedule == "auto" and held is not None
-    if schedule not in ("auto", None, False):
-        raise ValueError(f"schedule must be 'auto' or None, got {schedule!r}")
 
     # -- loop state (all of it goes into checkpoints) --------------------------------------------
     loop = {"epoch": 0, "position": 0, "history": [], "prev": None, "best": None, "stale": 0,
@@ -279,46 +280,37 @@ def fit_incremental(
             order = np.random.default_rng((seed, epoch)).permutation(src.n_blocks)
             if loop["position"] == 0:
                 snapshot = copy_state(get_state(estimator)) if _is_fitted(estimator) else None
-                loop["t0_rows"], loop["t0_seconds"] = 0, 0.0
+                loop["epoch_rows"], loop["epoch_seconds"] = 0, 0.0
             t_start = time.perf_counter()
-            pending = None
-            for pos in range(loop["position"], src.n_blocks):
-                if pending is None:
-                    pending = pool.submit(prepared, epoch, int(order[pos])) if pool else None
-                F, yb, n = pending.result() if pool else prepared(epoch, int(order[pos]))
-                pending = None
-                if pool and pos + 1 < src.n_blocks:
-                    pending = pool.submit(prepared, epoch, int(order[pos + 1]))
+            start = loop["position"]
+            blocks = [int(b) for b in order[start:]]
+            for pos, (F, yb, n) in enumerate(_read_ahead(prepared, epoch, blocks, pool), start):
                 if n:
                     train(F, yb)
-                loop["t0_rows"] += n
+                loop["epoch_rows"] += n
                 loop["position"] = pos + 1
                 if checkpoint is not None and checkpoint_every and (pos + 1) % checkpoint_every == 0 \
                         and pos + 1 < src.n_blocks:
-                    loop["t0_seconds"] += time.perf_counter() - t_start
+                    loop["epoch_seconds"] += time.perf_counter() - t_start
                     t_start = time.perf_counter()
                     _save_checkpoint(checkpoint, estimator, snapshot, loop, fingerprint)
                 if callback is not None:
                     callback({"epoch": epoch, "position": pos + 1, "block": int(order[pos]), "rows": n})
-            seconds = loop["t0_seconds"] + time.perf_counter() - t_start
-            record = {"epoch": epoch + 1, "rows": int(loop["t0_rows"]), "seconds": seconds,
-                      "rows_per_s": loop["t0_rows"] / seconds if seconds > 0 else float("nan"),
+            seconds = loop["epoch_seconds"] + time.perf_counter() - t_start
+            record = {"epoch": epoch + 1, "rows": int(loop["epoch_rows"]), "seconds": seconds,
+                      "rows_per_s": loop["epoch_rows"] / seconds if seconds > 0 else float("nan"),
                       "eta0": loop["eta0"] if halve else None}
             if held is not None:
                 record.update(held.score(estimator, src.expand, kind, classes))
                 record["metric"] = metric
                 loss = sign * record[metric]
-                action = "first" if loop["prev"] is None else "keep"
-                if loop["prev"] is not None:
-                    if revert and loss > loop["prev"] and snapshot is not None:
-                        set_state(estimator, *snapshot)
-                        action = "revert"
-                    elif loop["prev"] - loss < min_improvement * abs(loop["prev"]):
-                        action = "halve" if halve else "keep"
-                    if action == "revert" or action == "halve":
-                        if halve:
-                            loop["eta0"] = float(loop["eta0"]) / 2.0
-                            estimator.set_params(eta0=loop["eta0"])
+                action = _schedule_action(loop["prev"], loss, min_improvement, revert and snapshot is not None,
+                                          halve)
+                if action == "revert":
+                    set_state(estimator, *snapshot)
+                if action == "halve" or (action == "revert" and halve):
+                    loop["eta0"] = float(loop["eta0"]) / 2.0
+                    estimator.set_params(eta0=loop["eta0"])
                 if action != "revert":
                     loop["prev"] = loss
                 record["action"] = action
@@ -340,13 +332,38 @@ def fit_incremental(
     return KernelModel(src.feature_map, estimator, loop["history"])
 
 
+def _schedule_action(prev, loss, min_improvement, can_revert, can_halve):
+    """The thesis' rule on a lower-is-better held-out loss: "first", "keep", "halve" (improved by
+    less than ``min_improvement``, relative) or "revert" (got worse; the rate is halved too)."""
+    if prev is None:
+        return "first"
+    if loss > prev and can_revert:
+        return "revert"
+    if prev - loss < min_improvement * abs(prev) and can_halve:
+        return "halve"
+    return "keep"
+
+
+def _read_ahead(fn, epoch, blocks, pool):
+    """Yield ``fn(epoch, b)`` for each block in order, computing the next one in ``pool``."""
+    if pool is None:
+        for b in blocks:
+            yield fn(epoch, b)
+        return
+    pending = pool.submit(fn, epoch, blocks[0]) if blocks else None
+    for i in range(len(blocks)):
+        result = pending.result()
+        pending = pool.submit(fn, epoch, blocks[i + 1]) if i + 1 < len(blocks) else None
+        yield result
+
+
 def _is_fitted(estimator):
     return any(k.endswith("_") and not k.startswith("__") for k in vars(estimator))
 
 
 def _vdesc(validation):
-    if validation is None or isinstance(validation, float):
-        return validation
+    if validation is None or (isinstance(validation, numbers.Real) and not isinstance(validation, bool)):
+        return None if validation is None else float(validation)
     return "external"
 
 
