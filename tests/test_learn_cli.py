@@ -25,6 +25,6 @@ def test_train_from_npy_and_svmlight(tmp_path, capsys):
     assert model.score(X, y) > 0.8
 
     dump_svmlight_file(X, y, str(tmp_path / "d.svm"))
-    rc = main(["train", str(tmp_path / "d.svm"), "--estimator", "sgd-hinge", "--epochs", "2",
+    rc = main(["train", str(tmp_path / "d.svm"), "--zero-based", "--estimator", "sgd-hinge", "--epochs", "2",
                "-o", str(tmp_path / "raw.dk")])
     assert rc == 0 and load_model(tmp_path / "raw.dk").feature_map is None

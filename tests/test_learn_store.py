@@ -81,3 +81,16 @@ def test_cli_train_from_store(stored, tmp_path, capsys):
     assert main(["train", path, "--epochs", "2", "-o", str(tmp_path / "m.dk")]) == 0
     assert "saved KernelModel(gcws" in capsys.readouterr().out
     assert load_model(tmp_path / "m.dk").score(X, y) > 0.7
+
+
+def test_train_on_the_fly_from_svmlight_partitions(tmp_path):
+    from sklearn.datasets import dump_svmlight_file
+
+    X, y = data(1200)
+    path = str(tmp_path / "d.svm")
+    dump_svmlight_file(X, y, path, zero_based=False)
+    parts = dask_kernels.read_svmlight(path, blocksize=20_000)
+    assert parts.n_partitions > 1
+    gcws = GCWS(n_components=32, seed=0).fit(X)
+    model = fit_incremental(sgd(), parts, feature_map=gcws, epochs=3, progress=False)
+    assert model.history[-1]["accuracy"] > 0.7  # chance 0.5, sd 0.045 on ~120 held-out rows

@@ -18,6 +18,8 @@ def add_arguments(parser):
     parser.add_argument("source", help="feature store directory, .npy file of rows, or svmlight/LIBSVM file")
     parser.add_argument("-o", "--output", required=True, help="directory to save the trained model to")
     parser.add_argument("--labels", help=".npy file of labels (for .npy input)")
+    parser.add_argument("--zero-based", action="store_true",
+                        help="svmlight indices start at 0 (default: 1, as in LIBSVM files)")
     parser.add_argument("--method", help="feature map for raw input (e.g. gcws, rff, nrff, fastfood); "
                         "omit to train on the raw rows")
     parser.add_argument("--n-components", type=int, default=256, help="k for --method (default 256)")
@@ -81,9 +83,15 @@ def _source(args):
         X = np.load(path, mmap_mode="r")
         y = np.load(args.labels) if args.labels else None
     else:
+        import dask_kernels
+
+        if hasattr(dask_kernels, "read_svmlight"):  # byte-range partitions, parsed block by block
+            from dask_kernels.learn import PartitionSource
+
+            return PartitionSource(dask_kernels.read_svmlight(path, zero_based=args.zero_based), fmap)
         from sklearn.datasets import load_svmlight_file
 
-        X, y = load_svmlight_file(path)
+        X, y = load_svmlight_file(path, zero_based=args.zero_based)
     return ArraySource(X, y, fmap, block_rows=args.block_rows)
 
 

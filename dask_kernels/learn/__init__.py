@@ -3,7 +3,7 @@
 from .incremental import fit_incremental
 from .metrics import erp
 from .model import KernelModel, load_model
-from .sources import ArraySource, BlockSource, StoreSource, as_source
+from .sources import ArraySource, BlockSource, PartitionSource, StoreSource, as_source
 
-__all__ = ["ArraySource", "BlockSource", "KernelModel", "StoreSource", "as_source", "erp",
+__all__ = ["ArraySource", "BlockSource", "KernelModel", "PartitionSource", "StoreSource", "as_source", "erp",
            "fit_incremental", "load_model"]

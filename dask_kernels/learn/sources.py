@@ -9,6 +9,7 @@ read-ahead buffer small.
 * :class:`StoreSource` reads a feature store (anything with ``features``, ``labels``,
   ``feature_map`` and ``complete``, e.g. :func:`dask_kernels.open_store`). Every row block is
   assembled across *all* column chunks of the features, so every column is used.
+* :class:`PartitionSource` does the same for partitioned sparse input (svmlight byte ranges).
 * :class:`ArraySource` featurizes raw input (NumPy, memory-mapped ``.npy``, SciPy sparse, dask
   arrays) block by block with ``feature_map.transform_block``; nothing is stored. Without a
   feature map it passes the raw rows through (a linear baseline).
@@ -33,6 +34,28 @@ def _check_finite(X, global_rows):
     if row >= 0:
         raise ValueError(f"Input contains NaN or infinity ({X[row, col]}) in row {global_rows[row]}, "
                          f"column {col}; clean or impute the data first.")
+
+
+def _featurize(fmap, X, a, b, rows):
+    """Stored-form features of raw rows ``a:b`` (or the selection ``rows`` of them)."""
+    if fmap is None:
+        return X
+    X = as_block(X, fmap.input_dtypes)
+    _check_finite(X, a + (np.arange(b - a) if rows is None else np.asarray(rows)))
+    return fmap.transform_block(X, row_offset=a)
+
+
+def _fit_if_needed(fmap, first_block, n_features):
+    from sklearn.exceptions import NotFittedError
+    from sklearn.utils.validation import check_is_fitted
+
+    try:
+        check_is_fitted(fmap)
+    except NotFittedError:
+        fmap.fit(first_block())
+    if fmap.n_features_in_ != n_features:
+        raise ValueError(f"the feature map expects {fmap.n_features_in_} input features, "
+                         f"the input has {n_features}")
 
 
 def _bounds(n_rows, block_rows, chunks=None):
@@ -184,17 +207,7 @@ class ArraySource(BlockSource):
         chunks = X.chunks[0] if _is_dask(X) and block_rows is None else None
         self.bounds = _bounds(self.n_rows, block_rows, chunks)
         if feature_map is not None:
-            from sklearn.utils.validation import check_is_fitted
-            from sklearn.exceptions import NotFittedError
-
-            try:
-                check_is_fitted(feature_map)
-            except NotFittedError:
-                a, b = self.bounds[0]
-                feature_map.fit(self._rows(a, b))
-            if feature_map.n_features_in_ != X.shape[1]:
-                raise ValueError(f"the feature map expects {feature_map.n_features_in_} input "
-                                 f"features, X has {X.shape[1]}")
+            _fit_if_needed(feature_map, lambda: self._rows(*self.bounds[0]), X.shape[1])
         self.feature_map = feature_map
 
     def _rows(self, a, b, rows=None):
@@ -207,12 +220,7 @@ class ArraySource(BlockSource):
 
     def read(self, i, rows=None):
         a, b = self.bounds[i]
-        X = self._rows(a, b, rows)
-        fmap = self.feature_map
-        if fmap is not None:
-            X = as_block(X, fmap.input_dtypes)
-            _check_finite(X, a + (np.arange(b - a) if rows is None else np.asarray(rows)))
-            X = fmap.transform_block(X, row_offset=a)
+        X = _featurize(self.feature_map, self._rows(a, b, rows), a, b, rows)
         y = None
         if self.has_labels:
             y = self.y[a:b]
@@ -227,6 +235,44 @@ class ArraySource(BlockSource):
         return np.asarray(y.compute() if _is_dask(y) else y)
 
 
+class PartitionSource(BlockSource):
+    """Partitioned sparse rows (e.g. :func:`dask_kernels.read_svmlight`), one block per partition,
+    featurized on the fly.
+
+    Parameters
+    ----------
+    parts : SparsePartitions or duck-typed equivalent
+        Needs ``loader(i) -> (csr, labels_or_None, qid_or_None)``, ``row_counts``,
+        ``n_features`` and ``has_labels``.
+    feature_map : FeatureMap, optional
+        As for :class:`ArraySource`.
+    """
+
+    def __init__(self, parts, feature_map=None):
+        self.parts = parts
+        edges = np.concatenate([[0], np.cumsum(parts.row_counts)]).astype(np.int64)
+        self.bounds = [(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:])]
+        self.n_rows = int(edges[-1])
+        self.has_labels = bool(parts.has_labels)
+        if feature_map is not None:
+            _fit_if_needed(feature_map, lambda: sp.csr_matrix(parts.loader(0)[0]), int(parts.n_features))
+        self.feature_map = feature_map
+
+    def read(self, i, rows=None):
+        a, b = self.bounds[i]
+        X, y, _ = self.parts.loader(i)
+        X = sp.csr_matrix(X)
+        if X.shape[0] != b - a:
+            raise ValueError(f"partition {i} has {X.shape[0]} rows, its row count says {b - a}")
+        if rows is not None:
+            X = X[rows]
+            y = None if y is None else np.asarray(y)[rows]
+        return _featurize(self.feature_map, X, a, b, rows), (None if y is None else np.asarray(y))
+
+    def read_labels(self, i):
+        return np.asarray(self.parts.loader(i)[1])
+
+
 def as_source(data, y=None, feature_map=None, block_rows=None):
     """A :class:`BlockSource` for a source, a feature store, or raw input (+ map)."""
     if isinstance(data, BlockSource):
@@ -239,6 +285,10 @@ def as_source(data, y=None, feature_map=None, block_rows=None):
         if feature_map is not None:
             raise ValueError("a feature store carries its own feature map: do not pass feature_map")
         return StoreSource(data, block_rows=block_rows)
+    if hasattr(data, "loader") and hasattr(data, "row_counts"):
+        if y is not None:
+            raise ValueError("partitioned sparse input carries its own labels: do not pass y")
+        return PartitionSource(data, feature_map)
     if isinstance(data, (str, bytes)) or hasattr(data, "__fspath__"):
         from .. import open_store  # noqa: PLC0415  (pipeline layer, present once merged)
 
