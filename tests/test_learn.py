@@ -462,3 +462,39 @@ def test_partitioned_sparse_input_trains_like_numpy():
     Xbad[777, 1] = np.inf
     with pytest.raises(ValueError, match="row 777"):
         fit_incremental(sgd(), FakePartitions(Xbad, y, counts), feature_map=gcws, progress=False)
+
+
+KILLED_RUN = """
+import os, signal, sys
+import numpy as np
+sys.path.insert(0, {tests!r})
+from test_learn import xor_data, sgd
+from dask_kernels import GCWS, fit_incremental
+X, y = xor_data(1600)
+gcws = GCWS(n_components=16, seed=0).fit(X)
+
+def die(info):
+    if info["epoch"] == 1 and info["position"] == 5:
+        os.kill(os.getpid(), signal.SIGKILL)   # no cleanup, no exception handlers
+
+fit_incremental(sgd(eta0=0.3), X, y, feature_map=gcws, block_rows=200, epochs=3, seed=2,
+                early_stopping=False, checkpoint={ckpt!r}, checkpoint_every=1, callback=die,
+                progress=False)
+"""
+
+
+def test_killed_process_resumes_to_identical_coefficients(tmp_path):
+    X, y = xor_data(1600)
+    gcws = GCWS(n_components=16, seed=0).fit(X)
+    kw = dict(feature_map=gcws, block_rows=200, epochs=3, seed=2, early_stopping=False, progress=False)
+    ref = fit_incremental(sgd(eta0=0.3), X, y, **kw)
+    ck = str(tmp_path / "k.ckpt")
+    code = KILLED_RUN.format(tests=os.path.dirname(os.path.abspath(__file__)), ckpt=ck)
+    proc = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": ROOT},
+                          capture_output=True, text=True)
+    assert proc.returncode == -9, proc.stderr
+    calls = []
+    res = fit_incremental(sgd(eta0=0.3), X, y, checkpoint=ck, checkpoint_every=1, callback=calls.append, **kw)
+    assert len(calls) == 3 * 8 - (8 + 5)  # the checkpoint of block 5 of epoch 1 survived the kill
+    np.testing.assert_array_equal(ref.estimator.coef_, res.estimator.coef_)
+    np.testing.assert_array_equal(ref.estimator.intercept_, res.estimator.intercept_)
