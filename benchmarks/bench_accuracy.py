@@ -18,7 +18,8 @@ one-hot expand, partial_fit), next to scikit-learn's SGDClassifier.partial_fit f
 float32 features of the same k in memory, and the same one-hot CSR in memory.
 
 Run: ``python benchmarks/bench_accuracy.py [--quick]``. Writes
-``benchmarks/results/accuracy_vs_k.png`` and ``benchmarks/results/accuracy.json``.
+``benchmarks/results/accuracy_vs_k.png`` and ``benchmarks/results/accuracy.json`` (``_quick``
+suffix with ``--quick``).
 """
 
 import argparse
@@ -292,9 +293,10 @@ def main(argv=None):
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     os.makedirs(os.path.join(HERE, "results"), exist_ok=True)
-    png = os.path.join(HERE, "results", "accuracy_vs_k.png")
+    suffix = "_quick" if args.quick else ""  # a quick run never overwrites the full results
+    png = os.path.join(HERE, "results", f"accuracy_vs_k{suffix}.png")
     plot(results, png)
-    with open(os.path.join(HERE, "results", "accuracy.json"), "w") as f:
+    with open(os.path.join(HERE, "results", f"accuracy{suffix}.json"), "w") as f:
         json.dump({"accuracy": results, "throughput_rows_per_s": tp, "quick": args.quick}, f, indent=1)
     print(f"\nplot: {png}   total {time.perf_counter() - t0:.0f} s")
 
