@@ -212,7 +212,7 @@ def fit_incremental(
 
     if kind == "classifier":
         if classes is None:
-            classes = np.unique(np.concatenate([np.unique(src.read_labels(i)) for i in range(src.n_blocks)]))
+            classes = src.classes()
         classes = np.asarray(classes)
         if classes.size < 2:
             raise ValueError(f"a classifier needs at least two classes, the labels hold {classes.tolist()}")

@@ -89,6 +89,10 @@ class BlockSource:
         """Labels of block ``i`` only (for finding the classes without reading features)."""
         raise NotImplementedError
 
+    def classes(self):
+        """Sorted distinct labels (one pass over the labels only)."""
+        return np.unique(np.concatenate([np.unique(self.read_labels(i)) for i in range(self.n_blocks)]))
+
     def expand(self, stored):
         """Learner features of a stored block."""
         return stored if self.feature_map is None else self.feature_map.expand(stored)
@@ -157,6 +161,11 @@ class StoreSource(BlockSource):
     def read_labels(self, i):
         a, b = self.bounds[i]
         return np.asarray(self.labels[a:b].compute())
+
+    def classes(self):
+        import dask.array as da
+
+        return np.asarray(da.unique(self.labels).compute())  # one graph: parallel on a cluster
 
     def fingerprint(self):
         fp = super().fingerprint()
