@@ -103,7 +103,8 @@ class KernelModel:
         return np.concatenate(outs)
 
     def _out_meta(self, fn, sample_block, width, dtype):
-        # a 1-row evaluation gives the result's dtype and width (e.g. class labels' dtype)
+        # a 1-row evaluation on a made-up row gives the result's dtype and width (e.g. the
+        # class labels' dtype, the number of classes)
         out = fn(sample_block)
         return out.dtype if dtype is None else dtype, (out.shape[1] if out.ndim == 2 else None)
 
@@ -111,7 +112,7 @@ class KernelModel:
         if X.ndim != 2:
             raise ValueError(f"expected 2-D rows, got shape {X.shape}")
         X = X.rechunk({1: -1})
-        probe = X[:1].compute()
+        probe = np.ones((1, X.shape[1]), dtype=X.dtype)  # stays lazy: no data is read
         out_dtype, out_w = self._out_meta(fn, self.features(probe), width, dtype)
 
         def block(b):
@@ -129,7 +130,7 @@ class KernelModel:
                              "feature map than this model's: predict on raw rows instead")
         F = store.features.rechunk({1: -1})
         expand = self.feature_map.expand
-        probe = F[:1].compute()
+        probe = np.zeros((1, F.shape[1]), dtype=F.dtype)  # stays lazy: no data is read
         out_dtype, out_w = self._out_meta(fn, expand(probe), width, dtype)
 
         def block(b):
