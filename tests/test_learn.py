@@ -498,3 +498,18 @@ def test_killed_process_resumes_to_identical_coefficients(tmp_path):
     assert len(calls) == 3 * 8 - (8 + 5)  # the checkpoint of block 5 of epoch 1 survived the kill
     np.testing.assert_array_equal(ref.estimator.coef_, res.estimator.coef_)
     np.testing.assert_array_equal(ref.estimator.intercept_, res.estimator.intercept_)
+
+
+def test_lazy_prediction_reads_nothing_until_computed():
+    import dask
+
+    _, _, _, model = _trained(600)
+
+    def unreadable():
+        raise RuntimeError("read")
+
+    Xd = da.from_delayed(dask.delayed(unreadable)(), shape=(10, 6), dtype=np.float64)
+    lazy = model.predict_proba(Xd)  # building the graph touches no data
+    assert lazy.shape == (10, 2) and lazy.dtype == np.float64
+    with pytest.raises(RuntimeError, match="read"):
+        lazy.compute()
