@@ -4,6 +4,7 @@ from importlib.metadata import PackageNotFoundError, version
 
 from .exact import cosine_rbf_kernel, gmm_kernel, laplacian_kernel, minmax_kernel, rbf_kernel
 from .io import SparsePartitions, read_npy, read_svmlight, read_zarr
+from .learn import KernelModel, fit_incremental, load_model
 from .maps import FeatureMap, from_spec, registered_maps
 from .maps.fastfood import Fastfood
 from .maps.gcws import GCWS, expand_codes
@@ -22,6 +23,7 @@ __all__ = [
     "FeatureStore",
     "Fastfood",
     "GCWS",
+    "KernelModel",
     "NRFF",
     "RFF",
     "RNG_SCHEME",
@@ -29,9 +31,11 @@ __all__ = [
     "cosine_rbf_kernel",
     "expand_codes",
     "featurize",
+    "fit_incremental",
     "from_spec",
     "gmm_kernel",
     "laplacian_kernel",
+    "load_model",
     "minmax_kernel",
     "open_store",
     "read_npy",

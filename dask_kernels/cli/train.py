@@ -1,0 +1,128 @@
+"""``dask-kernels train``: train a linear model out of core and save it.
+
+From a feature store (``dask-kernels train features.zarr -o model.dk``) or from raw rows in a
+``.npy`` file (labels from ``--labels y.npy``) or an svmlight/LIBSVM file, featurized block by
+block with ``--method`` (nothing stored). Prints the per-epoch history; the saved model loads
+with :func:`dask_kernels.load_model`.
+"""
+
+import json
+import os
+
+help = "train a linear model out of core on a feature store or raw .npy/svmlight rows; save it"
+
+ESTIMATORS = ("sgd", "sgd-hinge", "perceptron", "multinomial-nb", "bernoulli-nb", "sgd-regressor")
+
+
+def add_arguments(parser):
+    parser.add_argument("source", help="feature store directory, .npy file of rows, or svmlight/LIBSVM file")
+    parser.add_argument("-o", "--output", required=True, help="directory to save the trained model to")
+    parser.add_argument("--labels", help=".npy file of labels (for .npy input)")
+    parser.add_argument("--zero-based", action="store_true",
+                        help="svmlight indices start at 0 (default: 1, as in LIBSVM files)")
+    parser.add_argument("--method", help="feature map for raw input (e.g. gcws, rff, nrff, fastfood); "
+                        "omit to train on the raw rows")
+    parser.add_argument("--n-components", type=int, default=256, help="k for --method (default 256)")
+    parser.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
+                        help="extra map parameter, VALUE as JSON (e.g. --param bits=8 --param gamma=0.5)")
+    parser.add_argument("--estimator", choices=ESTIMATORS, default="sgd",
+                        help="sgd = SGDClassifier(log_loss) (default); sgd-hinge; perceptron; "
+                        "multinomial-nb; bernoulli-nb; sgd-regressor")
+    parser.add_argument("--alpha", type=float, default=1e-5, help="SGD regularization (default 1e-5)")
+    parser.add_argument("--eta0", type=float, default=None,
+                        help="initial learning rate (default: 1 / mean squared row norm of the first block)")
+    parser.add_argument("--epochs", type=int, default=10)
+    parser.add_argument("--validation", type=float, default=0.1, help="held-out fraction (default 0.1)")
+    parser.add_argument("--patience", type=int, default=3)
+    parser.add_argument("--block-rows", type=int, default=None)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--checkpoint", help="checkpoint file (resumed if it exists)")
+    parser.add_argument("--checkpoint-every", type=int, default=None, help="also checkpoint every N blocks")
+
+
+def _estimator(args, eta0):
+    from sklearn.linear_model import Perceptron, SGDClassifier, SGDRegressor
+    from sklearn.naive_bayes import BernoulliNB, MultinomialNB
+
+    common = {"alpha": args.alpha, "learning_rate": "constant", "eta0": eta0, "random_state": args.seed}
+    return {
+        "sgd": lambda: SGDClassifier(loss="log_loss", **common),
+        "sgd-hinge": lambda: SGDClassifier(loss="hinge", **common),
+        "perceptron": lambda: Perceptron(random_state=args.seed),
+        "multinomial-nb": MultinomialNB,
+        "bernoulli-nb": BernoulliNB,
+        "sgd-regressor": lambda: SGDRegressor(**common),
+    }[args.estimator]()
+
+
+def _source(args):
+    import numpy as np
+
+    from dask_kernels.learn import ArraySource, StoreSource
+
+    path = args.source
+    if os.path.isdir(path):
+        if args.method or args.labels:
+            raise SystemExit("a feature store carries its own map and labels: drop --method/--labels")
+        from dask_kernels import open_store
+
+        return StoreSource(open_store(path), block_rows=args.block_rows)
+    fmap = None
+    if args.method:
+        from dask_kernels import registered_maps
+
+        maps = registered_maps()
+        if args.method not in maps:
+            raise SystemExit(f"unknown --method {args.method!r}; known: {', '.join(sorted(maps))}")
+        params = {"n_components": args.n_components, "seed": args.seed}
+        for kv in args.param:
+            key, _, value = kv.partition("=")
+            params[key] = json.loads(value)
+        fmap = maps[args.method](**params)
+    if path.endswith(".npy"):
+        X = np.load(path, mmap_mode="r")
+        y = np.load(args.labels) if args.labels else None
+    else:
+        import dask_kernels
+
+        if hasattr(dask_kernels, "read_svmlight"):  # byte-range partitions, parsed block by block
+            from dask_kernels.learn import PartitionSource
+
+            return PartitionSource(dask_kernels.read_svmlight(path, zero_based=args.zero_based), fmap)
+        from sklearn.datasets import load_svmlight_file
+
+        X, y = load_svmlight_file(path, zero_based=args.zero_based)
+    return ArraySource(X, y, fmap, block_rows=args.block_rows)
+
+
+def _default_eta0(src):
+    # 1 / E||x||^2 keeps the first SGD steps of size ~1 whatever the width (GCWS rows have
+    # k ones, Fourier rows have norm ~1)
+    import numpy as np
+    import scipy.sparse as sp
+
+    F = src.expand(src.read(0)[0])
+    sq = F.multiply(F).sum(axis=1) if sp.issparse(F) else np.square(np.asarray(F, np.float64)).sum(axis=1)
+    return float(1.0 / max(np.mean(sq), 1e-12))
+
+
+def run(args):
+    from dask_kernels import fit_incremental
+
+    src = _source(args)
+    eta0 = args.eta0 if args.eta0 is not None else _default_eta0(src)
+    est = _estimator(args, eta0)
+    print(f"training {type(est).__name__} on {src.n_rows} rows in {src.n_blocks} blocks"
+          + (f" ({src.feature_map.method} features)" if src.feature_map is not None else " (raw rows)"))
+    model = fit_incremental(est, src, epochs=args.epochs, validation=args.validation or None,
+                            seed=args.seed, patience=args.patience, checkpoint=args.checkpoint,
+                            checkpoint_every=args.checkpoint_every, progress=False)
+    keys = [k for k in ("accuracy", "erp", "log_loss", "mse", "r2") if k in model.history[0]]
+    print(f"{'epoch':>5} {'rows/s':>10} " + " ".join(f"{k:>9}" for k in keys) + f" {'eta0':>9}  action")
+    for r in model.history:
+        eta = f"{r['eta0']:9.3g}" if r.get("eta0") is not None else f"{'-':>9}"
+        print(f"{r['epoch']:5d} {r['rows_per_s']:10,.0f} " + " ".join(f"{r[k]:9.4f}" for k in keys)
+              + f" {eta}  {r.get('action', '')}")
+    path = model.save(args.output)
+    print(f"saved {model!r} to {path}")
+    return 0

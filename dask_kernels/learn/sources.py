@@ -1,0 +1,305 @@
+"""Block sources: where :func:`~dask_kernels.fit_incremental` gets row blocks from.
+
+A source cuts its rows into blocks and hands out, per block, the *stored form* of the features
+(what a feature store holds: GCWS codes, Fourier floats, or raw rows when there is no map) with
+the labels; :meth:`BlockSource.expand` turns a stored block into what the learner consumes
+(GCWS: one-hot CSR). Keeping the stored form until the last moment keeps held-out sets and the
+read-ahead buffer small.
+
+* :class:`StoreSource` reads a feature store (anything with ``features``, ``labels``,
+  ``feature_map`` and ``complete``, e.g. :func:`dask_kernels.open_store`). Every row block is
+  assembled across *all* column chunks of the features, so every column is used.
+* :class:`PartitionSource` does the same for partitioned sparse input (svmlight byte ranges).
+* :class:`ArraySource` featurizes raw input (NumPy, memory-mapped ``.npy``, SciPy sparse, dask
+  arrays) block by block with ``feature_map.transform_block``; nothing is stored. Without a
+  feature map it passes the raw rows through (a linear baseline).
+"""
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..blocks import _first_nonfinite_csr, _first_nonfinite_dense, as_block
+
+
+def _is_dask(a):
+    return hasattr(a, "dask") and hasattr(a, "compute")
+
+
+def _check_finite(X, global_rows):
+    """Like ``blocks.check_finite_rows`` but for a row selection: names the global row."""
+    if sp.issparse(X):
+        row, col = _first_nonfinite_csr(X.data, X.indices, X.indptr)
+    else:
+        row, col = _first_nonfinite_dense(X)
+    if row >= 0:
+        raise ValueError(f"Input contains NaN or infinity ({X[row, col]}) in row {global_rows[row]}, "
+                         f"column {col}; clean or impute the data first.")
+
+
+def _featurize(fmap, X, a, b, rows):
+    """Stored-form features of raw rows ``a:b`` (or the selection ``rows`` of them)."""
+    if fmap is None:
+        return X
+    X = as_block(X, fmap.input_dtypes)
+    _check_finite(X, a + (np.arange(b - a) if rows is None else np.asarray(rows)))
+    return fmap.transform_block(X, row_offset=a)
+
+
+def _fit_if_needed(fmap, first_block, n_features):
+    from sklearn.exceptions import NotFittedError
+    from sklearn.utils.validation import check_is_fitted
+
+    try:
+        check_is_fitted(fmap)
+    except NotFittedError:
+        fmap.fit(first_block())
+    if fmap.n_features_in_ != n_features:
+        raise ValueError(f"the feature map expects {fmap.n_features_in_} input features, "
+                         f"the input has {n_features}")
+
+
+def _bounds(n_rows, block_rows, chunks=None):
+    if block_rows is None and chunks is not None:
+        edges = np.concatenate([[0], np.cumsum(chunks)]).astype(np.int64)
+    else:
+        block_rows = int(block_rows or 10_000)
+        if block_rows < 1:
+            raise ValueError(f"block_rows must be >= 1, got {block_rows}")
+        edges = np.append(np.arange(0, n_rows, block_rows, dtype=np.int64), n_rows)
+    return [(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:]) if b > a]
+
+
+class BlockSource:
+    """Base class: ``n_rows``, ``bounds`` (list of ``(start, stop)``), ``feature_map``."""
+
+    feature_map = None
+    n_rows = 0
+    bounds = ()
+    has_labels = False
+
+    @property
+    def n_blocks(self):
+        return len(self.bounds)
+
+    def read(self, i, rows=None):
+        """``(stored_block, labels_or_None)`` of block ``i``; ``rows`` selects rows within it."""
+        raise NotImplementedError
+
+    def read_labels(self, i):
+        """Labels of block ``i`` only (for finding the classes without reading features)."""
+        raise NotImplementedError
+
+    def classes(self):
+        """Sorted distinct labels (one pass over the labels only)."""
+        return np.unique(np.concatenate([np.unique(self.read_labels(i)) for i in range(self.n_blocks)]))
+
+    def expand(self, stored):
+        """Learner features of a stored block."""
+        return stored if self.feature_map is None else self.feature_map.expand(stored)
+
+    def fingerprint(self):
+        """What must match for a checkpoint of this source to be resumed."""
+        fmap = self.feature_map
+        return {
+            "n_rows": int(self.n_rows),
+            "bounds": [list(b) for b in self.bounds],
+            "spec": None if fmap is None else fmap.spec(),
+        }
+
+
+class StoreSource(BlockSource):
+    """Row blocks of a feature store.
+
+    Parameters
+    ----------
+    store : FeatureStore or duck-typed equivalent
+        Needs ``features`` (2-D dask array), ``labels`` (1-D dask array or None),
+        ``feature_map`` and ``complete``; ``path`` is used in messages when present.
+    block_rows : int, optional
+        Rows per block; by default the store's row chunks.
+    """
+
+    def __init__(self, store, block_rows=None):
+        where = getattr(store, "path", "the feature store")
+        if not getattr(store, "complete", False):
+            raise ValueError(
+                f"{where} is incomplete: featurization did not finish writing every block. "
+                "Re-run dask_kernels.featurize with the same arguments to complete it.")
+        feats = store.features
+        if feats.ndim != 2:
+            raise ValueError(f"{where}: features must be 2-D, got shape {feats.shape}")
+        self.store = store
+        self.features = feats
+        self.labels = store.labels
+        self.feature_map = store.feature_map
+        self.n_rows = int(feats.shape[0])
+        width = getattr(self.feature_map, "n_output_features_", feats.shape[1])
+        if feats.shape[1] != width:
+            raise ValueError(f"{where}: features have {feats.shape[1]} columns but the stored "
+                             f"spec says {width}")
+        if self.labels is not None:
+            if self.labels.shape[0] != self.n_rows:
+                raise ValueError(f"{where}: {self.labels.shape[0]} labels for {self.n_rows} "
+                                 "feature rows: labels are misaligned with the features")
+            self.has_labels = True
+        self.bounds = _bounds(self.n_rows, block_rows, feats.chunks[0] if block_rows is None else None)
+
+    def read(self, i, rows=None):
+        import dask
+
+        a, b = self.bounds[i]
+        # one compute: the row slice spans every column chunk, so whole rows come back
+        parts = (self.features[a:b],) + ((self.labels[a:b],) if self.has_labels else ())
+        got = dask.compute(*parts)
+        X = np.asarray(got[0])
+        y = np.asarray(got[1]) if self.has_labels else None
+        if rows is not None:
+            X = X[rows]
+            y = None if y is None else y[rows]
+        return X, y
+
+    def read_labels(self, i):
+        a, b = self.bounds[i]
+        return np.asarray(self.labels[a:b].compute())
+
+    def classes(self):
+        import dask.array as da
+
+        return np.asarray(da.unique(self.labels).compute())  # one graph: parallel on a cluster
+
+    def fingerprint(self):
+        fp = super().fingerprint()
+        fp["store"] = str(getattr(self.store, "path", ""))
+        return fp
+
+
+class ArraySource(BlockSource):
+    """Raw rows featurized block by block (nothing stored).
+
+    Parameters
+    ----------
+    X : ndarray, memory-mapped array, SciPy sparse matrix or dask array of shape (n, d)
+    y : array-like or dask array of shape (n,), optional
+    feature_map : FeatureMap, optional
+        Fitted map (an unfitted one is fitted on the first block). None trains on raw rows.
+    block_rows : int, optional
+        Rows per block (default: the dask row chunks, else 10000).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dask_kernels import GCWS
+    >>> from dask_kernels.learn import ArraySource
+    >>> X = np.random.default_rng(0).random((100, 5)); y = (X[:, 0] > 0.5).astype(int)
+    >>> src = ArraySource(X, y, GCWS(n_components=16).fit(X), block_rows=32)
+    >>> src.n_blocks, src.read(0)[0].shape
+    (4, (32, 16))
+    """
+
+    def __init__(self, X, y=None, feature_map=None, block_rows=None):
+        if not (_is_dask(X) or sp.issparse(X)):
+            X = np.asarray(X) if not isinstance(X, np.ndarray) else X
+        if X.ndim != 2:
+            raise ValueError(f"X must be 2-D (rows, features), got shape {X.shape}")
+        if sp.issparse(X):
+            X = sp.csr_matrix(X)
+        self.X = X
+        self.n_rows = int(X.shape[0])
+        if y is not None:
+            if not _is_dask(y):
+                y = np.asarray(y)
+            if y.ndim != 1 or y.shape[0] != self.n_rows:
+                raise ValueError(f"labels have shape {tuple(y.shape)} but X has {self.n_rows} rows: "
+                                 "labels are misaligned with the features")
+            self.has_labels = True
+        self.y = y
+        chunks = X.chunks[0] if _is_dask(X) and block_rows is None else None
+        self.bounds = _bounds(self.n_rows, block_rows, chunks)
+        if feature_map is not None:
+            _fit_if_needed(feature_map, lambda: self._rows(*self.bounds[0]), X.shape[1])
+        self.feature_map = feature_map
+
+    def _rows(self, a, b, rows=None):
+        X = self.X[a:b]
+        if _is_dask(X):
+            X = X.compute()
+        if rows is not None:
+            X = X[rows]
+        return sp.csr_matrix(X) if sp.issparse(X) else np.asarray(X)
+
+    def read(self, i, rows=None):
+        a, b = self.bounds[i]
+        X = _featurize(self.feature_map, self._rows(a, b, rows), a, b, rows)
+        y = None
+        if self.has_labels:
+            y = self.y[a:b]
+            y = np.asarray(y.compute() if _is_dask(y) else y)
+            if rows is not None:
+                y = y[rows]
+        return X, y
+
+    def read_labels(self, i):
+        a, b = self.bounds[i]
+        y = self.y[a:b]
+        return np.asarray(y.compute() if _is_dask(y) else y)
+
+
+class PartitionSource(BlockSource):
+    """Partitioned sparse rows (e.g. :func:`dask_kernels.read_svmlight`), one block per partition,
+    featurized on the fly.
+
+    Parameters
+    ----------
+    parts : SparsePartitions or duck-typed equivalent
+        Needs ``loader(i) -> (csr, labels_or_None, qid_or_None)``, ``row_counts``,
+        ``n_features`` and ``has_labels``.
+    feature_map : FeatureMap, optional
+        As for :class:`ArraySource`.
+    """
+
+    def __init__(self, parts, feature_map=None):
+        self.parts = parts
+        edges = np.concatenate([[0], np.cumsum(parts.row_counts)]).astype(np.int64)
+        self.bounds = [(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:])]
+        self.n_rows = int(edges[-1])
+        self.has_labels = bool(parts.has_labels)
+        if feature_map is not None:
+            _fit_if_needed(feature_map, lambda: sp.csr_matrix(parts.loader(0)[0]), int(parts.n_features))
+        self.feature_map = feature_map
+
+    def read(self, i, rows=None):
+        a, b = self.bounds[i]
+        X, y, _ = self.parts.loader(i)
+        X = sp.csr_matrix(X)
+        if X.shape[0] != b - a:
+            raise ValueError(f"partition {i} has {X.shape[0]} rows, its row count says {b - a}")
+        if rows is not None:
+            X = X[rows]
+            y = None if y is None else np.asarray(y)[rows]
+        return _featurize(self.feature_map, X, a, b, rows), (None if y is None else np.asarray(y))
+
+    def read_labels(self, i):
+        return np.asarray(self.parts.loader(i)[1])
+
+
+def as_source(data, y=None, feature_map=None, block_rows=None):
+    """A :class:`BlockSource` for a source, a feature store, or raw input (+ map)."""
+    if isinstance(data, BlockSource):
+        if y is not None or feature_map is not None:
+            raise ValueError("pass labels and feature map to the BlockSource itself")
+        return data
+    if hasattr(data, "features") and hasattr(data, "feature_map"):
+        if y is not None:
+            raise ValueError("a feature store carries its own labels: do not pass y")
+        if feature_map is not None:
+            raise ValueError("a feature store carries its own feature map: do not pass feature_map")
+        return StoreSource(data, block_rows=block_rows)
+    if hasattr(data, "loader") and hasattr(data, "row_counts"):
+        if y is not None:
+            raise ValueError("partitioned sparse input carries its own labels: do not pass y")
+        return PartitionSource(data, feature_map)
+    if isinstance(data, (str, bytes)) or hasattr(data, "__fspath__"):
+        from .. import open_store  # noqa: PLC0415  (pipeline layer, present once merged)
+
+        return StoreSource(open_store(data), block_rows=block_rows)
+    return ArraySource(data, y, feature_map, block_rows=block_rows)
