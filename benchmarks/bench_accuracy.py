@@ -79,11 +79,8 @@ class MemoryStore:
 
 
 def make_store(X, y, fmap, block_rows, tmp, name):
-    if hasattr(dask_kernels, "featurize"):
-        Xd = da.from_array(X, chunks=(block_rows, -1))
-        return dask_kernels.featurize(Xd, fmap, labels=y, store=os.path.join(tmp, f"{name}.zarr"),
-                                      progress=False)
-    return MemoryStore(X, y, fmap, block_rows)
+    Xd = da.from_array(X, chunks=(block_rows, -1))
+    return dask_kernels.featurize(Xd, fmap, labels=y, store=os.path.join(tmp, f"{name}.zarr"), progress=False)
 
 
 def mean_sq_norm(src):
@@ -241,7 +238,7 @@ def throughput(X, y, block_rows, tmp, repeats=3):
     }
     ref = res["SGDClassifier.partial_fit, dense float32 (n, 256) in memory"]
     print(f"\n== training throughput, one epoch, {len(X)} rows, {len(classes)} classes, k = 256 "
-          f"(best of {repeats}; store: {'Zarr' if hasattr(dask_kernels, 'featurize') else 'in-memory dask'})")
+          f"(best of {repeats}; store: Zarr)")
     print(f"{'path':<62} {'rows/s':>10} {'vs dense':>9}")
     for label, r in res.items():
         print(f"{label:<62} {r:10,.0f} {r / ref:8.2f}x")

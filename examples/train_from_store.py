@@ -34,8 +34,6 @@ def make_data(n, d=10, seed=0):
 
 
 def main():
-    if not hasattr(dask_kernels, "featurize"):
-        raise SystemExit("this example needs dask_kernels.featurize (the pipeline layer)")
     work = tempfile.mkdtemp(prefix="dk_example_")
     X, y = make_data(40_000)
     X_new, y_new = make_data(5_000, seed=1)

@@ -8,8 +8,6 @@ from sklearn.linear_model import SGDClassifier
 import dask_kernels
 from dask_kernels import GCWS, fit_incremental, load_model
 
-pytestmark = pytest.mark.skipif(not hasattr(dask_kernels, "featurize"),
-                                reason="needs the pipeline layer (issue 4), not merged into this branch yet")
 
 
 def data(n=3000, d=6, seed=0):

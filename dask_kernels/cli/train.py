@@ -83,15 +83,11 @@ def _source(args):
         X = np.load(path, mmap_mode="r")
         y = np.load(args.labels) if args.labels else None
     else:
-        import dask_kernels
+        from dask_kernels.io import read_svmlight
+        from dask_kernels.learn import PartitionSource
 
-        if hasattr(dask_kernels, "read_svmlight"):  # byte-range partitions, parsed block by block
-            from dask_kernels.learn import PartitionSource
-
-            return PartitionSource(dask_kernels.read_svmlight(path, zero_based=args.zero_based), fmap)
-        from sklearn.datasets import load_svmlight_file
-
-        X, y = load_svmlight_file(path, zero_based=args.zero_based)
+        # byte-range partitions, parsed block by block
+        return PartitionSource(read_svmlight(path, zero_based=args.zero_based), fmap)
     return ArraySource(X, y, fmap, block_rows=args.block_rows)
 
 
