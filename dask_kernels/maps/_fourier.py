@@ -18,6 +18,19 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..rng import bits, index_key, stream_key, unit64
 
+
+class FloatFeatures:
+    """Output contract shared by the Fourier maps: exactly ``n_components`` features of the
+    ``dtype`` parameter."""
+
+    @property
+    def n_output_features_(self):
+        return int(self.n_components)
+
+    @property
+    def output_dtype_(self):
+        return np.dtype(self.dtype)
+
 # Parameter tables are built at most once per process and map at a time; a lock keeps two
 # Dask threads from building the same table twice.
 TABLE_LOCK = threading.Lock()

@@ -29,7 +29,7 @@ from numba import njit
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..rng import bits, index_key, normal_array, rank_array, stream_key, unit64
-from ._fourier import COMMON_CONSTRAINTS, cached_table, check_width, uniform_phases
+from ._fourier import COMMON_CONSTRAINTS, FloatFeatures, cached_table, check_width, uniform_phases
 from ._fwht import fwht_row
 from .base import FeatureMap, check_finite_rows
 
@@ -210,7 +210,7 @@ def padded_dim(n_features):
     return 1 << max(int(n_features) - 1, 0).bit_length()
 
 
-class Fastfood(FeatureMap):
+class Fastfood(FloatFeatures, FeatureMap):
     """Fastfood random features for the Gaussian (or a Matern-type) kernel, O(k log d) per row.
 
     Output feature j < k = ``n_components`` is ``sqrt(2 / k) * cos((V x)_j + b_j)`` where V
@@ -309,14 +309,6 @@ class Fastfood(FeatureMap):
     @property
     def padded_dim_(self):
         return padded_dim(self.n_features_in_)
-
-    @property
-    def n_output_features_(self):
-        return int(self.n_components)
-
-    @property
-    def output_dtype_(self):
-        return np.dtype(self.dtype)
 
     def _tables(self):
         d, k = self.padded_dim_, int(self.n_components)

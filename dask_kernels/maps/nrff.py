@@ -13,7 +13,7 @@ import scipy.sparse as sp
 from numba import njit
 from sklearn.utils._param_validation import Interval
 
-from ._fourier import COMMON_CONSTRAINTS, cached_table, check_width, normal_table, row_chunks, uniform_phases
+from ._fourier import COMMON_CONSTRAINTS, FloatFeatures, cached_table, check_width, normal_table, row_chunks, uniform_phases
 from .base import FeatureMap, check_finite_rows
 from .rff import projection
 
@@ -49,7 +49,7 @@ def _input_norms(X):
     return np.sqrt(np.einsum("ij,ij->i", X, X, dtype=np.float64))
 
 
-class NRFF(FeatureMap):
+class NRFF(FloatFeatures, FeatureMap):
     """Normalized random Fourier features for ``exp(-gamma (1 - rho))``, rho = cosine similarity.
 
     Each row ``x`` is scaled to ``u = x / ||x||``; features ``X_j = cos(sqrt(gamma) r_j . u + w_j)``
@@ -115,14 +115,6 @@ class NRFF(FeatureMap):
     def _validate_params_extra(self):
         if not np.isfinite(self.gamma):
             raise ValueError(f"gamma must be finite, got {self.gamma!r}")
-
-    @property
-    def n_output_features_(self):
-        return int(self.n_components)
-
-    @property
-    def output_dtype_(self):
-        return np.dtype(self.dtype)
 
     def _tables(self):
         d, k = int(self.n_features_in_), int(self.n_components)

@@ -16,7 +16,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ._fourier import COMMON_CONSTRAINTS, cached_table, cauchy_table, check_width, row_chunks
+from ._fourier import COMMON_CONSTRAINTS, FloatFeatures, cached_table, cauchy_table, check_width, row_chunks
 from ._fourier import normal_table, uniform_phases
 from .base import FeatureMap, check_finite_rows
 
@@ -31,7 +31,7 @@ def projection(X, W, dtype):
     return np.ascontiguousarray(X @ W if not sp.issparse(X) else np.asarray(X @ W), dtype=dtype)
 
 
-class RFF(FeatureMap):
+class RFF(FloatFeatures, FeatureMap):
     """Random Fourier features for ``exp(-gamma ||x - y||^2)`` or ``exp(-gamma ||x - y||_1)``.
 
     ``z_j(x) = sqrt(2 / k) * cos(w_j . x + b_j)`` for j < k = ``n_components``, with
@@ -96,14 +96,6 @@ class RFF(FeatureMap):
     def _validate_params_extra(self):
         if not np.isfinite(self.gamma):
             raise ValueError(f"gamma must be finite, got {self.gamma!r}")
-
-    @property
-    def n_output_features_(self):
-        return int(self.n_components)
-
-    @property
-    def output_dtype_(self):
-        return np.dtype(self.dtype)
 
     def _tables(self):
         """(W of shape (d, k), phase of shape (k,)) in the output dtype; cached per process."""
