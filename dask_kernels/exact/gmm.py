@@ -22,6 +22,14 @@ def _ratio(num, den):
     return num / den if den > 0.0 else 1.0
 
 
+@njit(nogil=True, cache=True, inline="always")
+def _min_max_terms(u, v):
+    """One feature's contribution to (sum min, sum max) over its two sign-split halves."""
+    if (u > 0.0) == (v > 0.0):
+        return min(abs(u), abs(v)), max(abs(u), abs(v))
+    return 0.0, abs(u) + abs(v)
+
+
 @njit(nogil=True, cache=True)
 def _gmm_dense(X, Y):
     out = np.empty((X.shape[0], Y.shape[0]))
@@ -30,15 +38,9 @@ def _gmm_dense(X, Y):
             num = 0.0
             den = 0.0
             for i in range(X.shape[1]):
-                u = X[a, i]
-                v = Y[b, i]
-                if (u > 0.0) == (v > 0.0):
-                    u = abs(u)
-                    v = abs(v)
-                    num += min(u, v)
-                    den += max(u, v)
-                else:
-                    den += abs(u) + abs(v)
+                lo, hi = _min_max_terms(X[a, i], Y[b, i])
+                num += lo
+                den += hi
             out[a, b] = _ratio(num, den)
     return out
 
@@ -63,15 +65,9 @@ def _gmm_csr(xd, xi, xp, yd, yi, yp):
                     den += abs(yd[q])
                     q += 1
                 else:
-                    u = xd[p]
-                    v = yd[q]
-                    if (u > 0.0) == (v > 0.0):
-                        u = abs(u)
-                        v = abs(v)
-                        num += min(u, v)
-                        den += max(u, v)
-                    else:
-                        den += abs(u) + abs(v)
+                    lo, hi = _min_max_terms(xd[p], yd[q])
+                    num += lo
+                    den += hi
                     p += 1
                     q += 1
             out[a, b] = _ratio(num, den)
