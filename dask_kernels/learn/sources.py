@@ -18,22 +18,11 @@ read-ahead buffer small.
 import numpy as np
 import scipy.sparse as sp
 
-from ..blocks import _first_nonfinite_csr, _first_nonfinite_dense, as_block
+from ..blocks import as_block, check_finite_rows
 
 
 def _is_dask(a):
     return hasattr(a, "dask") and hasattr(a, "compute")
-
-
-def _check_finite(X, global_rows):
-    """Like ``blocks.check_finite_rows`` but for a row selection: names the global row."""
-    if sp.issparse(X):
-        row, col = _first_nonfinite_csr(X.data, X.indices, X.indptr)
-    else:
-        row, col = _first_nonfinite_dense(X)
-    if row >= 0:
-        raise ValueError(f"Input contains NaN or infinity ({X[row, col]}) in row {global_rows[row]}, "
-                         f"column {col}; clean or impute the data first.")
 
 
 def _featurize(fmap, X, a, b, rows):
@@ -41,7 +30,7 @@ def _featurize(fmap, X, a, b, rows):
     if fmap is None:
         return X
     X = as_block(X, fmap.input_dtypes)
-    _check_finite(X, a + (np.arange(b - a) if rows is None else np.asarray(rows)))
+    check_finite_rows(X, a, None if rows is None else a + np.asarray(rows))
     return fmap.transform_block(X, row_offset=a)
 
 

@@ -11,8 +11,9 @@ A subclass provides:
 * ``_fitted_state()`` / ``_set_fitted_state(state)``: that state as JSON-able values.
 * ``n_output_features_`` and ``output_dtype_``: width and dtype of :meth:`transform_block`.
 * ``transform_block(X, row_offset=0)``: the pure, row-wise block function. ``X`` is a validated
-  C-contiguous ndarray or a CSR matrix with sorted, de-duplicated indices; ``row_offset`` is the
-  global row number of ``X[0]`` (used only in error messages).
+  C-contiguous ndarray or a CSR matrix with sorted, de-duplicated indices: finite and of the
+  fitted width, checked once by the caller (``transform``, ``featurize``, ``fit_incremental``),
+  never again here. ``row_offset`` is the global row number of ``X[0]``.
 * optionally ``expand(block)``: turn a stored block (e.g. GCWS codes) into the features a linear
   learner consumes (e.g. one-hot CSR). The default returns the block unchanged.
 """

@@ -31,7 +31,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from ..rng import bits, index_key, normal_array, rank_array, stream_key, unit64
 from ._fourier import COMMON_CONSTRAINTS, FloatFeatures, cached_table, check_width, uniform_phases
 from ._fwht import fwht_row
-from .base import FeatureMap, check_finite_rows
+from .base import FeatureMap
 
 STREAM_B = 41
 STREAM_P = 42
@@ -319,7 +319,6 @@ class Fastfood(FloatFeatures, FeatureMap):
 
     def _compute(self, X, row_offset, features):
         check_width(self, X)
-        check_finite_rows(X, row_offset)
         B, P, G, scale, b = self._tables()
         if not features:
             b = np.zeros_like(b)

@@ -14,7 +14,7 @@ from numba import njit
 from sklearn.utils._param_validation import Interval
 
 from ._fourier import COMMON_CONSTRAINTS, FloatFeatures, cached_table, check_width, normal_table, row_chunks, uniform_phases
-from .base import FeatureMap, check_finite_rows
+from .base import FeatureMap
 from .rff import projection
 
 STREAM_NORMAL = 31
@@ -131,7 +131,6 @@ class NRFF(FloatFeatures, FeatureMap):
     def transform_block(self, X, row_offset=0):
         """Unit-length features of a validated block: ndarray (n, n_components)."""
         check_width(self, X)
-        check_finite_rows(X, row_offset)
         W, phase = self._tables()
         norms = _input_norms(X)
         inv = np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 0)
