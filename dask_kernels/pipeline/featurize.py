@@ -77,7 +77,10 @@ def _store_arrays(path, storage_options_json, run):
     import json
 
     g = _store.open_group(path, "r+", json.loads(storage_options_json))
-    return {name: g[name] for name in g.array_keys()}
+    # write_empty_chunks: skip Zarr's "is this chunk all fill_value?" scan before each write,
+    # which cost more than the write itself (~4 ms of a 1.3 MB block); feature blocks are
+    # never empty, and a stored all-zero chunk reads back the same.
+    return {name: g[name].with_config({"write_empty_chunks": True}) for name in g.array_keys()}
 
 
 def _write_block(job, i, pieces):
