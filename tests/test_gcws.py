@@ -131,6 +131,22 @@ def test_dense_csr_table_hash_agree(data):
         np.testing.assert_array_equal(t1, t2)
 
 
+@pytest.mark.parametrize("bits", [1, 8, 12])
+@pytest.mark.parametrize("table", [True, False])
+def test_codes_are_the_low_bits_of_i_star(data, bits, table):
+    # transform writes codes straight from the kernel; they must equal i* & (2**b - 1) of
+    # sample(), with an all-zero row's i* = -1 giving the reserved code 2**b - 1.
+    X = data.copy()
+    X[3] = 0.0
+    gcws = GCWS(n_components=64, bits=bits, seed=4, table=table).fit(X)
+    i_star, _ = gcws.sample(X)
+    assert np.all(i_star[3] == -1)
+    for rows in (X, sp.csr_matrix(X)):
+        codes = gcws.transform(rows)
+        assert codes.dtype == (np.uint8 if bits <= 8 else np.uint16)
+        np.testing.assert_array_equal(codes, i_star & (2**bits - 1))
+
+
 def test_unsorted_duplicate_csr_equals_dense():
     dense = np.array([[0.0, 2.0, 0.0, -1.5], [1.0, 0.0, 0.0, 0.0]])
     # row 0 written with unsorted and duplicate column indices that sum to the dense values

@@ -98,9 +98,12 @@ ROW_GROUP = 8
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
-def _gcws_dense(X, center, skey, tables, use_table, k, i_star, t_star):
+def _gcws_dense(X, center, skey, tables, use_table, k, mask, i_out, t_out):
     """ICWS samples of a dense block. Rows are taken ROW_GROUP at a time and share each split
-    index's parameters; within a row, split indices are still visited in ascending order."""
+    index's parameters; within a row, split indices are still visited in ascending order.
+
+    Writes ``i* & mask`` into ``i_out`` (mask -1: the full i*; 2**b - 1: the b-bit codes, so
+    codes need no int64 intermediate) and t* into ``t_out`` unless it has no rows."""
     n_rows, d = X.shape
     best_a = np.empty((ROW_GROUP, k), dtype=np.float32)
     best_i = np.empty((ROW_GROUP, k), dtype=np.int32)  # the winning feature i (not split index)
@@ -131,16 +134,17 @@ def _gcws_dense(X, center, skey, tables, use_table, k, i_star, t_star):
         for q in range(g):
             for j in range(k):
                 i = best_i[q, j]
-                if i < 0:
-                    i_star[g0 + q, j] = -1
-                else:
-                    i_star[g0 + q, j] = 2 * i + (0 if X[g0 + q, i] - center[i] > 0.0 else 1)
-                t_star[g0 + q, j] = np.int64(best_t[q, j])
+                s = np.int64(-1) if i < 0 else 2 * np.int64(i) + (0 if X[g0 + q, i] - center[i] > 0.0 else 1)
+                i_out[g0 + q, j] = s & mask
+            if t_out.shape[0]:
+                for j in range(k):
+                    t_out[g0 + q, j] = np.int64(best_t[q, j])
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
-def _gcws_csr(data, indices, indptr, skey, tables, use_table, k, i_star, t_star):
-    """ICWS samples of a canonical CSR block (sorted, unique indices), one row at a time."""
+def _gcws_csr(data, indices, indptr, skey, tables, use_table, k, mask, i_out, t_out):
+    """ICWS samples of a canonical CSR block (sorted, unique indices), one row at a time.
+    Outputs as in :func:`_gcws_dense`."""
     width = 0
     for row in range(indptr.size - 1):
         width = max(width, indptr[row + 1] - indptr[row])
@@ -170,15 +174,10 @@ def _gcws_csr(data, indices, indptr, skey, tables, use_table, k, i_star, t_star)
             nnz += 1
         for j in range(k):
             p = best_p[j]
-            i_star[row, j] = split[p] if p >= 0 else -1
-            t_star[row, j] = np.int64(best_t[j])
-
-
-@njit(nogil=True, cache=True, error_model="numpy")
-def _codes_from(i_star, mask, out):
-    for a in range(i_star.shape[0]):
-        for j in range(i_star.shape[1]):
-            out[a, j] = i_star[a, j] & mask
+            i_out[row, j] = (split[p] if p >= 0 else np.int64(-1)) & mask
+        if t_out.shape[0]:
+            for j in range(k):
+                t_out[row, j] = np.int64(best_t[j])
 
 
 @functools.lru_cache(maxsize=4)
@@ -369,11 +368,15 @@ class GCWS(FeatureMap):
 
         check_is_fitted(self)
 
-    def _sample_block(self, X):
+    def _sample_block(self, X, codes_only=False):
+        """(i*, t*) of a validated block, or with ``codes_only`` (codes, None)."""
         k = int(self.n_components)
         n = X.shape[0]
-        i_star = np.empty((n, k), dtype=np.int64)
-        t_star = np.empty((n, k), dtype=np.int64)
+        if codes_only:
+            mask, i_out, t_out = np.int64(2**self.bits - 1), np.empty((n, k), self.output_dtype_), None
+        else:
+            mask, i_out, t_out = np.int64(-1), np.empty((n, k), np.int64), np.empty((n, k), np.int64)
+        t_arg = t_out if t_out is not None else np.empty((0, k), np.int64)
         center = self.center_
         if sp.issparse(X) and center is not None:
             X = X.toarray()
@@ -381,19 +384,16 @@ class GCWS(FeatureMap):
         tables = self._tables() if use_table else (np.empty((0, 0), np.float32),) * 3
         skey = self._stream_key()
         if sp.issparse(X):
-            _gcws_csr(X.data, X.indices, X.indptr, skey, tables, use_table, k, i_star, t_star)
+            _gcws_csr(X.data, X.indices, X.indptr, skey, tables, use_table, k, mask, i_out, t_arg)
         else:
             X = as_block(X, self.input_dtypes)
             c = center if center is not None else np.zeros(X.shape[1])
-            _gcws_dense(X, c, skey, tables, use_table, k, i_star, t_star)
-        return i_star, t_star
+            _gcws_dense(X, c, skey, tables, use_table, k, mask, i_out, t_arg)
+        return i_out, t_out
 
     def transform_block(self, X, row_offset=0):
         """Codes of a validated block: ndarray (n, n_components) of ``output_dtype_``."""
-        i_star, _ = self._sample_block(X)
-        codes = np.empty(i_star.shape, dtype=self.output_dtype_)
-        _codes_from(i_star, np.int64(2**self.bits - 1), codes)
-        return codes
+        return self._sample_block(X, codes_only=True)[0]
 
     def transform(self, X):
         """Codes of every row (or their one-hot expansion when ``output="onehot"``).
