@@ -44,13 +44,11 @@ class NpyFile:
         self.shape, self.dtype, self.ndim = arr.shape, arr.dtype, 2
 
     def __getitem__(self, key):
-        # Map, copy the block out, unmap: pages of a long-lived map would stay in the worker's
-        # resident set and grow with the dataset; mapping costs ~0.1 ms per block.
-        mm = np.load(self.path, mmap_mode="r")
-        try:
-            return np.array(mm[key])
-        finally:
-            del mm
+        # A fresh map per block, returned as a read-only view (no copy): the kernel reads the
+        # page cache directly, and the map is released with the block, so resident memory does
+        # not grow with the dataset as it would with one long-lived map. Copying instead cost
+        # ~5 ms per 15 MiB block in allocation and page zeroing.
+        return np.asarray(np.load(self.path, mmap_mode="r")[key])
 
 
 def read_npy(path, *, block_rows=None):
@@ -77,7 +75,10 @@ def read_npy(path, *, block_rows=None):
     f = NpyFile(path)
     rows = block_rows or default_block_rows(f.shape[1], f.dtype.itemsize)
     name = "npy-" + _short_hash(f.token)
-    return da.from_array(f, chunks=(rows, f.shape[1]), name=name, meta=np.empty((0, 0), f.dtype))
+    # inline_array: each block task carries the small file handle instead of depending on a
+    # shared key, so block tasks stay independent root tasks the scheduler can freely balance.
+    return da.from_array(f, chunks=(rows, f.shape[1]), name=name, meta=np.empty((0, 0), f.dtype),
+                         inline_array=True)
 
 
 def read_zarr(url, component=None, *, block_rows=None, storage_options=None):
@@ -107,7 +108,8 @@ def read_zarr(url, component=None, *, block_rows=None, storage_options=None):
         url, component, arr.shape, arr.dtype, arr.chunks, hashlib.blake2b(first.tobytes()).hexdigest(),
         hashlib.blake2b(last.tobytes()).hexdigest(),
     )
-    return da.from_array(arr, chunks=(rows, arr.shape[1]), name=name, meta=np.empty((0, 0), arr.dtype))
+    return da.from_array(arr, chunks=(rows, arr.shape[1]), name=name, meta=np.empty((0, 0), arr.dtype),
+                         inline_array=True)  # see read_npy
 
 
 def from_array(X, *, block_rows=None):
