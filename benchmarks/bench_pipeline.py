@@ -150,8 +150,8 @@ def main():
         for what, n, rate, kernel, peak, extra in rows:
             print(f"{what:<10} {n:>8} {rate:>11,.0f} {kernel:>11,.0f} {rate / kernel:>6.2f} "
                   f"{peak / 2**20:>11.0f} MiB {extra / 2**20:>7.0f} MiB {extra / 2**20 / block_mb:>9.1f}")
-        print(f"\n(rates in rows/s; kernel-only = transform_block on in-memory blocks in the same worker "
-              f"processes, just before and after the end-to-end run)")
+        print("\n(rates in rows/s; kernel-only = transform_block on in-memory blocks in the same worker "
+              "processes, just before and after the end-to-end run)")
         print(f"{cores} workers / 1 worker, end-to-end on {small} rows: {rows[1][2] / rows[0][2]:.2f}x; "
               f"{large} / {small} rows end-to-end rate: {rows[2][2] / rows[1][2]:.2f}")
     finally:

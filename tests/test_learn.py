@@ -53,7 +53,7 @@ import sys
 
 import pytest
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator, RegressorMixin, clone
+from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.cluster import MiniBatchKMeans
 from sklearn.linear_model import (LogisticRegression, PassiveAggressiveClassifier, Perceptron,
                                   SGDClassifier, SGDRegressor)

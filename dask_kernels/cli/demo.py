@@ -31,7 +31,6 @@ def _compile(spec_json, rows):
 
 def run(args):
     import dask.array as da
-    import numpy as np
     from distributed import Client, LocalCluster
     from sklearn.datasets import load_digits
     from sklearn.linear_model import SGDClassifier

@@ -6,7 +6,6 @@ import os
 import shutil
 
 import numpy as np
-import scipy.sparse as sp
 
 from ..maps.base import from_spec
 from .checkpoint import load_npz, save_npz

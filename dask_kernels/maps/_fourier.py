@@ -36,6 +36,9 @@ class FloatFeatures:
 TABLE_LOCK = threading.Lock()
 _CACHE = weakref.WeakKeyDictionary()
 
+#: A bandwidth-like parameter: positive and finite (NaN is in no interval; inf is excluded here).
+POSITIVE_FINITE = Interval(numbers.Real, 0, np.inf, closed="neither")
+
 COMMON_CONSTRAINTS = {
     "n_components": [Interval(numbers.Integral, 1, None, closed="left")],
     "seed": [Interval(numbers.Integral, 0, 2**64 - 1, closed="both")],
@@ -101,6 +104,23 @@ def cached_table(estimator, key, build):
                 cached = (key, build())
                 _CACHE[estimator] = cached
     return cached[1]
+
+
+def projection_tables(estimator, key, fill, phase_stream):
+    """``(W, phase)`` of a projection map in its dtype, built once per process and cached.
+
+    ``fill(W)`` writes the (d, k) float64 frequencies; ``phase[j]`` is
+    :func:`uniform_phases` of ``phase_stream``. ``key`` holds the parameters ``fill`` uses.
+    """
+    d, k = int(estimator.n_features_in_), int(estimator.n_components)
+
+    def build():
+        W = np.empty((d, k))
+        fill(W)
+        phase = uniform_phases(np.uint64(estimator.seed), phase_stream, k)
+        return W.astype(estimator.dtype), phase.astype(estimator.dtype)
+
+    return cached_table(estimator, (estimator.seed, d, k, estimator.dtype, phase_stream, *key), build)
 
 
 #: Rows per post-processing chunk: 16 rows of 16384 float32 features are 1 MiB, so the passes

@@ -29,7 +29,7 @@ from numba import njit
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..rng import bits, index_key, normal_array, rank_array, stream_key, unit64
-from ._fourier import COMMON_CONSTRAINTS, FloatFeatures, cached_table, check_width, uniform_phases
+from ._fourier import COMMON_CONSTRAINTS, POSITIVE_FINITE, FloatFeatures, cached_table, check_width, uniform_phases
 from ._fwht import fwht_row
 from .base import FeatureMap
 
@@ -274,8 +274,8 @@ class Fastfood(FloatFeatures, FeatureMap):
     method = "fastfood"
     _parameter_constraints = {
         **COMMON_CONSTRAINTS,
-        "gamma": [None, Interval(numbers.Real, 0, None, closed="neither")],
-        "sigma": [None, Interval(numbers.Real, 0, None, closed="neither")],
+        "gamma": [None, POSITIVE_FINITE],
+        "sigma": [None, POSITIVE_FINITE],
         "radial": [StrOptions({"gaussian", "matern"})],
         "matern_t": [Interval(numbers.Integral, 1, None, closed="left")],
     }
@@ -294,10 +294,6 @@ class Fastfood(FloatFeatures, FeatureMap):
     def _validate_params_extra(self):
         if self.gamma is not None and self.sigma is not None:
             raise ValueError("give gamma or sigma, not both (sigma = 1 / sqrt(2 gamma))")
-        for name in ("gamma", "sigma"):
-            value = getattr(self, name)
-            if value is not None and not np.isfinite(value):
-                raise ValueError(f"{name} must be finite, got {value!r}")
 
     @property
     def sigma_(self):

@@ -6,14 +6,13 @@ Random streams under the map's seed (``dask_kernels.rng``, scheme dk-rng-1):
 * stream 32: phases, ``w[j] = 2 pi * unit64(bits(index_key(stream_key(seed, 32), j), 0))``
 """
 
-import numbers
 
 import numpy as np
 import scipy.sparse as sp
 from numba import njit
-from sklearn.utils._param_validation import Interval
 
-from ._fourier import COMMON_CONSTRAINTS, FloatFeatures, cached_table, check_width, normal_table, row_chunks, uniform_phases
+from ._fourier import COMMON_CONSTRAINTS, POSITIVE_FINITE, FloatFeatures, check_width, normal_table, projection_tables
+from ._fourier import row_chunks
 from .base import FeatureMap
 from .rff import projection
 
@@ -103,7 +102,7 @@ class NRFF(FloatFeatures, FeatureMap):
     method = "nrff"
     _parameter_constraints = {
         **COMMON_CONSTRAINTS,
-        "gamma": [Interval(numbers.Real, 0, None, closed="neither")],
+        "gamma": [POSITIVE_FINITE],
     }
 
     def __init__(self, *, n_components=100, gamma=1.0, seed=0, dtype="float32"):
@@ -112,21 +111,10 @@ class NRFF(FloatFeatures, FeatureMap):
         self.seed = seed
         self.dtype = dtype
 
-    def _validate_params_extra(self):
-        if not np.isfinite(self.gamma):
-            raise ValueError(f"gamma must be finite, got {self.gamma!r}")
-
     def _tables(self):
-        d, k = int(self.n_features_in_), int(self.n_components)
-        key = (self.seed, d, k, float(self.gamma), self.dtype)
-
-        def build():
-            W = np.empty((d, k))
-            normal_table(np.uint64(self.seed), STREAM_NORMAL, d, k, np.sqrt(float(self.gamma)), W)
-            phase = uniform_phases(np.uint64(self.seed), STREAM_PHASE, k)
-            return W.astype(self.dtype), phase.astype(self.dtype)
-
-        return cached_table(self, key, build)
+        seed, gamma = np.uint64(self.seed), float(self.gamma)
+        fill = lambda W: normal_table(seed, STREAM_NORMAL, *W.shape, np.sqrt(gamma), W)  # noqa: E731
+        return projection_tables(self, (gamma,), fill, STREAM_PHASE)
 
     def transform_block(self, X, row_offset=0):
         """Unit-length features of a validated block: ndarray (n, n_components)."""

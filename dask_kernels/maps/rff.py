@@ -10,14 +10,13 @@ Feature j depends only on (seed, j), so a wider map extends a narrower one, and 
 dimension i only on (seed, j, i).
 """
 
-import numbers
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import StrOptions
 
-from ._fourier import COMMON_CONSTRAINTS, FloatFeatures, cached_table, cauchy_table, check_width, row_chunks
-from ._fourier import normal_table, uniform_phases
+from ._fourier import COMMON_CONSTRAINTS, POSITIVE_FINITE, FloatFeatures, cauchy_table, check_width, normal_table
+from ._fourier import projection_tables, row_chunks
 from .base import FeatureMap
 
 STREAM_GAUSSIAN = 21
@@ -82,7 +81,7 @@ class RFF(FloatFeatures, FeatureMap):
     method = "rff"
     _parameter_constraints = {
         **COMMON_CONSTRAINTS,
-        "gamma": [Interval(numbers.Real, 0, None, closed="neither")],
+        "gamma": [POSITIVE_FINITE],
         "kernel": [StrOptions({"rbf", "laplacian"})],
     }
 
@@ -93,25 +92,17 @@ class RFF(FloatFeatures, FeatureMap):
         self.seed = seed
         self.dtype = dtype
 
-    def _validate_params_extra(self):
-        if not np.isfinite(self.gamma):
-            raise ValueError(f"gamma must be finite, got {self.gamma!r}")
-
     def _tables(self):
         """(W of shape (d, k), phase of shape (k,)) in the output dtype; cached per process."""
-        d, k = int(self.n_features_in_), int(self.n_components)
-        key = (self.seed, d, k, float(self.gamma), self.kernel, self.dtype)
+        seed, gamma = np.uint64(self.seed), float(self.gamma)
 
-        def build():
-            W = np.empty((d, k))
+        def fill(W):
             if self.kernel == "rbf":
-                normal_table(np.uint64(self.seed), STREAM_GAUSSIAN, d, k, np.sqrt(2.0 * self.gamma), W)
+                normal_table(seed, STREAM_GAUSSIAN, *W.shape, np.sqrt(2.0 * gamma), W)
             else:
-                cauchy_table(np.uint64(self.seed), STREAM_CAUCHY, d, k, float(self.gamma), W)
-            phase = uniform_phases(np.uint64(self.seed), STREAM_PHASE, k)
-            return W.astype(self.dtype), phase.astype(self.dtype)
+                cauchy_table(seed, STREAM_CAUCHY, *W.shape, gamma, W)
 
-        return cached_table(self, key, build)
+        return projection_tables(self, (gamma, self.kernel), fill, STREAM_PHASE)
 
     def transform_block(self, X, row_offset=0):
         """Features of a validated block: ndarray (n, n_components) of ``output_dtype_``."""

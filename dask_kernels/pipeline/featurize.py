@@ -17,7 +17,7 @@ from sklearn.utils.validation import check_is_fitted
 from sklearn.exceptions import NotFittedError
 
 from ..blocks import as_block, check_finite_rows
-from ..io.dense import default_block_rows, from_array
+from ..io.dense import from_array
 from ..io.sparse import SparsePartitions, from_sparse
 from . import store as _store
 from .fingerprint import differences, fingerprint_hash, input_fingerprint, job_fingerprint
