@@ -120,3 +120,95 @@ def test_fsspec_url(tmp_path):
     p = _write(tmp_path, CORNERS)
     X, y, _ = read_svmlight("file://" + p, blocksize=16).compute()
     assert np.array_equal(X.toarray(), EXPECTED) and y.tolist() == [1, -1, 0.5, 2, 3]
+
+
+# -- the Numba fast path against the reference (pure-Python) parser ----------------------------
+def _number_text(rng):
+    """A decimal as people and programs write it: short, full repr, exponents, odd spellings."""
+    kind = rng.integers(9)
+    v = rng.standard_normal() * 10.0 ** rng.integers(-8, 9)
+    if kind == 0:
+        return repr(float(v))                       # up to 17 digits: often past 2**53
+    if kind == 1:
+        return f"{v:.6g}"
+    if kind == 2:
+        return f"{v:.{rng.integers(1, 25)}e}".replace("e", "eE"[rng.integers(2)])
+    if kind == 3:
+        return str(int(rng.integers(-10**6, 10**6)))
+    if kind == 4:
+        return rng.choice(["5.", ".5", "-.25", "+3", "-0", "0e5", "000123.4500", "1e22", "1e23", "9007199254740993"])
+    if kind == 5:
+        return "".join(rng.choice(list("0123456789"), rng.integers(18, 30))) + "." + "7" * int(rng.integers(0, 30))
+    if kind == 6:
+        return rng.choice(["4.9e-324", "2.2250738585072014e-308", "1.7976931348623157e308", "1e-400", "123e-30"])
+    if kind == 7:
+        return f"{rng.random():.{rng.integers(1, 20)}f}"
+    return f"{float(np.float32(v))!r}"
+
+
+def _document(rng, n_lines, d):
+    lines = []
+    for _ in range(n_lines):
+        kind = rng.integers(10)
+        if kind == 0:
+            lines.append(rng.choice(["", "   ", "# a comment", "\t# indented comment"]))
+            continue
+        cols = rng.choice(d, size=rng.integers(0, min(d, 12)), replace=False) + 1
+        if kind == 1:
+            cols = np.sort(cols)
+        toks = [_number_text(rng)]
+        if kind == 2:
+            toks.append(f"qid:{rng.integers(-5, 10**6)}")
+        toks += [f"{c}:{_number_text(rng)}" for c in cols]
+        line = rng.choice([" ", "  ", "\t"]).join(toks)
+        if kind == 3:
+            line += " # trailing comment 1:2"
+        lines.append(line + ("\r" if rng.random() < 0.2 else ""))
+    text = "\n".join(lines) + ("\n" if rng.random() < 0.7 else "")
+    return text.encode()
+
+
+def _same(fast, ref):
+    assert fast[:4] == ref[:4]
+    for a, b in zip(fast[4], ref[4]):
+        assert a.dtype == b.dtype and np.array_equal(a.view(np.uint8), b.view(np.uint8))  # -0.0 too
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_fast_path_equals_the_reference_parser_bitwise(seed):
+    from dask_kernels.io import _svmlight_scan
+    from dask_kernels.io.svmlight import _parse_python
+
+    rng = np.random.default_rng(seed)
+    doc = _document(rng, 300, 50)
+    for n_features in (None, 50):
+        fast = _svmlight_scan.parse(doc, n_features, False)
+        assert fast is not None
+        _same(fast, _parse_python(doc, 0, n_features, False, True))
+
+
+@pytest.mark.parametrize("line, accepted", [
+    (b"1 3:1 3:2", False),               # repeated index
+    (b"1 2:1 0:2", False),               # below the 1-based range
+    (b"1 99:1", False),                  # beyond n_features
+    (b"1 2:x", False), (b"1 2:", False), (b"1 :2", False), (b"1 2:3:4", False), (b"x 2:1", False),
+    (b"1 qid:a 2:1", False), (b"1 2:1 qid:3", False), (b"1 2:1e", False), (b"1 2:1.2.3", False),
+    (b"1 2:inf", True), (b"1 2:nan", True), (b"1 2:1_0", True), (b"1 +2:1", True), (b"1 qid:+3 2:1", True),
+    (b"1 2:" + b"1" * 40, True), (b"1 1234567890123456789:1", False),
+])
+def test_fast_path_leaves_every_other_decision_to_the_reference(line, accepted):
+    from dask_kernels.io import _svmlight_scan
+    from dask_kernels.io.svmlight import _LocalError, _parse, _parse_python
+
+    doc = b"1 1:1\n" + line + b"\n"
+    fast = _svmlight_scan.parse(doc, 50, False)
+    if accepted:
+        ref = _parse_python(doc, 0, 50, False, True)
+        _same(_parse(doc, 0, 50, False, True), ref)
+        if fast is not None:  # plain decimals the fast path takes itself
+            _same(fast, ref)
+    else:
+        assert fast is None
+        with pytest.raises(_LocalError) as err:
+            _parse(doc, 0, 50, False, True)
+        assert err.value.line == 1
