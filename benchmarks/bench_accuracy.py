@@ -44,6 +44,8 @@ from sklearn.model_selection import train_test_split  # noqa: E402
 from sklearn.preprocessing import StandardScaler  # noqa: E402
 from sklearn.svm import SVC  # noqa: E402
 
+from _timing import best_time  # noqa: E402
+
 import dask_kernels  # noqa: E402
 from dask_kernels import fit_incremental, gmm_kernel, registered_maps  # noqa: E402
 from dask_kernels.learn import StoreSource  # noqa: E402
@@ -216,12 +218,7 @@ def throughput(X, y, block_rows, tmp, repeats=3):
     classes = np.unique(y)
 
     def best(fn):
-        times = []
-        for _ in range(repeats):
-            t = time.perf_counter()
-            fn()
-            times.append(time.perf_counter() - t)
-        return len(X) / min(times)
+        return len(X) / best_time(fn, repeats, warmup=False)
 
     def from_store():
         fit_incremental(learner(eta0), src, epochs=1, validation=None, schedule=None, classes=classes,

@@ -10,7 +10,6 @@ D = 2**30 its tables would need 3 * 256 * 2**30 * 4 bytes = 3 TiB.
 
 import argparse
 import os
-import time
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
@@ -19,17 +18,9 @@ os.environ.setdefault("MKL_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 import scipy.sparse as sp  # noqa: E402
 
+from _timing import best_time  # noqa: E402
+
 from dask_kernels import GCWS  # noqa: E402
-
-
-def best_time(fn, repeat):
-    fn()  # warm-up (compilation, table build)
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
 
 
 def bench_datasketch(X, k, repeat):

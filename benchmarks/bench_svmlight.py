@@ -16,10 +16,10 @@ import argparse
 import os
 import shutil
 import tempfile
-import time
 
 import numpy as np
 import scipy.sparse as sp
+from _timing import best_time
 
 D = 784
 
@@ -30,15 +30,6 @@ def write_file(path, X, fmt):
             cols = np.flatnonzero(row)
             pairs = " ".join(f"{c + 1}:{fmt(float(row[c]))}" for c in cols)
             f.write(f"{i % 10} {pairs}\n".encode())
-
-
-def best_of(fn, repeat):
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
 
 
 def main():
@@ -62,13 +53,12 @@ def main():
             write_file(path, X, fmt)
             mb = os.path.getsize(path) / 2**20
             src = read_svmlight(path, n_features=D, blocksize=8 * 2**20)
-            src.loader(0)  # compile / load the Numba scanner
-            ours = best_of(lambda: [src.loader(i) for i in range(src.n_partitions)], 3)
-            theirs = best_of(lambda: load_svmlight_file(path, n_features=D), 3)
+            ours = best_time(lambda: [src.loader(i) for i in range(src.n_partitions)], 3)
+            theirs = best_time(lambda: load_svmlight_file(path, n_features=D), 3)
             Xs = sp.vstack([src.loader(i)[0] for i in range(src.n_partitions)]).tocsr()
             Xr, _ = load_svmlight_file(path, n_features=D)
             assert (Xs != Xr).nnz == 0  # the same matrix, value for value
-            kernel = best_of(lambda: gcws.transform_block(Xs), 2)
+            kernel = best_time(lambda: gcws.transform_block(Xs), 2)
             rows.append((name, mb, n / theirs, n / ours, n / kernel))
         print(f"\n{n} rows x {D} columns, ~20% nonzero; rows/s on one thread (best of 3)")
         print(f"{'file':<18} {'MiB':>6} {'sklearn load':>13} {'dask_kernels':>13} {'ratio':>6} {'GCWS kernel':>12}")

@@ -99,6 +99,29 @@ def _number(buf, p, end, pow10):
     return q, -v if neg else v, True
 
 
+@njit(nogil=True, cache=True, inline="always")
+def _digits(buf, p, end):
+    """``(stop, value, n)``: the run of at most 18 digits at ``p`` (18 cannot overflow int64;
+    a longer run leaves a digit at ``stop``, which the callers treat as malformed)."""
+    value = 0
+    n = 0
+    while p < end and _digit(buf[p]) and n < 18:
+        value = value * 10 + (buf[p] - 48)
+        n += 1
+        p += 1
+    return p, value, n
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _defer(buf, a, b, hard, n_hard, slot, hard_text, h):
+    """Queue the number text ``buf[a:b]`` of ``slot`` for the slow parser; returns the new
+    ``(n_hard, h)``."""
+    hard[n_hard] = slot
+    hard_text[h : h + b - a] = buf[a:b]
+    hard_text[h + b - a] = 32
+    return n_hard + 1, h + b - a + 1
+
+
 @njit(nogil=True, cache=True)
 def _skip_space(buf, p, end):
     while p < end and _space(buf[p]):
@@ -140,12 +163,7 @@ def scan(buf, base, n_features, pow10, indptr, indices, values, labels, qids, ha
                 return GIVE_UP, 0, 0, 0, 0, 0, -1, False
             labels[n_rows] = v
             if not exact:
-                hard[n_hard] = n_rows
-                n_hard += 1
-                hard_text[h : h + t - q] = buf[q:t]
-                h += t - q
-                hard_text[h] = 32
-                h += 1
+                n_hard, h = _defer(buf, q, t, hard, n_hard, n_rows, hard_text, h)
             q = _skip_space(buf, t, c_end)
             if q + 4 <= c_end and buf[q] == 113 and buf[q + 1] == 105 and buf[q + 2] == 100 and buf[q + 3] == 58:
                 r = q + 4
@@ -153,12 +171,7 @@ def scan(buf, base, n_features, pow10, indptr, indices, values, labels, qids, ha
                 if r < c_end and (buf[r] == 43 or buf[r] == 45):
                     qneg = buf[r] == 45
                     r += 1
-                qv = 0
-                d = 0
-                while r < c_end and _digit(buf[r]) and d < 18:
-                    qv = qv * 10 + (buf[r] - 48)
-                    d += 1
-                    r += 1
+                r, qv, d = _digits(buf, r, c_end)
                 if d == 0 or (r < c_end and not _space(buf[r])):
                     return GIVE_UP, 0, 0, 0, 0, 0, -1, False
                 qids[n_rows] = -qv if qneg else qv
@@ -166,12 +179,7 @@ def scan(buf, base, n_features, pow10, indptr, indices, values, labels, qids, ha
                 q = _skip_space(buf, r, c_end)
             prev = -1
             while q < c_end:
-                col = 0
-                d = 0
-                while q < c_end and _digit(buf[q]) and d < 18:
-                    col = col * 10 + (buf[q] - 48)
-                    d += 1
-                    q += 1
+                q, col, d = _digits(buf, q, c_end)
                 if d == 0 or q >= c_end or buf[q] != 58:
                     return GIVE_UP, 0, 0, 0, 0, 0, -1, False
                 col -= base
@@ -182,12 +190,7 @@ def scan(buf, base, n_features, pow10, indptr, indices, values, labels, qids, ha
                     return GIVE_UP, 0, 0, 0, 0, 0, -1, False
                 values[nz] = v
                 if not exact:
-                    hard[n_hard] = -1 - nz
-                    n_hard += 1
-                    hard_text[h : h + t - q - 1] = buf[q + 1 : t]
-                    h += t - q - 1
-                    hard_text[h] = 32
-                    h += 1
+                    n_hard, h = _defer(buf, q + 1, t, hard, n_hard, -1 - nz, hard_text, h)
                 indices[nz] = col
                 nz += 1
                 needs_sort = needs_sort or col <= prev
