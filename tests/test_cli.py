@@ -1,6 +1,10 @@
-"""The command line: the quick-start demo runs end to end and reports both models."""
+"""The command line: the quick-start demo runs end to end and reports both models; featurize reads
+svmlight with either index base."""
 
 import re
+
+import numpy as np
+import pytest
 
 from dask_kernels.cli import build_parser, main
 
@@ -17,3 +21,17 @@ def test_demo_runs_on_a_local_cluster(capsys):
     assert len(accs) == 2
     assert all(0.8 < a <= 1.0 for a in accs)  # digits is easy: both models are far above chance (0.1)
     assert "rows/s" in out
+
+
+@pytest.mark.parametrize("zero_based", [False, True])
+def test_featurize_reads_one_and_zero_based_svmlight(tmp_path, zero_based):
+    from sklearn.datasets import dump_svmlight_file
+
+    from dask_kernels.cli.featurize import read_input
+
+    X = np.round(np.random.default_rng(0).random((30, 6)), 3) * (np.arange(6) != 5)  # column 0 used, 5 never
+    path = str(tmp_path / "x.svm")
+    dump_svmlight_file(X, np.arange(30) % 2, path, zero_based=zero_based)
+    argv = ["featurize", path, str(tmp_path / "out.zarr"), "--n-features", "6"] + ["--zero-based"] * zero_based
+    rows, labels, _ = read_input(build_parser().parse_args(argv)).compute()
+    assert np.array_equal(rows.toarray(), X) and labels.tolist() == [i % 2 for i in range(30)]

@@ -20,6 +20,8 @@ def add_arguments(parser):
     parser.add_argument("--spec", help="JSON file with a map spec (a full spec from FeatureMap.spec(), or "
                                        '{"method": ..., "params": {...}}); overrides --method/--param')
     parser.add_argument("--n-features", type=int, help="svmlight: input dimension (default: found in a first pass)")
+    parser.add_argument("--zero-based", action="store_true",
+                        help="svmlight: indices start at 0 (default: 1, as in LIBSVM files)")
     parser.add_argument("--blocksize", type=int, default=64 * 2**20, help="svmlight: bytes per partition")
     parser.add_argument("--chunks", type=int, help="rows per stored block (default: the input's partitions)")
     parser.add_argument("--scheduler", metavar="ADDRESS", help="address of a running `dask scheduler`")
@@ -70,7 +72,8 @@ def read_input(args):
         return io.read_npy(args.input, block_rows=args.chunks)
     if fmt == "zarr":
         return io.read_zarr(args.input, block_rows=args.chunks)
-    return io.read_svmlight(args.input, n_features=args.n_features, blocksize=args.blocksize)
+    return io.read_svmlight(args.input, n_features=args.n_features, blocksize=args.blocksize,
+                            zero_based=args.zero_based)
 
 
 def run(args):
