@@ -140,7 +140,8 @@ def _number_text(rng):
     if kind == 5:
         return "".join(rng.choice(list("0123456789"), rng.integers(18, 30))) + "." + "7" * int(rng.integers(0, 30))
     if kind == 6:
-        return rng.choice(["4.9e-324", "2.2250738585072014e-308", "1.7976931348623157e308", "1e-400", "123e-30"])
+        return rng.choice(["4.9e-324", "2.2250738585072014e-308", "1.7976931348623157e308", "1e-400", "-1e400",
+                           "2.4703282292062327e-324", "123e-30"])
     if kind == 7:
         return f"{rng.random():.{rng.integers(1, 20)}f}"
     return f"{float(np.float32(v))!r}"
