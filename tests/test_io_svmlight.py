@@ -178,7 +178,7 @@ def _same(fast, ref):
 @pytest.mark.parametrize("seed", range(12))
 def test_fast_path_equals_the_reference_parser_bitwise(seed):
     from dask_kernels.io import _svmlight_scan
-    from dask_kernels.io.svmlight import _parse_python
+    from dask_kernels.io.svmlight import _LocalError, _parse_python
 
     rng = np.random.default_rng(seed)
     doc = _document(rng, 300, 50)
@@ -186,6 +186,14 @@ def test_fast_path_equals_the_reference_parser_bitwise(seed):
         fast = _svmlight_scan.parse(doc, n_features, False)
         assert fast is not None
         _same(fast, _parse_python(doc, 0, n_features, False, True))
+    # the first pass's count (used when n_features is given) agrees with parsing
+    assert _svmlight_scan.count(doc) == (fast[0], fast[1], fast[3])
+    for cut in rng.integers(0, len(doc), 5):  # also on ranges that end anywhere
+        try:
+            ref = _parse_python(doc[:cut], 0, None, False, False)
+        except _LocalError:
+            continue  # cut inside a token: a bad last line
+        assert _svmlight_scan.count(doc[:cut]) == (ref[0], ref[1], ref[3])
 
 
 @pytest.mark.parametrize("line, accepted", [

@@ -238,6 +238,43 @@ def _sort_rows(indptr, indices, values, hard):
     return True
 
 
+@njit(nogil=True, cache=True)
+def _count_lines(buf):
+    # Only the start of a line decides: a row has something before any '#', and a file has
+    # query ids when a row's second token starts with "qid:" (the format's only place for it;
+    # a "qid:" anywhere else is an error the parse reports).
+    n = buf.size
+    n_lines = 0
+    n_rows = 0
+    has_qid = False
+    p = 0
+    while p < n:
+        q = p
+        while q < n and buf[q] != 10 and _space(buf[q]):
+            q += 1
+        if q < n and buf[q] != 10 and buf[q] != 35:
+            n_rows += 1
+            if not has_qid:
+                while q < n and not _space(buf[q]) and buf[q] != 35:
+                    q += 1
+                while q < n and buf[q] != 10 and _space(buf[q]):
+                    q += 1
+                has_qid = (q + 3 < n and buf[q] == 113 and buf[q + 1] == 105 and buf[q + 2] == 100
+                           and buf[q + 3] == 58)
+        while q < n and buf[q] != 10:
+            q += 1
+        n_lines += 1
+        p = q + 1
+    return n_lines, n_rows, has_qid
+
+
+def count(data):
+    """``(n_lines, n_rows, has_qid)`` of a byte range without parsing numbers: rows are lines
+    with something before their comment; ``has_qid``: some row has a ``qid:`` second token."""
+    n_lines, n_rows, has_qid = _count_lines(np.frombuffer(data, dtype=np.uint8))
+    return int(n_lines), int(n_rows), bool(has_qid)
+
+
 def parse(data, n_features, zero_based):
     """Fast parse of one byte range: ``(n_lines, n_rows, max_col, has_qid, arrays)`` as
     :func:`dask_kernels.io.svmlight._parse` returns, or None when the Python parser must."""

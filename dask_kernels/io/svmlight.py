@@ -156,22 +156,10 @@ def _parse_python(data, begin, n_features, zero_based, want_arrays):
     return len(lines), n_rows, max_col, has_qid, arrays
 
 
-def _count(data):
-    """Lines, rows and whether a query id appears, without parsing values."""
-    lines = _lines(data)
-    n_rows, has_qid = 0, False
-    for raw in lines:
-        content = raw.split(b"#", 1)[0]
-        if content.strip():
-            n_rows += 1
-            has_qid = has_qid or b"qid:" in content
-    return len(lines), n_rows, has_qid
-
-
 def _scan_range(path, storage_options, start, end, zero_based, find_dimension):
     data, begin = _read_range(path, storage_options, start, end)
     if not find_dimension:
-        n_lines, n_rows, has_qid = _count(data)
+        n_lines, n_rows, has_qid = _svmlight_scan.count(data)
         return n_lines, n_rows, -1, has_qid, None
     try:
         n_lines, n_rows, max_col, has_qid, _ = _parse(data, begin, None, zero_based, False)
