@@ -6,9 +6,12 @@ a fingerprint of the input; the graph holds a small file handle, never the data.
 
 import hashlib
 import os
+import weakref
 
 import dask.array as da
 import numpy as np
+
+from ._identity import FileIdentity
 
 #: default rows per block when the caller gives none: about 32 MiB of float64 input.
 TARGET_BLOCK_BYTES = 32 * 2**20
@@ -38,6 +41,7 @@ class NpyFile:
     def __init__(self, path):
         self.path = os.path.abspath(path)
         self.token = _file_token(self.path)
+        self.identity = FileIdentity(self.path)
         arr = np.load(self.path, mmap_mode="r")
         if arr.ndim != 2:
             raise ValueError(f"{path}: expected a 2-d array of rows, found shape {arr.shape}")
@@ -47,8 +51,19 @@ class NpyFile:
         # A fresh map per block, returned as a read-only view (no copy): the kernel reads the
         # page cache directly, and the map is released with the block, so resident memory does
         # not grow with the dataset as it would with one long-lived map. Copying instead cost
-        # ~5 ms per 15 MiB block in allocation and page zeroing.
+        # ~5 ms per 15 MiB block in allocation and page zeroing. The file is re-checked (size,
+        # mtime) for every block: a file rewritten mid-job must not give a mix of old and new rows.
+        self.identity.check()
         return np.asarray(np.load(self.path, mmap_mode="r")[key])
+
+
+#: dask name -> FileIdentity of the arrays made by read_npy (featurize re-checks it per block)
+_IDENTITIES = weakref.WeakValueDictionary()
+
+
+def file_identity(X):
+    """The :class:`FileIdentity` of a dask array returned by :func:`read_npy`, else None."""
+    return _IDENTITIES.get(getattr(X, "name", None))
 
 
 def read_npy(path, *, block_rows=None):
@@ -75,6 +90,7 @@ def read_npy(path, *, block_rows=None):
     f = NpyFile(path)
     rows = block_rows or default_block_rows(f.shape[1], f.dtype.itemsize)
     name = "npy-" + _short_hash(f.token)
+    _IDENTITIES[name] = f.identity
     # inline_array: each block task carries the small file handle instead of depending on a
     # shared key, so block tasks stay independent root tasks the scheduler can freely balance.
     return da.from_array(f, chunks=(rows, f.shape[1]), name=name, meta=np.empty((0, 0), f.dtype),

@@ -13,6 +13,8 @@ import dask.array as da
 import numpy as np
 import scipy.sparse as sp
 
+from ._identity import FileIdentity
+
 
 class SparsePartitions:
     """Row partitions of a sparse matrix with labels and global row numbers.
@@ -40,6 +42,7 @@ class SparsePartitions:
         self.has_qid = bool(has_qid)
         self.fingerprint = fingerprint
         self.name = name
+        self.identity = _identity_of(fingerprint, loader)
 
     @property
     def n_partitions(self):
@@ -69,7 +72,8 @@ class SparsePartitions:
         """
         loader = dask.delayed(self.loader, name=f"{self.name}-loader", pure=True)
         return [
-            dask.delayed(_load)(loader, i, dask_key_name=f"{self.name}-part-{i}") for i in range(self.n_partitions)
+            dask.delayed(_load)(loader, i, self.identity, dask_key_name=f"{self.name}-part-{i}")
+            for i in range(self.n_partitions)
         ]
 
     def _column(self, which, dtype):
@@ -103,8 +107,18 @@ class SparsePartitions:
                 f"n_partitions={self.n_partitions}, labels={self.has_labels}, qid={self.has_qid})")
 
 
-def _load(loader, i):
-    return loader(i)
+def _identity_of(fp, loader):
+    """A file's identity when the fingerprint names one (path, size, mtime: svmlight), else None."""
+    if isinstance(fp, dict) and {"path", "size", "mtime"} <= set(fp):
+        return FileIdentity(fp["path"], getattr(loader, "storage_options", None), fp["size"], fp["mtime"])
+    return None
+
+
+def _load(loader, i, identity=None):
+    part = loader(i)
+    if identity is not None:
+        identity.check()  # after the read: these rows came from the file the job started on
+    return part
 
 
 def _field(part, which):

@@ -17,10 +17,11 @@ from sklearn.utils.validation import check_is_fitted
 from sklearn.exceptions import NotFittedError
 
 from ..blocks import as_block, check_finite_rows
-from ..io.dense import from_array
+from ..io.dense import file_identity, from_array
 from ..io.sparse import SparsePartitions, from_sparse
 from . import store as _store
-from .fingerprint import differences, fingerprint_hash, input_fingerprint, job_fingerprint
+from ._digest import csr_digest, digest
+from .fingerprint import differences, fingerprint_hash, input_fingerprint, job_fingerprint, job_key, stable_part
 
 
 @functools.lru_cache(maxsize=16)
@@ -83,22 +84,41 @@ def _store_arrays(path, storage_options_json, run):
     return {name: g[name].with_config({"write_empty_chunks": True}) for name in g.array_keys()}
 
 
+def _input_digest(X):
+    """64-bit digest of a block of input rows as read (recorded in the block's done record)."""
+    return csr_digest(X) if sp.issparse(X) else digest(np.asarray(X))
+
+
 def _write_block(job, i, pieces):
-    """Featurize store block i and write it; ``done[i]`` is written after the data. Returns 1."""
+    """Featurize store block i and write it, then its done record. Returns 1 (0: skipped because
+    the block's recorded input digest equals its input's, see ``job["expect"]``)."""
     start = i * job["block_rows"]
     stop = min(start + job["block_rows"], job["n_rows"])
     X, y, qid, row_ids = _assemble(pieces)
     if X.shape[0] != stop - start:
         raise RuntimeError(f"block {i}: got {X.shape[0]} rows, expected {stop - start}")
+    checks, path, options = job["checks"], job["path"], job["storage_options"]
+    in_digest = _input_digest(X) if checks else 0
+    if job["expect"].get(i) == in_digest:
+        return 0  # input rows unchanged since the block was written (and verified): keep it
     F = transform_rows(rebuild_map(job["spec_json"]), X, start)
+    if checks and job["input_check"] is not None:
+        job["input_check"].check()  # still the file the job started on: no mix of old and new rows
     import json
 
-    g = _store_arrays(job["path"], json.dumps(job["storage_options"], sort_keys=True), job["run"])
-    g["features"][start:stop] = F
+    g = _store_arrays(path, json.dumps(options, sort_keys=True), job["run"])
+    arrays = {"features": F}
     for name, col in (("labels", y), ("qid", qid), ("row_ids", row_ids)):
         if name in job["columns"]:
-            g[name][start:stop] = col
-    g["done"][i : i + 1] = np.ones(1, np.uint8)
+            arrays[name] = np.ascontiguousarray(col, dtype=g[name].dtype)
+    if checks:
+        _store.check_lease(path, options, job["lease"], f"about to write block {i}")
+    for name, block in arrays.items():
+        g[name][start:stop] = block
+    record = _store.make_record(i, stop - start, job["lease"], job["key"], arrays, in_digest, checked=checks)
+    if checks:
+        _store.check_lease(path, options, job["lease"], f"writing block {i}")
+    g["done"][i : i + 1] = record
     return 1
 
 
@@ -107,8 +127,18 @@ def _write_dense_chunk(x, *cols, job, names, block_info=None):
     the block into one task (one task per block, no hand-over of the input block)."""
     i = block_info[0]["chunk-location"][0]
     col = dict(zip(names, (c[:, 0] for c in cols)))
-    _write_block(job, i, [(x, col.get("labels"), None, col.get("row_ids"), 0, x.shape[0])])
-    return np.ones(1, dtype=np.int64)
+    n = _write_block(job, i, [(x, col.get("labels"), None, col.get("row_ids"), 0, x.shape[0])])
+    return np.full(1, n, dtype=np.int64)
+
+
+def _verify_block(reader, i, names):
+    """True if every array's block i matches its done record (False: rewrite it)."""
+    try:
+        for name in names:
+            reader.read(name, i, True)
+    except _store.StoreIntegrityError:
+        return False
+    return True
 
 
 # -- input normalization -------------------------------------------------------------------------
@@ -130,8 +160,16 @@ def _as_source(X, chunks):
 
 
 def _first_block(kind, src):
+    """The first block of rows that has any (a leading partition may have none, e.g. an svmlight
+    byte range holding only comments)."""
     if kind == "sparse":
+        for i, n in enumerate(src.row_counts):
+            if n:
+                return src.loader(i)[0]
         return src.loader(0)[0] if src.n_partitions else None
+    for i, n in enumerate(src.chunks[0]):
+        if n:
+            return src.blocks[i].compute()
     return src.blocks[0].compute() if src.numblocks[0] else None
 
 
@@ -286,13 +324,28 @@ def featurize(X, feature_map, *, labels=None, row_ids=None, store=None, chunks=N
     info = {"spec": fmap.spec(), "rng_scheme": RNG_SCHEME, "fingerprint": fp, "fingerprint_sha256": fp_sha,
             "package_version": __version__}
 
-    done = _prepare(store, storage_options, overwrite, fp, n_rows=n_rows, block_rows=block_rows, width=width,
+    checks = bool(_store._INTEGRITY)
+    plan = _prepare(store, storage_options, overwrite, fp, checks, n_rows=n_rows, block_rows=block_rows, width=width,
                     dtype=out_dtype, columns=columns, compressors=compressors, info=info)
     n_blocks = -(-n_rows // block_rows)
-    pending = [i for i in range(n_blocks) if not done[i]]
+    done, expect = plan["done"], {}
+    if checks and done.any():  # resuming: a done block whose chunks do not match its record is rewritten
+        reader = _store.BlockReader(store, storage_options, plan["info"])
+        names = ["features", *sorted(columns)]
+        kept = np.flatnonzero(done)
+        ok = run_tasks([dask.delayed(_verify_block, pure=False)(reader, int(i), names) for i in kept], progress)
+        done[kept[~np.asarray(ok, dtype=bool)]] = False
+    if plan["input_changed"]:  # rewrite only the done blocks whose input rows changed
+        expect = {int(i): int(plan["records"][i, _store.FIELD["input"]]) for i in np.flatnonzero(done)}
+        pending = list(range(n_blocks))
+    else:
+        pending = [i for i in range(n_blocks) if not done[i]]
+    if pending and plan["resumed"]:
+        _store.set_incomplete(store, storage_options, plan["lease"])
     run = uuid.uuid4().hex[:12]  # side-effecting tasks: never share keys with another run
     job = {"path": store, "storage_options": storage_options, "spec_json": spec_json, "block_rows": block_rows,
-           "n_rows": n_rows, "columns": sorted(columns), "run": run}
+           "n_rows": n_rows, "columns": sorted(columns), "run": run, "lease": plan["lease"], "key": job_key(fp),
+           "checks": checks, "expect": expect, "input_check": _input_identity(kind, src) if checks else None}
     if kind == "dense":
         tasks = _dense_writes(src, job, block_rows, labels, row_ids, pending, run)
     else:
@@ -300,10 +353,20 @@ def featurize(X, feature_map, *, labels=None, row_ids=None, store=None, chunks=N
         tasks = [dask.delayed(_write_block, pure=False)(job, i, pieces(i), dask_key_name=f"dk-write-{run}-{i}")
                  for i in pending]
     computed = int(sum(np.sum(r) for r in run_tasks(tasks, progress)))
-    _store.mark_complete(store, storage_options)
+    _store.mark_complete(store, storage_options, plan["lease"], checks,
+                         info=info if plan["input_changed"] else None)
     fs = _store.open_store(store, storage_options=storage_options)
-    fs.run_stats = {"computed": int(computed), "skipped": n_blocks - len(pending)}
+    if fs.lease != plan["lease"]:
+        _store.check_lease(store, storage_options, plan["lease"], "opening the finished store")
+    fs.run_stats = {"computed": int(computed), "skipped": n_blocks - int(computed)}
     return fs
+
+
+def _input_identity(kind, src):
+    """The input file's identity (re-checked as each block is featurized), or None."""
+    if kind == "sparse":
+        return src.identity
+    return file_identity(src)
 
 
 def _lazy(kind, src, spec_json, width, out_dtype):
@@ -362,24 +425,36 @@ def _block_pieces(src, block_rows, n_rows, labels, row_ids, labels_from_source):
     return pieces
 
 
-def _prepare(path, storage_options, overwrite, fp, **create):
-    """Create the store, or check an existing one and return its done mask."""
+def _prepare(path, storage_options, overwrite, fp, checks, **create):
+    """Create the store, or check an existing one of the same job. Returns a plan: ``lease``,
+    ``done`` mask, ``records``, ``info`` (stored attributes), ``resumed``, ``input_changed``."""
     n_blocks = -(-create["n_rows"] // create["block_rows"])
-    if not overwrite:
-        try:
-            g = _store.open_group(path, "r", storage_options)
-        except FileNotFoundError:
-            g = None
-        if g is not None:
-            info = g.attrs.get("dask_kernels")
-            if info is None:
-                raise ValueError(f"{path} exists and is not a dask_kernels feature store; pass overwrite=True "
-                                 "to replace it")
-            if info.get("fingerprint_sha256") != fingerprint_hash(fp):
-                diff = differences(info.get("fingerprint", {}), fp)
-                raise ValueError(f"{path} holds features of a different job, refusing to resume it; "
-                                 f"what differs: {'; '.join(diff) or 'fingerprint'}. Pass overwrite=True to "
-                                 "replace it, or write to another store.")
-            return np.asarray(g["done"][:]) == 1
-    _store.create_store(path, storage_options=storage_options, **create)
-    return np.zeros(n_blocks, dtype=bool)
+    kind, detail = _store.inspect_path(path, storage_options)
+    if kind == "foreign":
+        _store.refuse_foreign(path, detail)
+    if kind == "ours" and not overwrite:
+        attrs = detail["attributes"]["dask_kernels"]
+        if attrs.get("format") == 1:
+            raise _store.StoreError(
+                f"{path} is a format 1 feature store (dask_kernels {attrs.get('package_version', '?')}); this "
+                f"version resumes only format {_store.STORE_FORMAT} stores (format 1 still opens for reading). "
+                "Pass overwrite=True to replace it, or write to another store.")
+        g = _store.open_group(path, "r", storage_options)
+        if "done" in g.array_keys():  # else its creation was killed half-way: nothing in it, replace it
+            g, info = _store.open_checked(path, storage_options, consolidated=False)
+            if info["fingerprint_sha256"] != fingerprint_hash(fp):
+                diff = differences(stable_part(info["fingerprint"]), stable_part(fp))
+                if diff:
+                    raise ValueError(f"{path} holds features of a different job, refusing to resume it; "
+                                     f"what differs: {'; '.join(diff)}. Pass overwrite=True to replace it, or "
+                                     "write to another store.")
+            records = np.asarray(g["done"][:])
+            done = _store.record_ok(records, info, np.arange(n_blocks), check=checks)
+            return {"lease": info["lease"], "done": done, "records": records, "info": info, "resumed": True,
+                    "input_changed": info["fingerprint_sha256"] != fingerprint_hash(fp)}
+    lease = uuid.uuid4().hex
+    info = dict(create.pop("info"), lease=lease)
+    _store.create_store(path, storage_options=storage_options, replace=kind == "ours", info=info, checksums=checks,
+                        **create)
+    return {"lease": lease, "done": np.zeros(n_blocks, dtype=bool), "records": None, "info": None, "resumed": False,
+            "input_changed": False}

@@ -15,6 +15,12 @@ on any difference, naming what differs. The fingerprint holds:
 * which columns (labels, query ids, row ids) the store holds.
 
 Row partitioning of the input is not part of it: features do not depend on it.
+
+The *job key* is the hash of the fingerprint without the input's content identity (name, hash,
+size, modification time, ...): the same map, block size, columns and input shape, kind, dtype
+and path. Each block's done record carries the key and a hash of the block's input rows, so a
+re-run on changed input (a fixed row) keeps the store and recomputes only the blocks whose input
+rows changed.
 """
 
 import hashlib
@@ -36,6 +42,22 @@ def job_fingerprint(spec, input_fp, block_rows, columns):
 def fingerprint_hash(fp):
     text = json.dumps(fp, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+#: input fingerprint keys that describe what the input is, not its current content
+STABLE_INPUT_KEYS = ("kind", "shape", "dtype", "path", "n_features", "zero_based")
+
+
+def stable_part(fp):
+    """The fingerprint without the input's content identity (see the module docstring)."""
+    inp = fp.get("input", {}) if isinstance(fp, dict) else {}
+    inp = {k: v for k, v in inp.items() if k in STABLE_INPUT_KEYS} if isinstance(inp, dict) else inp
+    return dict(fp, input=inp) if isinstance(fp, dict) else fp
+
+
+def job_key(fp):
+    """64-bit integer key of :func:`stable_part` (recorded in every done record)."""
+    return int(fingerprint_hash(stable_part(fp))[:16], 16)
 
 
 def differences(stored, new, prefix=""):
