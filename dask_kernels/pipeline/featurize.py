@@ -448,7 +448,7 @@ def _prepare(path, storage_options, overwrite, fp, checks, **create):
                     raise ValueError(f"{path} holds features of a different job, refusing to resume it; "
                                      f"what differs: {'; '.join(diff)}. Pass overwrite=True to replace it, or "
                                      "write to another store.")
-            records = np.asarray(g["done"][:])
+            records = _store.read_records(g)
             done = _store.record_ok(records, info, np.arange(n_blocks), check=checks)
             return {"lease": info["lease"], "done": done, "records": records, "info": info, "resumed": True,
                     "input_changed": info["fingerprint_sha256"] != fingerprint_hash(fp)}

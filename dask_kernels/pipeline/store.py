@@ -267,7 +267,7 @@ def mark_complete(path, storage_options, lease, check, info=None):
     if check:
         check_lease(path, storage_options, lease, "completing the store")
     g = open_group(path, "r+", storage_options)
-    records = np.asarray(g["done"][:])
+    records = read_records(g)
     stored = g.attrs["dask_kernels"]
     bad = np.flatnonzero(~record_ok(records, stored, np.arange(records.shape[0]), check))
     if bad.size:
@@ -297,6 +297,21 @@ def make_record(i, rows, lease, key, arrays, input_digest, checked=True):
             rec[FIELD[name]] = digest(block)
         rec[FIELD["input"]] = input_digest or 0
     return rec[None, :]
+
+
+def read_records(group):
+    """All done records; a record whose chunk fails its checksum reads as zeros (not done)."""
+    done = group["done"]
+    try:
+        return np.asarray(done[:])
+    except ValueError:
+        out = np.zeros(done.shape, dtype=done.dtype)
+        for i in range(done.shape[0]):
+            try:
+                out[i] = done[i]
+            except ValueError:
+                pass
+        return out
 
 
 def record_ok(records, info, blocks, check=True):
@@ -560,7 +575,7 @@ class FeatureStore:
     @property
     def done(self):
         """Boolean mask of finished blocks (their done records are complete and match)."""
-        return record_ok(np.asarray(self.group["done"][:]), self.info, np.arange(self.n_blocks), check=False)
+        return record_ok(read_records(self.group), self.info, np.arange(self.n_blocks), check=False)
 
     def read_block(self, i):
         """``{array name: block i}``, each checked against the block's done record."""
