@@ -14,6 +14,11 @@ Rows are MNIST-like: 784 float32 values, ~20% nonzero. GCWS k=256, b=8 (uint8 co
   runs (3), each into a new store. Workers are warmed up first (Numba loaded from its cache,
   parameter table built), as on a long-running cluster.
   Best-of on both sides because the machine is shared: other jobs only ever add time.
+* integrity overhead: every end-to-end run is made twice, alternating, with the store's integrity
+  checks on (the default: CRC32C on every chunk, a digest of every written block and of its
+  input rows in the done record, the input file re-checked per block, the lease checked before
+  each write) and off (the private switch ``dask_kernels.pipeline.store._INTEGRITY = False``,
+  which writes what format 1 wrote); the overhead is 1 - (rate on) / (rate off), best of each.
 * peak RSS per worker: psutil samples every 20 ms during the runs, minus the worker's idle RSS
   (the largest over the runs).
 """
@@ -107,21 +112,28 @@ def end_to_end(path, gcws, block_rows, workers, tmp, repeats):
         out = os.path.join(tmp, f"store-{workers}.zarr")
         X = read_npy(path, block_rows=block_rows)
         kernel = workers_kernel_rate(client, path, gcws, 20_000, block_rows)
-        seconds, peak, extra = np.inf, 0, 0
-        for _ in range(repeats):
-            shutil.rmtree(out, ignore_errors=True)
-            with RssSampler(pids) as mem:
-                t0 = time.perf_counter()
-                store = featurize(X, gcws, store=out, progress=False)
-                seconds = min(seconds, time.perf_counter() - t0)
-            assert store.complete
-            extra = max(extra, *(p - b for p, b in zip(mem.peak, mem.base)))
-            peak = max(peak, *mem.peak)
+        from dask_kernels.pipeline import store as store_module
+
+        seconds, peak, extra = {True: np.inf, False: np.inf}, 0, 0
+        try:
+            for _ in range(repeats):
+                for checks in (True, False):  # alternating: both see the same machine load
+                    store_module._INTEGRITY = checks
+                    shutil.rmtree(out, ignore_errors=True)
+                    with RssSampler(pids) as mem:
+                        t0 = time.perf_counter()
+                        store = featurize(X, gcws, store=out, progress=False)
+                        seconds[checks] = min(seconds[checks], time.perf_counter() - t0)
+                    assert store.complete
+                    extra = max(extra, *(p - b for p, b in zip(mem.peak, mem.base)))
+                    peak = max(peak, *mem.peak)
+        finally:
+            store_module._INTEGRITY = True
         kernel = max(kernel, workers_kernel_rate(client, path, gcws, 20_000, block_rows))
         check = store.features[:1000].compute()
         assert np.array_equal(check, gcws.transform_block(np.load(path, mmap_mode="r")[:1000]))
         shutil.rmtree(out, ignore_errors=True)
-        return X.shape[0] / seconds, kernel, peak, extra
+        return X.shape[0] / seconds[True], X.shape[0] / seconds[False], kernel, peak, extra
 
 
 def main():
@@ -151,14 +163,16 @@ def main():
         print(f"\nGCWS k={K} b=8 on {D} dense float32 inputs (~20% nonzero); {args.block_rows} rows per block "
               f"= {block_mb:.1f} MiB of input; {cores} cores")
         print(f"kernel only in this process: {k1:,.0f} rows/s on 1 thread, {k2:,.0f} rows/s on {cores} threads")
-        print(f"{'workers':<10} {'rows':>8} {'end-to-end':>11} {'kernel-only':>11} {'ratio':>6} "
-              f"{'peak RSS/worker':>15} {'peak - idle':>11} {'in blocks':>9}")
-        for what, n, rate, kernel, peak, extra in rows:
-            print(f"{what:<10} {n:>8} {rate:>11,.0f} {kernel:>11,.0f} {rate / kernel:>6.2f} "
-                  f"{peak / 2**20:>11.0f} MiB {extra / 2**20:>7.0f} MiB {extra / 2**20 / block_mb:>9.1f}")
+        print(f"{'workers':<10} {'rows':>8} {'end-to-end':>11} {'no checks':>10} {'overhead':>8} {'kernel-only':>11} "
+              f"{'ratio':>6} {'peak RSS/worker':>15} {'peak - idle':>11} {'in blocks':>9}")
+        for what, n, rate, bare, kernel, peak, extra in rows:
+            print(f"{what:<10} {n:>8} {rate:>11,.0f} {bare:>10,.0f} {1 - rate / bare:>8.1%} {kernel:>11,.0f} "
+                  f"{rate / kernel:>6.2f} {peak / 2**20:>11.0f} MiB {extra / 2**20:>7.0f} MiB "
+                  f"{extra / 2**20 / block_mb:>9.1f}")
         print("\n(rates in rows/s; kernel-only = transform_block on in-memory blocks in the same worker "
               "processes, best of before and after the end-to-end runs; end-to-end: best of "
-              f"{args.repeats} runs)")
+              f"{args.repeats} runs with the integrity checks, 'no checks': best of {args.repeats} runs "
+              "without, alternating with them; overhead = 1 - end-to-end / no checks)")
         print(f"{cores} workers / 1 worker, end-to-end on {small} rows: {rows[1][2] / rows[0][2]:.2f}x; "
               f"{large} / {small} rows end-to-end rate: {rows[2][2] / rows[1][2]:.2f}")
     finally:

@@ -10,11 +10,13 @@ modification time, or a content hash for in-memory data), so a resumed store can
 is being fed the same input.
 """
 
+from ._identity import InputChangedError
 from .dense import from_array, read_npy, read_zarr
 from .sparse import SparsePartitions, from_sparse
 from .svmlight import SvmlightFormatError, read_svmlight
 
 __all__ = [
+    "InputChangedError",
     "SparsePartitions",
     "SvmlightFormatError",
     "from_array",

@@ -244,7 +244,7 @@ def featurize(X, feature_map, *, labels=None, row_ids=None, store=None, chunks=N
         Rows to featurize. Dask arrays are used as chunked (along rows; column chunks are
         merged); NumPy/SciPy input is split into blocks of ``chunks`` rows.
     feature_map : FeatureMap
-        A fitted map. An unfitted one is fitted, as a clone, on the first block of rows only
+        A fitted map. An unfitted one is fitted, as a clone, on the first block that has rows
         (enough for maps that learn just the input dimension, like GCWS without centering);
         fit maps that learn from data (centering, Nystroem) yourself.
     labels : array-like of shape (n_rows,), optional
@@ -252,7 +252,9 @@ def featurize(X, feature_map, *, labels=None, row_ids=None, store=None, chunks=N
     row_ids : array-like of int of shape (n_rows,), optional
         Stored as ``row_ids``.
     store : str, optional
-        Path or fsspec URL of a Zarr v3 store to write. Without it, nothing is computed.
+        Path or fsspec URL of a Zarr v3 store to write. Without it, nothing is computed. It must
+        be absent, an empty folder, or a feature store: anything else (user files, another Zarr
+        group, a file) is refused and left untouched, with or without ``overwrite``.
     chunks : int, optional
         Rows per stored block (and per task). Default: the input's row chunk (dense dask input),
         about 32 MiB of float64 input per block (NumPy), or the mean partition size (sparse).
@@ -260,8 +262,13 @@ def featurize(X, feature_map, *, labels=None, row_ids=None, store=None, chunks=N
         Zarr's default (Zstandard). ``None`` stores raw bytes. A resumed store keeps the codecs
         it was created with.
     overwrite : bool, default False
-        Replace an existing store. Without it, a store of the same job (same fingerprint) is
-        resumed, skipping finished blocks, and a store of another job is refused.
+        Replace an existing feature store (only a feature store). Without it, a store of the
+        same job is resumed: finished blocks whose stored chunks still match their done records
+        are kept, damaged or missing ones are rewritten, and when only the input's content
+        changed (same shape, dtype and path, e.g. a fixed row) only the blocks whose input rows
+        changed are recomputed. A store of another job (map, block size, columns, input shape)
+        is refused naming what differs. A job whose store is replaced by another job while it
+        runs stops with :class:`~dask_kernels.pipeline.store.LeaseLostError`.
     progress : bool, default True
         Show ``distributed.progress`` on a Client, else a ``dask.diagnostics.ProgressBar``.
     storage_options : dict, optional
@@ -274,6 +281,17 @@ def featurize(X, feature_map, *, labels=None, row_ids=None, store=None, chunks=N
         the map's output dtype (e.g. uint8 GCWS codes), chunked along rows like the input. With
         ``store``: the opened, complete store; ``store.run_stats`` counts the blocks computed
         and skipped by this call.
+
+    Raises
+    ------
+    StoreError
+        The path is not a feature store, or the store's attributes are damaged or edited.
+    ValueError
+        The store holds another job, or an input row is invalid (naming the row).
+    InputChangedError
+        An input file changed while the job read it (naming the file).
+    LeaseLostError
+        Another job replaced the store while this one was writing it.
 
     Examples
     --------
