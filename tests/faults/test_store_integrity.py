@@ -60,8 +60,10 @@ def test_damaged_chunk_is_named_and_rewritten_by_a_rerun(store, kind):
     s = open_store(store)
     with pytest.raises(ValueError, match=rf"array '{array}', block 2 \(rows 200\.\.299\)"):
         (s.labels if array == "labels" else s.features).compute()
-    # the other blocks still read
+    # the other blocks still read, and a full check lists just the damaged block
     assert np.array_equal(s.features[:200].compute(), REF[:200])
+    bad = s.verify_blocks()
+    assert list(bad) == [2] and f"array '{array}', block 2" in bad[2]
     again = featurize(da.from_array(X, chunks=(100, 12)), G, labels=Y, store=store, progress=False)
     assert again.run_stats == {"computed": 1, "skipped": 5}
     assert {a: _bytes(store, a, 2) for a in ("features", "labels")} == before
