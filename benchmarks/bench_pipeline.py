@@ -1,8 +1,8 @@
 """End-to-end featurization rate (a .npy of dense 784-dim rows -> finished Zarr store) next to the
 bare GCWS kernel rate on the same cores, in the same run, with peak memory per worker process.
 
-    python benchmarks/bench_pipeline.py            # ~3-4 minutes on 2 cores
-    python benchmarks/bench_pipeline.py --quick
+    python benchmarks/bench_pipeline.py            # ~6-8 minutes on 2 cores
+    python benchmarks/bench_pipeline.py --quick    # ~2 minutes
 
 Rows are MNIST-like: 784 float32 values, ~20% nonzero. GCWS k=256, b=8 (uint8 codes).
 * kernel-only: ``transform_block`` on in-memory blocks in the same worker processes (all workers
@@ -19,6 +19,7 @@ Rows are MNIST-like: 784 float32 values, ~20% nonzero. GCWS k=256, b=8 (uint8 co
   input rows in the done record, the input file re-checked per block, the lease checked before
   each write) and off (the private switch ``dask_kernels.pipeline.store._INTEGRITY = False``,
   which writes what format 1 wrote); the overhead is 1 - (rate on) / (rate off), best of each.
+  Also measured in this process on the synchronous scheduler (20,000 rows, no cluster noise).
 * peak RSS per worker: psutil samples every 20 ms during the runs, minus the worker's idle RSS
   (the largest over the runs).
 """
@@ -136,6 +137,34 @@ def end_to_end(path, gcws, block_rows, workers, tmp, repeats):
         return X.shape[0] / seconds[True], X.shape[0] / seconds[False], kernel, peak, extra
 
 
+def in_process(path, gcws, block_rows, tmp, repeats, n_rows):
+    """Integrity overhead without a cluster: featurize on the synchronous scheduler in this process
+    (one block at a time, so the machine's other load disturbs it least), checks on and off
+    alternating; best of ``repeats`` each. Returns (rows/s with checks, rows/s without)."""
+    import dask
+
+    from dask_kernels import featurize
+    from dask_kernels.io import read_npy
+    from dask_kernels.pipeline import store as store_module
+
+    out = os.path.join(tmp, "sync.zarr")
+    X = read_npy(path, block_rows=block_rows)[:n_rows]
+    seconds = {True: np.inf, False: np.inf}
+    try:
+        with dask.config.set(scheduler="synchronous"):
+            for _ in range(repeats):
+                for checks in (True, False):
+                    store_module._INTEGRITY = checks
+                    shutil.rmtree(out, ignore_errors=True)
+                    t0 = time.perf_counter()
+                    featurize(X, gcws, store=out, progress=False)
+                    seconds[checks] = min(seconds[checks], time.perf_counter() - t0)
+    finally:
+        store_module._INTEGRITY = True
+        shutil.rmtree(out, ignore_errors=True)
+    return n_rows / seconds[True], n_rows / seconds[False]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="small datasets (~1 minute)")
@@ -157,6 +186,7 @@ def main():
         k1 = kernel_rate(gcws, Xk, args.block_rows, 1)
         k2 = kernel_rate(gcws, Xk, args.block_rows, cores)
         block_mb = args.block_rows * D * 4 / 2**20
+        sync_on, sync_off = in_process(paths[small], gcws, args.block_rows, tmp, args.repeats, 20_000)
         rows = [("1 worker", small, *end_to_end(paths[small], gcws, args.block_rows, 1, tmp, args.repeats))]
         for n in (small, large):
             rows.append((f"{cores} workers", n, *end_to_end(paths[n], gcws, args.block_rows, cores, tmp, args.repeats)))
@@ -173,6 +203,8 @@ def main():
               "processes, best of before and after the end-to-end runs; end-to-end: best of "
               f"{args.repeats} runs with the integrity checks, 'no checks': best of {args.repeats} runs "
               "without, alternating with them; overhead = 1 - end-to-end / no checks)")
+        print(f"in this process, synchronous scheduler, 20000 rows: {sync_on:,.0f} rows/s with the integrity "
+              f"checks, {sync_off:,.0f} without: overhead {1 - sync_on / sync_off:.1%}")
         print(f"{cores} workers / 1 worker, end-to-end on {small} rows: {rows[1][2] / rows[0][2]:.2f}x; "
               f"{large} / {small} rows end-to-end rate: {rows[2][2] / rows[1][2]:.2f}")
     finally:
