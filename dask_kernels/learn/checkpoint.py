@@ -125,10 +125,11 @@ def _read_member(zf, path, name, declared, budget):
     return out.reshape(shape, order="F" if fortran else "C"), nbytes
 
 
-def _check_manifest(path, declared):
+def _check_manifest(path, declared, budget):
+    """Raise unless ``declared`` is a well-formed manifest whose arrays fit in ``budget``."""
     if not isinstance(declared, dict):
         raise _bad(path, _META, "'arrays' must map names to shapes and dtypes")
-    total = 0
+    sizes = {}
     for name, d in declared.items():
         try:
             shape, dtype = d["shape"], np.dtype(d["dtype"])
@@ -139,8 +140,12 @@ def _check_manifest(path, declared):
             raise _bad(path, _META, f"arrays[{name!r}] is malformed ({e})") from None
         if not isinstance(name, str) or not name or name == _META:
             raise _bad(path, _META, f"bad array name {name!r}")
-        total += math.prod(shape) * dtype.itemsize
-    return total
+        sizes[name] = math.prod(shape) * dtype.itemsize
+    if sum(sizes.values()) > budget:
+        big = max(sizes, key=sizes.get)
+        raise _bad(path, f"{big}.npy", f"declared as {sizes[big]:,} bytes (all arrays: {sum(sizes.values()):,}), "
+                                       f"more than this file may allocate ({budget:,} bytes: {MAX_RATIO}x its "
+                                       "size on disk); refusing to load it")
 
 
 def load_npz(path, max_bytes=None):
@@ -182,10 +187,8 @@ def load_npz(path, max_bytes=None):
         if declared is None:  # written before manifests: the members are what there is
             names = [n[:-4] for n in zf.namelist() if n.endswith(".npy") and n != f"{_META}.npy"]
             declared = {n: None for n in names}
-        elif _check_manifest(path, declared) > budget - used:
-            raise _bad(path, _META, f"declares {_check_manifest(path, declared):,} bytes of arrays, more "
-                                    f"than this file may allocate ({budget:,} bytes: {MAX_RATIO}x its size "
-                                    "on disk); refusing to load it")
+        else:
+            _check_manifest(path, declared, budget - used)
         arrays = {}
         for name, d in declared.items():
             arrays[name], n = _read_member(zf, path, name, d, budget - used)
