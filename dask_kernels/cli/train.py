@@ -25,6 +25,8 @@ def add_arguments(parser):
     parser.add_argument("--labels", help=".npy file of labels (for .npy input)")
     parser.add_argument("--zero-based", action="store_true",
                         help="svmlight indices start at 0 (default: 1, as in LIBSVM files)")
+    parser.add_argument("--blocksize", type=positive_int, default=None,
+                        help="svmlight: bytes per partition (default 64 MiB); one training block per partition")
     parser.add_argument("--method", help="feature map for raw input (e.g. gcws, rff, nrff, fastfood); "
                         "omit to train on the raw rows")
     parser.add_argument("--n-components", type=positive_int, default=256, help="k for --method (default 256)")
@@ -93,7 +95,8 @@ def _source(args):
     from dask_kernels.learn import PartitionSource
 
     # byte-range partitions, parsed block by block
-    return PartitionSource(read_svmlight(path, zero_based=args.zero_based), fmap)
+    kw = {} if args.blocksize is None else {"blocksize": args.blocksize}
+    return PartitionSource(read_svmlight(path, zero_based=args.zero_based, **kw), fmap)
 
 
 def _default_eta0(src):
