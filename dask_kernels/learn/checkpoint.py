@@ -48,7 +48,7 @@ def save_npz(path, arrays, meta):
     payload = {k: np.asarray(v) for k, v in arrays.items()}
     meta = dict(meta, arrays=manifest(payload))
     payload[_META] = np.array(json.dumps(meta))
-    fd, tmp = tempfile.mkstemp(prefix=f".{base}.tmp-", dir=folder)
+    fd, tmp = tempfile.mkstemp(prefix=f".{base}.tmp-{os.getpid()}-", dir=folder)
     try:
         with os.fdopen(fd, "wb") as f:
             np.savez(f, **payload)
@@ -61,6 +61,28 @@ def save_npz(path, arrays, meta):
         except FileNotFoundError:
             pass
         raise
+    _remove_stale_temps(folder, base)
+
+
+def _remove_stale_temps(folder, base):
+    """Remove temporary files of ``base`` left by processes that no longer exist (killed
+    mid-write): only names this module makes, ``.<base>.tmp-<pid>-<random>``."""
+    prefix = f".{base}.tmp-"
+    for name in os.listdir(folder):
+        if not name.startswith(prefix):
+            continue
+        pid = name[len(prefix):].split("-", 1)[0]
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            try:
+                os.unlink(os.path.join(folder, name))
+            except FileNotFoundError:
+                pass
+        except OSError:  # alive under another user: not ours to touch
+            pass
 
 
 def _budget(path, max_bytes):

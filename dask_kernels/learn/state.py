@@ -180,7 +180,7 @@ def check_learned_shapes(estimator, where="state"):
     if classes is not None and (not isinstance(classes, np.ndarray) or classes.ndim != 1):
         fail("classes_", "must be a 1-D array")
     n_classes = None if classes is None else classes.shape[0]
-    rows = None
+    coef = v.get("coef_")
     for name in _PER_FEATURE:
         a = v.get(name)
         if a is None:
@@ -189,10 +189,8 @@ def check_learned_shapes(estimator, where="state"):
             fail(name, "must be a 1-D or 2-D float array")
         if n_features is not None and a.shape[-1] != n_features:
             fail(name, f"has {a.shape[-1]} columns, n_features_in_ is {n_features}")
-        r = a.shape[0] if a.ndim == 2 else None
-        if rows is not None and r != rows[1]:
-            fail(name, f"has shape {a.shape}, {rows[0]} has {rows[1]} rows")
-        rows = rows or (name, r)
+        if name in ("_standard_coef", "_average_coef") and isinstance(coef, np.ndarray) and a.size != coef.size:
+            fail(name, f"has shape {a.shape}, coef_ has shape {coef.shape}")  # SGD's running copies
         if name == "coef_" and n_classes is not None:
             want = 1 if n_classes == 2 else n_classes
             if a.ndim != 2 or a.shape[0] != want:
@@ -207,7 +205,6 @@ def check_learned_shapes(estimator, where="state"):
             counts = v.get("_counts")
             if counts is not None and (not isinstance(counts, np.ndarray) or counts.shape != (a.shape[0],)):
                 fail("_counts", f"must have shape ({a.shape[0]},)")
-    coef = v.get("coef_")
     for name in _PER_ROW:
         a = v.get(name)
         if a is None or coef is None or not isinstance(coef, np.ndarray):
