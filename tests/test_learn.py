@@ -384,8 +384,10 @@ def test_save_load_in_a_new_process(tmp_path):
     assert out.stdout.strip() == "2"
     np.testing.assert_array_equal(np.load(tmp_path / "p.npy"), model.predict_proba(X[:50]))
     assert sorted(os.listdir(path)) == ["arrays.npz", "model.json"]
-    # saving again replaces the model in place
-    model.save(path)
+    # saving again replaces the model in place, when asked to
+    with pytest.raises(FileExistsError, match="overwrite=True"):
+        model.save(path)
+    model.save(path, overwrite=True)
     np.testing.assert_array_equal(load_model(path).predict(X), model.predict(X))
 
 

@@ -6,8 +6,14 @@ Each module in this package is one subcommand: it defines ``help`` (one line),
 
 import argparse
 import importlib
+import os
 import pkgutil
 import sys
+
+from ._args import UsageError, user_message
+
+#: Errors that are the user's to fix: printed as one line (no traceback) with exit status 1.
+USER_ERRORS = (UsageError, ValueError, OSError, KeyError)
 
 
 def _subcommands():
@@ -18,11 +24,20 @@ def _subcommands():
     return mods
 
 
+class _Parser(argparse.ArgumentParser):
+    """Usage errors as one line naming the flag (argparse prints the whole usage block)."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser():
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="dask-kernels",
         description="Linearized-kernel features on Dask: featurize, store in Zarr, train out of core.",
     )
+    parser.add_argument("--debug", action="store_true",
+                        help="show the Python traceback of errors (also: DASK_KERNELS_DEBUG=1)")
     sub = parser.add_subparsers(dest="command", required=True)
     for name, mod in sorted(_subcommands().items()):
         p = sub.add_parser(name, help=mod.help, description=mod.help)
@@ -32,9 +47,20 @@ def build_parser():
 
 
 def main(argv=None):
-    """Entry point of ``dask-kernels``."""
+    """Entry point of ``dask-kernels``.
+
+    User errors (bad paths, values, incompatible stores, refused output paths, unreachable
+    schedulers) print one line ``dask-kernels <command>: error: ...`` to stderr and return 1;
+    ``--debug`` or ``DASK_KERNELS_DEBUG=1`` shows the traceback instead.
+    """
     args = build_parser().parse_args(argv)
-    return args._run(args)
+    try:
+        return args._run(args)
+    except USER_ERRORS as e:
+        if args.debug or os.environ.get("DASK_KERNELS_DEBUG", "") not in ("", "0"):
+            raise
+        print(f"dask-kernels {args.command}: error: {user_message(e)}", file=sys.stderr)
+        return 1
 
 
 def _dask_cli():

@@ -6,6 +6,9 @@ Re-running the same command resumes an unfinished store; a store of another job 
 
 import json
 
+from ._args import (UsageError, connect, existing_path, make_map, param_value, parse_params, positive_int,
+                    scheduler_address)
+
 help = "featurize a .npy, Zarr or svmlight file into a resumable Zarr feature store"
 
 
@@ -19,46 +22,47 @@ def add_arguments(parser):
                         help="map parameter, e.g. --param n_components=256 (value parsed as JSON if it can be)")
     parser.add_argument("--spec", help="JSON file with a map spec (a full spec from FeatureMap.spec(), or "
                                        '{"method": ..., "params": {...}}); overrides --method/--param')
-    parser.add_argument("--n-features", type=int, help="svmlight: input dimension (default: found in a first pass)")
+    parser.add_argument("--n-features", type=positive_int, help="svmlight: input dimension (default: found in a first pass)")
     parser.add_argument("--zero-based", action="store_true",
                         help="svmlight: indices start at 0 (default: 1, as in LIBSVM files)")
-    parser.add_argument("--blocksize", type=int, default=64 * 2**20, help="svmlight: bytes per partition")
-    parser.add_argument("--chunks", type=int, help="rows per stored block (default: the input's partitions)")
-    parser.add_argument("--scheduler", metavar="ADDRESS", help="address of a running `dask scheduler`")
-    parser.add_argument("--workers", type=int, default=None, help="LocalCluster worker processes (default: cores)")
-    parser.add_argument("--threads-per-worker", type=int, default=1)
+    parser.add_argument("--blocksize", type=positive_int, default=64 * 2**20, help="svmlight: bytes per partition")
+    parser.add_argument("--chunks", type=positive_int, help="rows per stored block (default: the input's partitions)")
+    parser.add_argument("--scheduler", metavar="ADDRESS", type=scheduler_address,
+                        help="address of a running `dask scheduler` (tcp://host:port or host:port)")
+    parser.add_argument("--workers", type=positive_int, default=None,
+                        help="LocalCluster worker processes (default: cores)")
+    parser.add_argument("--threads-per-worker", type=positive_int, default=1)
     parser.add_argument("--overwrite", action="store_true", help="replace an existing store")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
 def _value(text):
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        return text
+    return param_value(text)
 
 
 def build_map(args):
     """The feature map the arguments describe (fitted when given a full spec)."""
-    from ..maps import from_spec, registered_maps
+    from ..maps import from_spec
 
     if args.spec:
-        with open(args.spec) as f:
-            spec = json.load(f)
+        existing_path(args.spec, "--spec")
+        try:
+            with open(args.spec) as f:
+                spec = json.load(f)
+        except ValueError as e:
+            raise UsageError(f"--spec {args.spec}: not valid JSON ({e})") from None
+        if not isinstance(spec, dict) or "method" not in spec:
+            raise UsageError(f"--spec {args.spec}: expected a JSON object with a 'method' key")
         if "n_features_in" in spec:
-            return from_spec(spec)
-        method, params = spec["method"], spec.get("params", {})
-    else:
-        method, params = args.method, {}
-        for item in args.param:
-            name, sep, value = item.partition("=")
-            if not sep:
-                raise SystemExit(f"--param expects NAME=VALUE, got {item!r}")
-            params[name] = _value(value)
-    maps = registered_maps()
-    if method not in maps:
-        raise SystemExit(f"unknown method {method!r}; known: {', '.join(sorted(maps))}")
-    return maps[method](**params)
+            try:
+                return from_spec(spec)
+            except (ValueError, TypeError, KeyError) as e:
+                raise UsageError(f"--spec {args.spec}: {e}") from None
+        params = spec.get("params", {})
+        if not isinstance(params, dict):
+            raise UsageError(f"--spec {args.spec}: 'params' must be an object")
+        return make_map(spec["method"], params, flag=f"--spec {args.spec}: params")
+    return make_map(args.method, parse_params(args.param))
 
 
 def read_input(args):
@@ -84,8 +88,9 @@ def run(args):
     from ..pipeline import featurize
 
     fmap = build_map(args)
-    if args.scheduler:
-        client = Client(args.scheduler, timeout="30s")
+    existing_path(args.input, "input")
+    if args.scheduler is not None:
+        client = connect(args.scheduler)
         cluster = None
     else:
         cluster = LocalCluster(n_workers=args.workers, threads_per_worker=args.threads_per_worker,

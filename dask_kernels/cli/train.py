@@ -6,8 +6,10 @@ block with ``--method`` (nothing stored). Prints the per-epoch history; the save
 with :func:`dask_kernels.load_model`.
 """
 
-import json
 import os
+
+from ._args import UsageError, existing_path, fraction, make_map, nonnegative_float, parse_params, positive_float, \
+    positive_int
 
 help = "train a linear model out of core on a feature store or raw .npy/svmlight rows; save it"
 
@@ -16,28 +18,35 @@ ESTIMATORS = ("sgd", "sgd-hinge", "perceptron", "multinomial-nb", "bernoulli-nb"
 
 def add_arguments(parser):
     parser.add_argument("source", help="feature store directory, .npy file of rows, or svmlight/LIBSVM file")
-    parser.add_argument("-o", "--output", required=True, help="directory to save the trained model to")
+    parser.add_argument("-o", "--output", required=True,
+                        help="directory to save the trained model to: must not exist, or hold a saved model "
+                             "and --overwrite be given (anything else is refused, never replaced)")
+    parser.add_argument("--overwrite", action="store_true", help="replace a saved model at --output")
     parser.add_argument("--labels", help=".npy file of labels (for .npy input)")
     parser.add_argument("--zero-based", action="store_true",
                         help="svmlight indices start at 0 (default: 1, as in LIBSVM files)")
+    parser.add_argument("--blocksize", type=positive_int, default=None,
+                        help="svmlight: bytes per partition (default 64 MiB); one training block per partition")
     parser.add_argument("--method", help="feature map for raw input (e.g. gcws, rff, nrff, fastfood); "
                         "omit to train on the raw rows")
-    parser.add_argument("--n-components", type=int, default=256, help="k for --method (default 256)")
+    parser.add_argument("--n-components", type=positive_int, default=256, help="k for --method (default 256)")
     parser.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                         help="extra map parameter, VALUE as JSON (e.g. --param bits=8 --param gamma=0.5)")
     parser.add_argument("--estimator", choices=ESTIMATORS, default="sgd",
                         help="sgd = SGDClassifier(log_loss) (default); sgd-hinge; perceptron; "
                         "multinomial-nb; bernoulli-nb; sgd-regressor")
-    parser.add_argument("--alpha", type=float, default=1e-5, help="SGD regularization (default 1e-5)")
-    parser.add_argument("--eta0", type=float, default=None,
+    parser.add_argument("--alpha", type=nonnegative_float, default=1e-5, help="SGD regularization (default 1e-5)")
+    parser.add_argument("--eta0", type=positive_float, default=None,
                         help="initial learning rate (default: 1 / mean squared row norm of the first block)")
-    parser.add_argument("--epochs", type=int, default=10)
-    parser.add_argument("--validation", type=float, default=0.1, help="held-out fraction (default 0.1)")
-    parser.add_argument("--patience", type=int, default=3)
-    parser.add_argument("--block-rows", type=int, default=None)
+    parser.add_argument("--epochs", type=positive_int, default=10)
+    parser.add_argument("--validation", type=fraction, default=0.1, help="held-out fraction (default 0.1; 0: none)")
+    parser.add_argument("--patience", type=positive_int, default=3)
+    parser.add_argument("--block-rows", type=positive_int, default=None)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--checkpoint", help="checkpoint file (resumed if it exists)")
-    parser.add_argument("--checkpoint-every", type=int, default=None, help="also checkpoint every N blocks")
+    parser.add_argument("--checkpoint", help="checkpoint file (resumed if it exists; only a checkpoint is "
+                                             "ever overwritten)")
+    parser.add_argument("--checkpoint-every", type=positive_int, default=None, help="also checkpoint every N blocks")
+    parser.add_argument("--no-resume", action="store_true", help="start over instead of resuming --checkpoint")
 
 
 def _estimator(args, eta0):
@@ -60,51 +69,56 @@ def _source(args):
 
     from dask_kernels.learn import ArraySource, StoreSource
 
-    path = args.source
+    path = existing_path(args.source, "source")
     if os.path.isdir(path):
         if args.method or args.labels:
-            raise SystemExit("a feature store carries its own map and labels: drop --method/--labels")
+            raise UsageError("a feature store carries its own map and labels: drop --method/--labels")
         from dask_kernels import open_store
 
         return StoreSource(open_store(path), block_rows=args.block_rows)
     fmap = None
     if args.method:
-        from dask_kernels import registered_maps
-
-        maps = registered_maps()
-        if args.method not in maps:
-            raise SystemExit(f"unknown --method {args.method!r}; known: {', '.join(sorted(maps))}")
         params = {"n_components": args.n_components, "seed": args.seed}
-        for kv in args.param:
-            key, _, value = kv.partition("=")
-            params[key] = json.loads(value)
-        fmap = maps[args.method](**params)
+        params.update(parse_params(args.param))
+        fmap = make_map(args.method, params)
+    elif args.param:
+        raise UsageError("--param needs --method (the map it parameterizes)")
     if path.endswith(".npy"):
+        if not args.labels:
+            raise UsageError(f"--labels is required for .npy input ({path})")
         X = np.load(path, mmap_mode="r")
-        y = np.load(args.labels) if args.labels else None
-    else:
-        from dask_kernels.io import read_svmlight
-        from dask_kernels.learn import PartitionSource
+        y = np.load(existing_path(args.labels, "--labels"))
+        return ArraySource(X, y, fmap, block_rows=args.block_rows)
+    if args.labels:
+        raise UsageError("--labels is for .npy input: svmlight files carry their labels")
+    from dask_kernels.io import read_svmlight
+    from dask_kernels.learn import PartitionSource
 
-        # byte-range partitions, parsed block by block
-        return PartitionSource(read_svmlight(path, zero_based=args.zero_based), fmap)
-    return ArraySource(X, y, fmap, block_rows=args.block_rows)
+    # byte-range partitions, parsed block by block
+    kw = {} if args.blocksize is None else {"blocksize": args.blocksize}
+    return PartitionSource(read_svmlight(path, zero_based=args.zero_based, **kw), fmap)
 
 
 def _default_eta0(src):
     # 1 / E||x||^2 keeps the first SGD steps of size ~1 whatever the width (GCWS rows have
-    # k ones, Fourier rows have norm ~1)
+    # k ones, Fourier rows have norm ~1); from the first block that has rows
     import numpy as np
     import scipy.sparse as sp
 
-    F = src.expand(src.read(0)[0])
-    sq = F.multiply(F).sum(axis=1) if sp.issparse(F) else np.square(np.asarray(F, np.float64)).sum(axis=1)
-    return float(1.0 / max(np.mean(sq), 1e-12))
+    for i in range(src.n_blocks):
+        X = src.read(i)[0]
+        if X.shape[0]:
+            F = src.expand(X)
+            sq = F.multiply(F).sum(axis=1) if sp.issparse(F) else np.square(np.asarray(F, np.float64)).sum(axis=1)
+            return float(1.0 / max(float(np.mean(sq)), 1e-12))
+    raise UsageError(f"source {src!r} has no rows")
 
 
 def run(args):
     from dask_kernels import fit_incremental
+    from dask_kernels.learn.model import check_model_path
 
+    check_model_path(args.output, args.overwrite)  # before training, not after it
     src = _source(args)
     eta0 = args.eta0 if args.eta0 is not None else _default_eta0(src)
     est = _estimator(args, eta0)
@@ -112,13 +126,13 @@ def run(args):
           + (f" ({src.feature_map.method} features)" if src.feature_map is not None else " (raw rows)"))
     model = fit_incremental(est, src, epochs=args.epochs, validation=args.validation or None,
                             seed=args.seed, patience=args.patience, checkpoint=args.checkpoint,
-                            checkpoint_every=args.checkpoint_every, progress=False)
+                            checkpoint_every=args.checkpoint_every, resume=not args.no_resume, progress=False)
     keys = [k for k in ("accuracy", "erp", "log_loss", "mse", "r2") if k in model.history[0]]
     print(f"{'epoch':>5} {'rows/s':>10} " + " ".join(f"{k:>9}" for k in keys) + f" {'eta0':>9}  action")
     for r in model.history:
         eta = f"{r['eta0']:9.3g}" if r.get("eta0") is not None else f"{'-':>9}"
         print(f"{r['epoch']:5d} {r['rows_per_s']:10,.0f} " + " ".join(f"{r[k]:9.4f}" for k in keys)
               + f" {eta}  {r.get('action', '')}")
-    path = model.save(args.output)
+    path = model.save(args.output, overwrite=args.overwrite)
     print(f"saved {model!r} to {path}")
     return 0

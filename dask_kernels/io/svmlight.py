@@ -48,20 +48,51 @@ def _fs(path, storage_options):
     return fsspec.core.url_to_fs(path, **(storage_options or {}))
 
 
+_STEP = 2**20  # bytes read at a time while looking for a line end
+
+
 def _read_range(path, storage_options, start, end):
-    """Bytes of the lines starting in [start, end), and the file offset of the first one."""
+    """Bytes of the lines starting in [start, end), and the file offset of the first one.
+
+    Reads the range itself (from byte start-1, to see whether a line starts at ``start``) and,
+    after its last line start, only up to that line's end: each pass over all ranges reads
+    about every byte twice at most, linear in the file size whatever the line lengths (reading
+    "the rest of the line" from every range inside a long line would be quadratic).
+    """
     fs, p = _fs(path, storage_options)
     with fs.open(p, "rb") as f:
         if start > 0:
             f.seek(start - 1)
-            f.readline()  # finish the line that holds byte start-1; it belongs to the range before
-        begin = f.tell()
-        if begin >= end:
-            return b"", begin
-        data = f.read(end - begin)
+            head = f.read(end - start + 1)
+            k = head.find(b"\n")  # the line holding byte start-1 belongs to the range before
+            if k < 0 or k + 1 == len(head):
+                return b"", end
+            begin, data = start + k, head[k + 1:]
+        else:
+            begin, data = 0, f.read(end)
         if data and not data.endswith(b"\n"):
-            data += f.readline()
+            data += _rest_of_line(f, min(max(end - start, 256), _STEP))
         return data, begin
+
+
+def _rest_of_line(f, step):
+    """The bytes from the current position up to and including the next newline (or EOF).
+
+    Reads ``step`` bytes, then twice as many each time: at most about twice the line's rest
+    plus ``step`` (the range size), so the overshoot summed over all ranges is about the file.
+    """
+    parts = []
+    while True:
+        chunk = f.read(step)
+        step = min(2 * step, _STEP)
+        if not chunk:
+            break
+        k = chunk.find(b"\n")
+        if k >= 0:
+            parts.append(chunk[: k + 1])
+            break
+        parts.append(chunk)
+    return b"".join(parts)
 
 
 def _lines(data):

@@ -1,37 +1,237 @@
-"""Atomic, pickle-free files of arrays + JSON (checkpoints and saved models)."""
+"""Atomic, pickle-free, bounded files of arrays + JSON (checkpoints and saved models).
+
+A file is an ``.npz`` (zip) archive: one ``.npy`` member per array and ``__meta__.npy``, a JSON
+text that also lists every array's shape and dtype (``meta["arrays"]``). Writing goes to a
+temporary name in the same folder, is flushed to disk, then renamed over the target; on any
+failure the temporary file is removed.
+
+Reading trusts nothing in the file. It opens the zip itself (never ``np.load``), reads only
+``__meta__`` and the members the manifest declares, and for each member checks the zip header's
+size and the ``.npy`` header's shape and dtype against the manifest *before* allocating. The
+bytes it may allocate are capped: at most ``MAX_RATIO`` times the file's size on disk plus
+``MIN_BUDGET`` (and ``max_bytes`` if given), so a small file whose members inflate to gigabytes
+(a "zip bomb") is refused after reading a few headers. Every error is a ``ValueError`` that
+names the file and the member.
+"""
 
 import json
+import math
 import os
+import tempfile
+import zipfile
 
 import numpy as np
 
 _META = "__meta__"
+#: Bytes loading may allocate per byte of the file on disk (np.savez stores, ratio ~1).
+MAX_RATIO = 16
+#: Bytes loading may allocate whatever the file size (small files, JSON metadata).
+MIN_BUDGET = 2**20
+_CHUNK = 2**20
+_ALLOWED_KINDS = "biufU"  # numbers, booleans and fixed-width strings: nothing that unpickles
+
+
+def manifest(arrays):
+    """``{name: {"shape": [...], "dtype": str}}`` of ``arrays`` (what a reader checks against)."""
+    return {k: {"shape": [int(n) for n in np.shape(v)], "dtype": np.asarray(v).dtype.str}
+            for k, v in arrays.items()}
 
 
 def save_npz(path, arrays, meta):
     """Write ``arrays`` and the JSON ``meta`` to ``path`` atomically (temp file, fsync, rename).
 
-    A reader sees either the previous file or the complete new one, never a partial write.
+    A reader sees either the previous file or the complete new one, never a partial write, and
+    a failed write leaves no temporary file behind. ``meta["arrays"]`` is set to the manifest.
     """
     path = os.fspath(path)
-    tmp = f"{path}.tmp-{os.getpid()}"
-    payload = dict(arrays)
+    folder, base = os.path.split(os.path.abspath(path))
+    payload = {k: np.asarray(v) for k, v in arrays.items()}
+    meta = dict(meta, arrays=manifest(payload))
     payload[_META] = np.array(json.dumps(meta))
-    with open(tmp, "wb") as f:
-        np.savez(f, **payload)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{base}.tmp-{os.getpid()}-", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            np.savez(f, **payload)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    _remove_stale_temps(folder, base)
 
 
-def load_npz(path):
-    """``(arrays, meta)`` from :func:`save_npz`; never unpickles (``allow_pickle=False``)."""
-    with np.load(os.fspath(path), allow_pickle=False) as z:
-        arrays = {k: z[k] for k in z.files if k != _META}
-        if _META not in z.files:
-            raise ValueError(f"{path} is not a dask_kernels file (no metadata)")
-        meta = json.loads(str(z[_META]))
+def _remove_stale_temps(folder, base):
+    """Remove temporary files of ``base`` left by processes that no longer exist (killed
+    mid-write): only names this module makes, ``.<base>.tmp-<pid>-<random>``."""
+    prefix = f".{base}.tmp-"
+    for name in os.listdir(folder):
+        if not name.startswith(prefix):
+            continue
+        pid = name[len(prefix):].split("-", 1)[0]
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            try:
+                os.unlink(os.path.join(folder, name))
+            except FileNotFoundError:
+                pass
+        except OSError:  # alive under another user: not ours to touch
+            pass
+
+
+def _budget(path, max_bytes):
+    budget = MIN_BUDGET + MAX_RATIO * os.path.getsize(path)
+    return budget if max_bytes is None else min(budget, int(max_bytes))
+
+
+def _bad(path, member, what):
+    where = f"{path}" if member is None else f"{path}, member {member!r}"
+    return ValueError(f"{where}: {what}")
+
+
+def _read_member(zf, path, name, declared, budget):
+    """The array of member ``name``.npy, checked against ``declared`` (or None) and ``budget``.
+
+    Returns ``(array, nbytes)``.
+    """
+    member = f"{name}.npy"
+    try:
+        info = zf.getinfo(member)
+    except KeyError:
+        raise _bad(path, member, "missing (the file is truncated or was edited)") from None
+    with zf.open(info) as f:
+        try:
+            version = np.lib.format.read_magic(f)
+            if version == (1, 0):
+                shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
+            elif version == (2, 0):
+                shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
+            else:
+                raise ValueError(f"unsupported .npy version {version}")
+        except ValueError as e:
+            raise _bad(path, member, f"bad .npy header ({e})") from None
+        if dtype.hasobject or dtype.kind not in _ALLOWED_KINDS or dtype.fields is not None:
+            raise _bad(path, member, f"dtype {dtype} is not a plain number or string dtype")
+        if declared is not None:
+            want = (tuple(declared["shape"]), np.dtype(declared["dtype"]))
+            if (tuple(shape), dtype) != want:
+                raise _bad(path, member, f"holds shape {tuple(shape)} {dtype.str}, the metadata "
+                                         f"declares {want[0]} {want[1].str}")
+        nbytes = math.prod(shape) * dtype.itemsize
+        header = f.tell()
+        if info.file_size != header + nbytes:
+            raise _bad(path, member, f"is {info.file_size} bytes, its header says {header + nbytes}")
+        if nbytes > budget:
+            raise _bad(path, member, f"would need {nbytes:,} bytes, more than this file may allocate "
+                                     f"({budget:,} bytes: {MAX_RATIO}x its size on disk + "
+                                     f"{MIN_BUDGET:,}); refusing to load it")
+        out = np.empty(math.prod(shape), dtype=dtype)
+        buf = memoryview(out.view(np.uint8)) if nbytes else None
+        pos = 0
+        try:
+            while pos < nbytes:
+                chunk = f.read(min(_CHUNK, nbytes - pos))
+                if not chunk:
+                    raise _bad(path, member, f"truncated: {pos} of {nbytes} data bytes")
+                buf[pos:pos + len(chunk)] = chunk
+                pos += len(chunk)
+            f.read(1)  # reach the member's end: the zip layer checks its CRC there
+        except zipfile.BadZipFile as e:
+            raise _bad(path, member, f"damaged ({e})") from None
+    return out.reshape(shape, order="F" if fortran else "C"), nbytes
+
+
+def _check_manifest(path, declared, budget):
+    """Raise unless ``declared`` is a well-formed manifest whose arrays fit in ``budget``."""
+    if not isinstance(declared, dict):
+        raise _bad(path, _META, "'arrays' must map names to shapes and dtypes")
+    sizes = {}
+    for name, d in declared.items():
+        try:
+            shape, dtype = d["shape"], np.dtype(d["dtype"])
+            if not (isinstance(shape, list) and all(isinstance(n, int) and not isinstance(n, bool)
+                                                    and 0 <= n < 2**63 for n in shape)):
+                raise ValueError(f"bad shape {shape!r}")
+        except (KeyError, TypeError, ValueError) as e:
+            raise _bad(path, _META, f"arrays[{name!r}] is malformed ({e})") from None
+        if not isinstance(name, str) or not name or name == _META:
+            raise _bad(path, _META, f"bad array name {name!r}")
+        sizes[name] = math.prod(shape) * dtype.itemsize
+    if sum(sizes.values()) > budget:
+        big = max(sizes, key=sizes.get)
+        raise _bad(path, f"{big}.npy", f"declared as {sizes[big]:,} bytes (all arrays: {sum(sizes.values()):,}), "
+                                       f"more than this file may allocate ({budget:,} bytes: {MAX_RATIO}x its "
+                                       "size on disk); refusing to load it")
+
+
+def load_npz(path, max_bytes=None):
+    """``(arrays, meta)`` from :func:`save_npz`, bounded and never unpickling.
+
+    Parameters
+    ----------
+    path : str or path-like
+    max_bytes : int, optional
+        Lower cap on the bytes loading may allocate (the default cap is ``MAX_RATIO`` times the
+        file size plus ``MIN_BUDGET``).
+
+    Raises
+    ------
+    ValueError
+        Naming the file and member: not a zip archive, missing metadata or member, a member
+        whose shape, dtype or size differs from what the metadata declares, or that would
+        need more memory than the cap.
+    """
+    path = os.fspath(path)
+    budget = _budget(path, max_bytes)
+    try:
+        zf = zipfile.ZipFile(path)
+    except (zipfile.BadZipFile, zipfile.LargeZipFile) as e:
+        raise _bad(path, None, f"not a dask_kernels file (not a zip archive: {e})") from None
+    with zf:
+        if f"{_META}.npy" not in zf.NameToInfo:
+            raise _bad(path, None, "not a dask_kernels file (no metadata member __meta__.npy)")
+        text, used = _read_member(zf, path, _META, None, budget)
+        if text.dtype.kind != "U" or text.shape != ():
+            raise _bad(path, _META, f"must be a string, got {text.dtype} {text.shape}")
+        try:
+            meta = json.loads(str(text[()]))
+        except (ValueError, RecursionError) as e:
+            raise _bad(path, _META, f"is not valid JSON ({e})") from None
+        if not isinstance(meta, dict):
+            raise _bad(path, _META, "must be a JSON object")
+        declared = meta.get("arrays")
+        if declared is None:  # written before manifests: the members are what there is
+            names = [n[:-4] for n in zf.namelist() if n.endswith(".npy") and n != f"{_META}.npy"]
+            declared = {n: None for n in names}
+        else:
+            _check_manifest(path, declared, budget - used)
+        arrays = {}
+        for name, d in declared.items():
+            arrays[name], n = _read_member(zf, path, name, d, budget - used)
+            used += n
     return arrays, meta
+
+
+def read_format(path):
+    """The ``format`` marker of a file written by :func:`save_npz`, or None if it is not one.
+
+    Reads only the metadata member (bounded): used to recognise a file before replacing it.
+    """
+    try:
+        with zipfile.ZipFile(path) as zf:
+            if f"{_META}.npy" not in zf.NameToInfo:
+                return None
+            text, _ = _read_member(zf, os.fspath(path), _META, None, _budget(path, None))
+        meta = json.loads(str(text[()]))
+    except (OSError, ValueError, zipfile.BadZipFile, RecursionError, IndexError):
+        return None
+    return meta.get("format") if isinstance(meta, dict) else None
 
 
 def prefixed(arrays, prefix):

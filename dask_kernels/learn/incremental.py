@@ -20,12 +20,12 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
-from sklearn.base import is_classifier, is_regressor
+from sklearn.base import clone, is_classifier, is_regressor
 
-from .checkpoint import load_npz, prefixed, save_npz, unprefixed
+from .checkpoint import load_npz, prefixed, read_format, save_npz, unprefixed
 from .metrics import LOWER_IS_BETTER, default_metric, evaluate
-from .sources import ArraySource, as_source
-from .state import copy_state, get_state, json_params, set_state
+from .sources import ArraySource, StoreSource, as_source
+from .state import _unscalar, copy_state, get_state, json_params, set_state
 
 CHECKPOINT_FORMAT = "dask-kernels-checkpoint-1"
 _HELD_OUT_KEY = 0x5EED  # rng key component of the held-out selection (not used by shuffles)
@@ -250,8 +250,11 @@ def fit_incremental(
     snapshot = None  # estimator state at the start of the current epoch (for reverts)
     fingerprint = {"source": src.fingerprint(), "seed": int(seed), "validation": _vdesc(validation),
                    "estimator": type(estimator).__name__, "epochs": int(epochs)}
-    if checkpoint is not None and resume and os.path.exists(checkpoint):
-        loop, snapshot = _load_checkpoint(checkpoint, estimator, fingerprint)
+    if checkpoint is not None:
+        checkpoint = os.fspath(checkpoint)
+        _check_checkpoint_path(checkpoint)
+        if resume and os.path.exists(checkpoint):
+            loop, snapshot = _load_checkpoint(checkpoint, estimator, fingerprint, src, epochs)
 
     def prepared(epoch, block):
         """Read, drop held-out rows, shuffle and expand one block (runs in the prefetch thread)."""
@@ -391,30 +394,132 @@ def _save_checkpoint(path, estimator, snapshot, loop, fingerprint):
     save_npz(path, payload, meta)
 
 
-def _load_checkpoint(path, estimator, fingerprint):
+def _check_checkpoint_path(path):
+    """A checkpoint path must be absent or a checkpoint: never overwrite anything else."""
+    if os.path.islink(path) or (os.path.lexists(path) and not os.path.isfile(path)):
+        raise ValueError(f"checkpoint {path} exists and is not a file: refusing to use it")
+    if os.path.exists(path) and read_format(path) != CHECKPOINT_FORMAT:
+        raise ValueError(f"checkpoint {path} exists and is not a dask_kernels checkpoint: refusing to "
+                         "overwrite it (choose another checkpoint path)")
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise ValueError(f"checkpoint {path}: folder {folder} does not exist")
+
+
+def _is_int(v, lo=0, hi=None):
+    return isinstance(v, int) and not isinstance(v, bool) and v >= lo and (hi is None or v <= hi)
+
+
+def _is_real(v, positive=False):
+    ok = isinstance(v, (int, float)) and not isinstance(v, bool) and np.isfinite(v)
+    return ok and (not positive or v > 0)
+
+
+def _check_loop(path, loop, n_blocks, epochs, eta0, halvable):
+    """Raise ValueError naming the key unless ``loop`` is a state this run can resume from."""
+    def bad(key, what):
+        raise ValueError(f"checkpoint {path}: loop.{key} {what}; delete the checkpoint or pass "
+                         "resume=False to start over")
+
+    if not isinstance(loop, dict):
+        raise ValueError(f"checkpoint {path}: loop must be an object")
+    for key in ("epoch", "position", "history", "prev", "best", "stale", "done", "eta0"):
+        if key not in loop:
+            bad(key, "is missing")
+    if not _is_int(loop["epoch"], 0, epochs):
+        bad("epoch", f"must be an integer in [0, {epochs}], got {loop['epoch']!r}")
+    if not _is_int(loop["position"], 0, n_blocks - 1):
+        bad("position", f"must be an integer in [0, {n_blocks - 1}] ({n_blocks} blocks), "
+                        f"got {loop['position']!r}")
+    if loop["position"] and loop["epoch"] >= epochs:
+        bad("position", "must be 0 once every epoch is done")
+    hist = loop["history"]
+    if not isinstance(hist, list) or len(hist) != loop["epoch"] or not all(isinstance(r, dict) for r in hist):
+        bad("history", f"must be a list of {loop['epoch']} records (one per finished epoch)")
+    for key in ("prev", "best"):
+        if loop[key] is not None and not _is_real(loop[key]):
+            bad(key, f"must be a finite number or null, got {loop[key]!r}")
+    if not _is_int(loop["stale"]):
+        bad("stale", f"must be a non-negative integer, got {loop['stale']!r}")
+    if not isinstance(loop["done"], bool):
+        bad("done", f"must be true or false, got {loop['done']!r}")
+    if (eta0 is None) != (loop["eta0"] is None) or (eta0 is not None and not _is_eta0(loop["eta0"], halvable)):
+        bad("eta0", f"must be {'null' if eta0 is None else 'the finite learning rate params.eta0'}, "
+                    f"got {loop['eta0']!r}")
+    if loop["position"]:
+        if not _is_int(loop.get("epoch_rows")):
+            bad("epoch_rows", f"must be a non-negative integer, got {loop.get('epoch_rows')!r}")
+        if not _is_real(loop.get("epoch_seconds")) or loop["epoch_seconds"] < 0:
+            bad("epoch_seconds", f"must be a non-negative number, got {loop.get('epoch_seconds')!r}")
+
+
+def _is_eta0(v, halvable):
+    return _is_real(v) and (v > 0 if halvable else v >= 0)
+
+
+def _learner_width(src):
+    from .model import learner_width
+
+    if src.feature_map is not None:
+        return learner_width(src.feature_map)
+    if isinstance(src, StoreSource):
+        return int(src.features.shape[1])
+    if isinstance(src, ArraySource):
+        return int(src.X.shape[1])
+    return int(src.parts.n_features)
+
+
+def _load_checkpoint(path, estimator, fingerprint, src, epochs):
     arrays, meta = load_npz(path)
     if meta.get("format") != CHECKPOINT_FORMAT:
         raise ValueError(f"{path} is not a dask_kernels checkpoint ({meta.get('format')!r})")
-    old = meta["fingerprint"]
-    for key in fingerprint:
-        if _canon(old.get(key)) != _canon(fingerprint[key]):
-            raise ValueError(f"checkpoint {path} was written for a different {key} "
-                             f"({_short(old.get(key))} != {_short(fingerprint[key])}); "
-                             "delete it or pass resume=False to start over")
-    mine = json_params(estimator)
-    for k, v in meta["params"].items():
-        if k != "eta0" and mine.get(k) != v:
-            raise ValueError(f"checkpoint {path} was written by an estimator with {k}={v!r}, "
-                             f"this one has {mine.get(k)!r}")
-    if "eta0" in meta["params"]:
-        estimator.set_params(eta0=meta["params"]["eta0"])
+    try:
+        old = meta["fingerprint"]
+        for key in fingerprint:
+            if _canon(old.get(key)) != _canon(fingerprint[key]):
+                raise ValueError(f"checkpoint {path} was written for a different {key} "
+                                 f"({_short(old.get(key))} != {_short(fingerprint[key])}); "
+                                 "delete it or pass resume=False to start over")
+        mine = json_params(estimator)
+        theirs = meta["params"]
+        if not isinstance(theirs, dict) or set(theirs) != set(mine):
+            raise ValueError(f"checkpoint {path}: params name other parameters than "
+                             f"{type(estimator).__name__}'s")
+        for k, v in theirs.items():
+            if k != "eta0" and mine.get(k) != v:
+                raise ValueError(f"checkpoint {path} was written by an estimator with {k}={v!r}, "
+                                 f"this one has {mine.get(k)!r}")
+        loop = meta["loop"]
+        eta0 = _unscalar(theirs["eta0"]) if "eta0" in theirs else None
+        if eta0 is not None and not _is_eta0(eta0, _halvable(estimator)):
+            raise ValueError(f"checkpoint {path}: params.eta0 must be a finite learning rate, got {eta0!r}")
+        _check_loop(path, loop, src.n_blocks, int(epochs), eta0, _halvable(estimator))
+        if eta0 is not None:
+            if loop["eta0"] != eta0:
+                raise ValueError(f"checkpoint {path}: params.eta0 {eta0!r} != loop.eta0 {loop['eta0']!r}")
+            estimator.set_params(eta0=eta0)
+        est_state, snap_state = meta["estimator_state"], meta["snapshot_state"]
+    except KeyError as e:
+        raise ValueError(f"checkpoint {path}: missing key {e.args[0]!r}") from None
+    except (TypeError, AttributeError) as e:
+        raise ValueError(f"checkpoint {path}: malformed ({e})") from None
     for k in [k for k in vars(estimator) if k.endswith("_") and not k.startswith("__")]:
         delattr(estimator, k)  # drop state of an interrupted in-memory run
-    set_state(estimator, unprefixed(arrays, "est"), meta["estimator_state"])
+    set_state(estimator, unprefixed(arrays, "est"), est_state, where=f"checkpoint {path} (estimator state)")
+    width = _learner_width(src)
+    n_in = getattr(estimator, "n_features_in_", None)
+    if n_in is not None and n_in != width:
+        raise ValueError(f"checkpoint {path}: the estimator state has {n_in} features, this source "
+                         f"gives {width}")
     snapshot = None
-    if meta["snapshot_state"] is not None:
-        snapshot = (unprefixed(arrays, "snap"), meta["snapshot_state"])
-    return meta["loop"], snapshot
+    if snap_state is not None:
+        snapshot = (unprefixed(arrays, "snap"), snap_state)
+        probe = clone(estimator)
+        set_state(probe, *snapshot, where=f"checkpoint {path} (start-of-epoch state)")
+        if getattr(probe, "n_features_in_", width) != width:
+            raise ValueError(f"checkpoint {path}: the start-of-epoch state has "
+                             f"{probe.n_features_in_} features, this source gives {width}")
+    return loop, snapshot
 
 
 def _canon(v):

@@ -4,6 +4,7 @@ import importlib
 import json
 import os
 import shutil
+import tempfile
 
 import numpy as np
 
@@ -12,6 +13,10 @@ from .checkpoint import load_npz, save_npz
 from .state import get_state, json_params, params_from_json, set_state
 
 MODEL_FORMAT = "dask-kernels-model-1"
+#: The files of a saved model: a directory holding anything else is not replaced or deleted.
+MODEL_FILES = ("model.json", "arrays.npz")
+#: model.json larger than this is refused before it is parsed.
+MAX_JSON_BYTES = 256 * 2**20
 
 #: Estimators a saved model may hold: their learned state is plain arrays. Loading picks the
 #: class from this list by name, so a model file can never name arbitrary code.
@@ -172,12 +177,35 @@ class KernelModel:
         return float(r2_score(y, pred) if is_regressor(self.estimator) else accuracy_score(y, pred))
 
     # -- persistence --------------------------------------------------------------------------
-    def save(self, path):
+    def save(self, path, overwrite=False):
         """Write the model to directory ``path``: ``model.json`` + ``arrays.npz`` (no pickle).
 
         ``model.json`` holds the feature map's spec, the estimator's class name and parameters,
-        its scalar state and the history; ``arrays.npz`` its learned arrays. Replaces ``path``
-        atomically (written beside it, then renamed).
+        its scalar state and the history; ``arrays.npz`` its learned arrays. The model is
+        written to a temporary directory beside ``path`` and renamed into place; if anything
+        fails the temporary directory is removed and ``path`` is untouched.
+
+        Parameters
+        ----------
+        path : str or path-like
+            Must not exist, be an empty directory, or (with ``overwrite=True``) hold a saved
+            model: a directory with only ``model.json`` (with this package's format marker)
+            and ``arrays.npz``. Anything else (a file, a folder of other files) is refused and
+            never modified.
+        overwrite : bool, default=False
+            Replace a saved model at ``path``.
+
+        Returns
+        -------
+        str
+            ``path``.
+
+        Raises
+        ------
+        FileExistsError
+            If ``path`` exists and is not replaceable (see above).
+        TypeError
+            If the estimator is not one of the savable classes (``SAVABLE``).
         """
         name = type(self.estimator).__name__
         if name not in SAVABLE or type(self.estimator).__module__.split(".")[0] != "sklearn":
@@ -190,28 +218,128 @@ class KernelModel:
             "estimator": {"class": name, "params": json_params(self.estimator), "state": state},
             "history": self.history,
         }
-        path = os.fspath(path).rstrip("/")
-        tmp = f"{path}.tmp-{os.getpid()}"
-        shutil.rmtree(tmp, ignore_errors=True)
-        os.makedirs(tmp)
-        save_npz(os.path.join(tmp, "arrays.npz"), arrays, {"format": MODEL_FORMAT})
-        with open(os.path.join(tmp, "model.json"), "w") as f:
-            json.dump(meta, f, indent=1)
-        if os.path.exists(path):
-            old = f"{path}.old-{os.getpid()}"
-            os.replace(path, old)
-            os.replace(tmp, path)
-            shutil.rmtree(old)
-        else:
-            os.replace(tmp, path)
+        path = os.fspath(path)
+        path = path.rstrip("/") or path
+        check_model_path(path, overwrite)
+        folder, base = os.path.split(os.path.abspath(path))
+        tmp = tempfile.mkdtemp(prefix=f".{base}.tmp-", dir=folder)
+        try:
+            save_npz(os.path.join(tmp, "arrays.npz"), arrays, {"format": MODEL_FORMAT})
+            with open(os.path.join(tmp, "model.json"), "w") as f:
+                json.dump(meta, f, indent=1)
+                f.flush()
+                os.fsync(f.fileno())
+            if check_model_path(path, overwrite) == "model":  # again: it may have changed
+                old = tempfile.mkdtemp(prefix=f".{base}.old-", dir=folder)
+                os.replace(path, old)  # onto an empty directory: allowed, atomic
+                try:
+                    os.replace(tmp, path)
+                except BaseException:
+                    os.replace(old, path)
+                    raise
+                _remove_model_dir(old)
+            else:
+                # absent or empty: rename refuses (ENOTEMPTY, ENOTDIR) anything that appeared
+                # there in the meantime instead of replacing it
+                os.replace(tmp, path)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)  # ours: made by mkdtemp above
+            raise
         return path
 
 
-def load_model(path):
+def _read_model_json(path):
+    """model.json of directory ``path`` as a dict, or ValueError naming the file."""
+    file = os.path.join(path, "model.json")
+    if os.path.getsize(file) > MAX_JSON_BYTES:
+        raise ValueError(f"{file} is larger than {MAX_JSON_BYTES:,} bytes: not a model file")
+    try:
+        with open(file, "rb") as f:
+            meta = json.loads(f.read())
+    except (ValueError, RecursionError) as e:  # JSONDecodeError, UnicodeDecodeError
+        raise ValueError(f"{file} is not valid JSON ({e})") from None
+    if not isinstance(meta, dict):
+        raise ValueError(f"{file} must hold a JSON object")
+    return meta
+
+
+def _is_model_json(path):
+    try:
+        return _read_model_json(path).get("format") == MODEL_FORMAT
+    except (OSError, ValueError):
+        return False
+
+
+def check_model_path(path, overwrite=False):
+    """Whether a model may be written to ``path``: returns "absent", "empty" or "model".
+
+    Raises ``FileExistsError`` naming ``path`` for anything else (a file, a symbolic link, a
+    directory that is not a saved model or also holds other files), and for a saved model
+    unless ``overwrite``.
+    """
+    path = os.fspath(path)
+    if not os.path.lexists(path):
+        return "absent"
+    if os.path.islink(path):
+        raise FileExistsError(f"{path} is a symbolic link: refusing to replace it (give the real path)")
+    if not os.path.isdir(path):
+        raise FileExistsError(f"{path} exists and is not a saved model (a file): refusing to replace it")
+    entries = sorted(os.listdir(path))
+    if not entries:
+        return "empty"
+    if not _is_model_json(path):
+        raise FileExistsError(f"{path} exists and is not a saved dask_kernels model (no model.json with "
+                              f"format {MODEL_FORMAT!r}): refusing to replace it")
+    others = [e for e in entries if e not in MODEL_FILES]
+    if others:
+        raise FileExistsError(f"{path} holds a saved model and other files ({', '.join(others[:5])}): "
+                              "refusing to replace it")
+    if not overwrite:
+        raise FileExistsError(f"{path} already holds a saved model: pass overwrite=True to replace it")
+    return "model"
+
+
+def _remove_model_dir(path):
+    # delete only the files a model consists of; rmdir fails (and keeps it) if anything else
+    # appeared there
+    for name in MODEL_FILES:
+        try:
+            os.unlink(os.path.join(path, name))
+        except FileNotFoundError:
+            pass
+    try:
+        os.rmdir(path)
+    except OSError:
+        import warnings
+
+        warnings.warn(f"left the previous model at {path}: it holds files that are not ours", stacklevel=3)
+
+
+def load_model(path, *, max_bytes=None):
     """Load a :class:`KernelModel` saved with :meth:`KernelModel.save`.
 
-    Never executes code from the file: the estimator class must be one of ``SAVABLE`` and the
-    arrays are read with ``allow_pickle=False``.
+    Never executes code from the file and never allocates more than the file justifies: the
+    estimator class must be one of ``SAVABLE`` (chosen by name from that fixed list), its
+    parameters go through scikit-learn's parameter validation, the arrays are read without
+    pickle, only those the metadata declares, each checked against its declared shape and
+    dtype and against a size cap before it is allocated (see
+    :func:`dask_kernels.learn.checkpoint.load_npz`), the learned arrays' shapes are checked
+    against each other and against the feature map, and the feature map is rebuilt with
+    :func:`~dask_kernels.maps.from_spec`, which validates every field.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The model directory.
+    max_bytes : int, optional
+        Lower cap on the bytes the arrays may take in memory.
+
+    Raises
+    ------
+    ValueError
+        Naming the file and key or member, for anything malformed, tampered with or too large.
+    FileNotFoundError
+        If ``path`` is not a directory with a ``model.json``.
 
     Examples
     --------
@@ -226,16 +354,55 @@ def load_model(path):
     True
     """
     path = os.fspath(path)
-    with open(os.path.join(path, "model.json")) as f:
-        meta = json.load(f)
+    if not os.path.isfile(os.path.join(path, "model.json")):
+        raise FileNotFoundError(f"{path} is not a saved model (no {os.path.join(path, 'model.json')})")
+    meta = _read_model_json(path)
+    where = os.path.join(path, "model.json")
     if meta.get("format") != MODEL_FORMAT:
         raise ValueError(f"{path} is not a saved dask_kernels model (format {meta.get('format')!r})")
-    name = meta["estimator"]["class"]
-    if name not in SAVABLE:
-        raise ValueError(f"{path} names estimator {name!r}, which is not a loadable model class")
-    cls = getattr(importlib.import_module(SAVABLE[name]), name)
-    estimator = cls(**params_from_json(meta["estimator"]["params"]))
-    arrays, _ = load_npz(os.path.join(path, "arrays.npz"))
-    set_state(estimator, arrays, meta["estimator"]["state"])
-    fmap = None if meta["feature_map"] is None else from_spec(meta["feature_map"])
-    return KernelModel(fmap, estimator, meta["history"])
+    try:
+        est_meta = meta["estimator"]
+        name = est_meta["class"]
+        if not isinstance(name, str) or name not in SAVABLE:
+            raise ValueError(f"{where}: estimator.class {name!r} is not a loadable model class "
+                             f"({', '.join(sorted(SAVABLE))})")
+        cls = getattr(importlib.import_module(SAVABLE[name]), name)
+        params = est_meta["params"]
+        if not isinstance(params, dict):
+            raise ValueError(f"{where}: estimator.params must be an object")
+        try:
+            estimator = cls(**params_from_json(params))
+            estimator._validate_params()
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"{where}: estimator.params: {e}") from None
+        state = est_meta["state"]
+        history = meta["history"]
+        spec = meta["feature_map"]
+    except KeyError as e:
+        raise ValueError(f"{where}: missing key {e.args[0]!r}") from None
+    except (TypeError, AttributeError) as e:
+        raise ValueError(f"{where}: malformed ({e})") from None
+    if not isinstance(history, list) or not all(isinstance(r, dict) for r in history):
+        raise ValueError(f"{where}: history must be a list of objects")
+    if not isinstance(state, dict):
+        raise ValueError(f"{where}: estimator.state must be an object")
+    arrays, _ = load_npz(os.path.join(path, "arrays.npz"), max_bytes=max_bytes)
+    set_state(estimator, arrays, state, where=f"{path} (estimator state)")
+    fmap = None
+    if spec is not None:
+        try:
+            fmap = from_spec(spec)
+        except (ValueError, TypeError, KeyError, OverflowError) as e:
+            raise ValueError(f"{where}: feature_map: {e}") from None
+        width = learner_width(fmap)
+        n_in = getattr(estimator, "n_features_in_", None)
+        if n_in is not None and n_in != width:
+            raise ValueError(f"{where}: the estimator was trained on {n_in} features, the feature map "
+                             f"gives {width}")
+    return KernelModel(fmap, estimator, history)
+
+
+def learner_width(fmap):
+    """Number of features the learner sees from ``fmap`` (after :meth:`expand`)."""
+    probe = np.zeros((1, int(fmap.n_output_features_)), dtype=fmap.output_dtype_)
+    return int(fmap.expand(probe).shape[1])

@@ -253,8 +253,16 @@ class PartitionSource(BlockSource):
         self.n_rows = int(edges[-1])
         self.has_labels = bool(parts.has_labels)
         if feature_map is not None:
-            _fit_if_needed(feature_map, lambda: sp.csr_matrix(parts.loader(0)[0]), int(parts.n_features))
+            _fit_if_needed(feature_map, self._first_rows, int(parts.n_features))
         self.feature_map = feature_map
+
+    def _first_rows(self):
+        """Rows of the first partition that has any (a long comment header, or a line longer
+        than the blocksize, leaves leading partitions empty)."""
+        for i, n in enumerate(self.parts.row_counts):
+            if n:
+                return sp.csr_matrix(self.parts.loader(i)[0])
+        raise ValueError("the input has no rows: nothing to fit the feature map on")
 
     def read(self, i, rows=None):
         a, b = self.bounds[i]

@@ -99,28 +99,125 @@ def copy_state(state):
     return {k: np.array(v, copy=True) for k, v in arrays.items()}, meta
 
 
-def set_state(estimator, arrays, meta):
-    """Put state from :func:`get_state` back into ``estimator`` (arrays are copied)."""
-    restored = {}
-    for name, a in arrays.items():
-        if "." in name:
-            continue
-        a = np.array(a, copy=True, order="K")
-        if name in meta["object_strings"]:
-            a = a.astype(object)
-        restored[name] = a
-        setattr(estimator, name, a)
-    for name, alias in meta["aliases"].items():
-        base = restored[alias["of"]]
-        setattr(estimator, name, base if alias["same"] else base.reshape(alias["shape"]))
-    for r in meta["random_states"]:
-        rs = np.random.RandomState()
-        rs.set_state((r["kind"], np.asarray(arrays[f"{r['name']}.keys"]), r["pos"], r["has_gauss"],
-                      r["cached_gaussian"]))
-        setattr(estimator, r["name"], rs)
-    for name, v in meta["scalars"].items():
-        setattr(estimator, name, _unscalar(v))
+def _attr_name(estimator, name, where):
+    # a file names the attributes it sets: only learned-state names, never a method, a
+    # constructor parameter or a dunder
+    if (not isinstance(name, str) or not name.isidentifier() or name.startswith("__")
+            or hasattr(type(estimator), name) or name in estimator.get_params(deep=False)):
+        raise ValueError(f"{where}: {name!r} is not a learned attribute of {type(estimator).__name__}")
+    return name
+
+
+def set_state(estimator, arrays, meta, where="state"):
+    """Put state from :func:`get_state` back into ``estimator`` (arrays are copied).
+
+    ``meta`` and ``arrays`` may come from a file: every name, alias, scalar and random state
+    is checked, and then the learned arrays' shapes against each other
+    (:func:`check_learned_shapes`); errors are ``ValueError`` naming ``where`` and the key.
+    """
+    try:
+        restored = {}
+        objstr = meta["object_strings"]
+        for name, a in arrays.items():
+            if "." in name:
+                continue
+            a = np.array(a, copy=True, order="K")
+            if name in objstr:
+                a = a.astype(object)
+            restored[_attr_name(estimator, name, where)] = a
+        for name, alias in meta["aliases"].items():
+            _attr_name(estimator, name, where)
+            if alias["of"] not in restored:
+                raise ValueError(f"{where}: aliases[{name!r}] refers to {alias['of']!r}, which is not stored")
+            base = restored[alias["of"]]
+            restored[name] = base if alias["same"] is True else base.reshape([int(n) for n in alias["shape"]])
+        randoms = {}
+        for r in meta["random_states"]:
+            keys = np.asarray(arrays[f"{r['name']}.keys"])
+            if r["kind"] != "MT19937" or keys.shape != (624,) or keys.dtype != np.uint32 \
+                    or not 0 <= int(r["pos"]) <= 624:
+                raise ValueError(f"{where}: random_states[{r['name']!r}] is not a Mersenne-Twister state")
+            rs = np.random.RandomState()
+            rs.set_state(("MT19937", keys, int(r["pos"]), int(r["has_gauss"]), float(r["cached_gaussian"])))
+            randoms[_attr_name(estimator, r["name"], where)] = rs
+        scalars = {}
+        for name, v in meta["scalars"].items():
+            if not (_jsonable_scalar(v) or (isinstance(v, dict) and set(v) == {"np", "value"}
+                                            and np.dtype(v["np"]).kind in "biuf")):
+                raise ValueError(f"{where}: scalars[{name!r}] is not a number, string or None")
+            scalars[_attr_name(estimator, name, where)] = _unscalar(v)
+    except KeyError as e:
+        raise ValueError(f"{where}: missing key {e.args[0]!r}") from None
+    except (TypeError, AttributeError, OverflowError) as e:
+        raise ValueError(f"{where}: malformed state ({e})") from None
+    for name, value in {**restored, **randoms, **scalars}.items():
+        setattr(estimator, name, value)
+    check_learned_shapes(estimator, where)
     return estimator
+
+
+#: Learned arrays of shape (rows, n_features) / (rows,) per estimator family, checked against
+#: each other: scikit-learn's Cython SGD and k-means loops index them without bounds checks.
+_PER_FEATURE = ("coef_", "_standard_coef", "_average_coef", "feature_count_", "feature_log_prob_",
+                "theta_", "var_", "cluster_centers_")
+_PER_ROW = ("intercept_", "_standard_intercept", "_average_intercept")
+_PER_CLASS = ("class_count_", "class_log_prior_", "class_prior_", "_expanded_class_weight")
+
+
+def check_learned_shapes(estimator, where="state"):
+    """Raise ``ValueError`` (naming ``where`` and the attribute) unless the learned arrays of
+    ``estimator`` agree with ``n_features_in_``, the classes and each other."""
+    v = vars(estimator)
+
+    def fail(name, what):
+        raise ValueError(f"{where}: {name} {what}")
+
+    n_features = v.get("n_features_in_")
+    if n_features is not None and (not isinstance(n_features, (int, np.integer))
+                                   or isinstance(n_features, (bool, np.bool_)) or n_features < 1):
+        fail("n_features_in_", f"must be a positive integer, got {n_features!r}")
+    classes = v.get("classes_")
+    if classes is not None and (not isinstance(classes, np.ndarray) or classes.ndim != 1):
+        fail("classes_", "must be a 1-D array")
+    n_classes = None if classes is None else classes.shape[0]
+    coef = v.get("coef_")
+    for name in _PER_FEATURE:
+        a = v.get(name)
+        if a is None:
+            continue
+        if not isinstance(a, np.ndarray) or a.dtype.kind != "f" or a.ndim not in (1, 2):
+            fail(name, "must be a 1-D or 2-D float array")
+        if n_features is not None and a.shape[-1] != n_features:
+            fail(name, f"has {a.shape[-1]} columns, n_features_in_ is {n_features}")
+        if name in ("_standard_coef", "_average_coef") and isinstance(coef, np.ndarray) and a.size != coef.size:
+            fail(name, f"has shape {a.shape}, coef_ has shape {coef.shape}")  # SGD's running copies
+        if name == "coef_" and n_classes is not None:
+            want = 1 if n_classes == 2 else n_classes
+            if a.ndim != 2 or a.shape[0] != want:
+                fail(name, f"has shape {a.shape}, expected ({want}, {a.shape[-1]}) for {n_classes} classes")
+        elif name in ("feature_count_", "feature_log_prob_", "theta_", "var_") and n_classes is not None \
+                and (a.ndim != 2 or a.shape[0] != n_classes):
+            fail(name, f"has shape {a.shape}, expected {n_classes} rows (one per class)")
+        elif name == "cluster_centers_":
+            k = estimator.get_params(deep=False).get("n_clusters")
+            if a.ndim != 2 or (k is not None and a.shape[0] != k):
+                fail(name, f"has shape {a.shape}, expected ({k}, n_features)")
+            counts = v.get("_counts")
+            if counts is not None and (not isinstance(counts, np.ndarray) or counts.shape != (a.shape[0],)):
+                fail("_counts", f"must have shape ({a.shape[0]},)")
+    for name in _PER_ROW:
+        a = v.get(name)
+        if a is None or coef is None or not isinstance(coef, np.ndarray):
+            continue
+        want = (coef.shape[0],) if coef.ndim == 2 else (1,)
+        if not isinstance(a, np.ndarray) or a.dtype.kind != "f" or (a.shape != want and a.shape != ()):
+            fail(name, f"must be a float array of shape {want}")
+    for name in _PER_CLASS:
+        a = v.get(name)
+        if a is None or n_classes is None:
+            continue
+        if not isinstance(a, np.ndarray) or a.shape != (n_classes,):
+            fail(name, f"must have shape ({n_classes},), one value per class")
 
 
 def json_params(estimator):

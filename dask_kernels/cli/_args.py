@@ -1,0 +1,161 @@
+"""Argument checks shared by the subcommands: everything is validated before a cluster starts.
+
+User errors raise :class:`UsageError` (or the library's ``ValueError``/``OSError``), which
+:func:`dask_kernels.cli.main` prints as one line naming the flag, without a traceback.
+"""
+
+import argparse
+import json
+import math
+import os
+import re
+import socket
+
+#: Schemes distributed can connect to; ``host:port`` without one means tcp.
+SCHEMES = ("tcp", "tls", "ucx", "ws", "wss", "inproc")
+_ADDRESS = re.compile(r"^(?:(?P<scheme>[a-z]+)://)?(?P<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.\-]+)"
+                      r":(?P<port>\d{1,5})/?$")
+#: Seconds a refused or silent scheduler address may cost before the CLI gives up.
+CONNECT_TIMEOUT = 5.0
+
+
+class UsageError(Exception):
+    """A mistake in the command line (printed as one line, no traceback)."""
+
+
+def positive_int(text):
+    """argparse type: an integer >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def nonnegative_float(text):
+    """argparse type: a finite number >= 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text}")
+    return value
+
+
+def positive_float(text):
+    """argparse type: a finite number > 0."""
+    value = nonnegative_float(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError("must be > 0, got 0")
+    return value
+
+
+def fraction(text):
+    """argparse type: a number in [0, 1) (0 turns the held-out set off)."""
+    value = nonnegative_float(text)
+    if value >= 1:
+        raise argparse.ArgumentTypeError(f"must be in [0, 1), got {text}")
+    return value
+
+
+def scheduler_address(text):
+    """argparse type: ``tcp://host:port``, ``host:port`` or another distributed scheme."""
+    m = _ADDRESS.match(text.strip())
+    if not text.strip() or m is None:
+        raise argparse.ArgumentTypeError(
+            f"expected a scheduler address like tcp://10.0.0.1:8786 or host:8786, got {text!r}")
+    scheme = m.group("scheme") or "tcp"
+    if scheme not in SCHEMES:
+        raise argparse.ArgumentTypeError(f"unknown scheme {scheme!r} in {text!r}; known: {', '.join(SCHEMES)}")
+    if not 0 < int(m.group("port")) < 65536:
+        raise argparse.ArgumentTypeError(f"port {m.group('port')} of {text!r} is not in 1..65535")
+    return f"{scheme}://{m.group('host')}:{m.group('port')}"
+
+
+def connect(address, flag="--scheduler"):
+    """A ``distributed.Client`` on ``address``; fails within seconds, naming ``flag``.
+
+    A plain TCP connection is tried first, so a refused port or an unknown host is reported
+    at once instead of after distributed's retries.
+    """
+    from distributed import Client
+
+    scheme, _, rest = address.partition("://")
+    if scheme in ("tcp", "tls", "ws", "wss"):
+        host, _, port = rest.rpartition(":")
+        try:
+            socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT).close()
+        except OSError as e:
+            raise UsageError(f"{flag} {address}: cannot connect ({e.strerror or e}); is a `dask scheduler` "
+                             "running there?") from None
+    try:
+        return Client(address, timeout=f"{CONNECT_TIMEOUT}s")
+    except OSError as e:  # TimeoutError included
+        raise UsageError(f"{flag} {address}: no Dask scheduler answered ({e})") from None
+
+
+def existing_path(path, flag):
+    """``path`` unchanged if it exists (or is a URL); else a UsageError naming ``flag``."""
+    if "://" not in path and not os.path.exists(path):
+        raise UsageError(f"{flag} {path}: no such file or directory")
+    return path
+
+
+def param_value(text):
+    """A ``--param`` value: JSON if it parses (numbers, true, lists), else the text itself."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def parse_params(items, flag="--param"):
+    """``{name: value}`` from ``NAME=VALUE`` items."""
+    params = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise UsageError(f"{flag} expects NAME=VALUE, got {item!r}")
+        params[name.strip()] = param_value(value)
+    return params
+
+
+def make_map(method, params, flag="--param"):
+    """An (unfitted) feature map of ``method`` with ``params``, parameters validated now."""
+    from ..maps import registered_maps
+
+    maps = registered_maps()
+    if method not in maps:
+        raise UsageError(f"--method {method!r} is unknown; known: {', '.join(sorted(maps))}")
+    cls = maps[method]
+    known = sorted(cls().get_params())
+    unknown = sorted(set(params) - set(known))
+    if unknown:
+        raise UsageError(f"{flag} {unknown[0]}: {method} has no such parameter; known: {', '.join(known)}")
+    fmap = cls(**params)
+    try:
+        fmap._validate_params()
+        fmap._validate_params_extra()
+    except (ValueError, TypeError) as e:
+        raise UsageError(f"{flag}: {e}") from None
+    return fmap
+
+
+#: Library wording -> this command line's flags.
+_FLAGS = (("overwrite=True", "--overwrite"), ("resume=False", "--no-resume"))
+
+
+def user_message(exc):
+    """One line for a user error, with API argument names replaced by the CLI's flags."""
+    if isinstance(exc, KeyError):
+        text = f"missing key {exc.args[0]!r}" if exc.args else "missing key"
+    elif isinstance(exc, OSError) and exc.filename is not None and str(exc.filename) not in str(exc):
+        text = f"{exc.filename}: {exc.strerror or exc}"
+    else:
+        text = str(exc) or type(exc).__name__
+    for api, flag in _FLAGS:
+        text = text.replace(api, flag)
+    return " ".join(text.split())
