@@ -18,8 +18,6 @@ read-ahead buffer small.
 import numpy as np
 import scipy.sparse as sp
 
-from ..blocks import as_block, check_finite_rows
-
 
 def _is_dask(a):
     return hasattr(a, "dask") and hasattr(a, "compute")
@@ -29,8 +27,7 @@ def _featurize(fmap, X, a, b, rows):
     """Stored-form features of raw rows ``a:b`` (or the selection ``rows`` of them)."""
     if fmap is None:
         return X
-    X = as_block(X, fmap.input_dtypes)
-    check_finite_rows(X, a, None if rows is None else a + np.asarray(rows))
+    X = fmap.validate_block(X, row_offset=a, row_numbers=None if rows is None else a + np.asarray(rows))
     return fmap.transform_block(X, row_offset=a)
 
 
