@@ -18,6 +18,8 @@ read-ahead buffer small.
 import numpy as np
 import scipy.sparse as sp
 
+from ..blocks import validate_block
+
 
 def _is_dask(a):
     return hasattr(a, "dask") and hasattr(a, "compute")
@@ -187,8 +189,8 @@ class ArraySource(BlockSource):
             X = np.asarray(X) if not isinstance(X, np.ndarray) else X
         if X.ndim != 2:
             raise ValueError(f"X must be 2-D (rows, features), got shape {X.shape}")
-        if sp.issparse(X):
-            X = sp.csr_matrix(X)
+        if sp.issparse(X):  # checked whole: slicing a malformed matrix silently drops entries
+            X = validate_block(X)
         self.X = X
         self.n_rows = int(X.shape[0])
         if y is not None:

@@ -16,6 +16,7 @@ from sklearn.base import clone
 from sklearn.utils.validation import check_is_fitted
 from sklearn.exceptions import NotFittedError
 
+from ..blocks import validate_block
 from ..io.dense import from_array
 from ..io.sparse import SparsePartitions, from_sparse
 from . import store as _store
@@ -109,8 +110,8 @@ def _as_source(X, chunks):
     """("dense", dask array chunked along rows only) or ("sparse", SparsePartitions)."""
     if isinstance(X, SparsePartitions):
         return "sparse", X
-    if sp.issparse(X):
-        return "sparse", from_sparse(X, block_rows=chunks)
+    if sp.issparse(X):  # checked whole: slicing a malformed matrix silently drops entries
+        return "sparse", from_sparse(validate_block(X), block_rows=chunks)
     if isinstance(X, da.Array):
         if X.ndim != 2:
             raise ValueError(f"expected 2-d rows, got shape {X.shape}")
