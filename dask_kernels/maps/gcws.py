@@ -205,7 +205,7 @@ def _check_center(center, key, n_features=None):
         raise ValueError(f"{key}: has shape {c.shape}, expected ({n_features if n_features is not None else 'd'},)")
     bad = np.flatnonzero(~(np.abs(c) <= CENTER_MAX))
     if bad.size:
-        raise ValueError(f"{key}: entry {int(bad[0])} is {c[bad[0]]!r}, expected a finite number of magnitude "
+        raise ValueError(f"{key}: entry {int(bad[0])} is {float(c[bad[0]])!r}, expected a finite number of magnitude "
                          f"at most 2**1022")
     return c
 
