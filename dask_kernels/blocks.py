@@ -37,33 +37,40 @@ def _first_bad_row(X, bound):
 
 @njit(nogil=True, cache=True, error_model="numpy")
 def _check_csr(data, indices, indptr, width, bound):
-    """One pass over a compressed block: ``(status, row, position, canonical)``.
+    """Check a compressed block: ``(status, row, position, canonical)``.
 
     status 0: valid; 1: ``indptr`` decreases or exceeds the stored entries at ``row``;
     2: index at ``position`` outside ``[0, width)``; 3: value at ``position`` not finite or
     beyond ``bound``. ``canonical``: every row's indices strictly increase.
+    Indices and values are checked in flat or-reductions over all entries (they vectorize);
+    rows matter only for ``indptr`` and for where an index may decrease.
     """
     nnz = indices.size
-    canonical = True
-    for i in range(indptr.size - 1):
-        a = indptr[i]
-        b = indptr[i + 1]
-        if b < a or b > nnz:
-            return 1, i, 0, canonical
-        prev = -1
-        bad = False
-        for p in range(a, b):
-            j = indices[p]
-            if j < 0 or j >= width:
-                return 2, i, p, canonical
-            canonical &= j > prev
-            prev = j
-            bad |= not (abs(data[p]) <= bound)
-        if bad:
-            for p in range(a, b):
-                if not (abs(data[p]) <= bound):
-                    return 3, i, p, canonical
-    return 0, -1, -1, canonical
+    n = indptr.size - 1
+    for i in range(n):
+        if indptr[i + 1] < indptr[i] or indptr[i + 1] > nnz:
+            return 1, i, 0, False
+    end = indptr[n] if n >= 0 else 0
+    bad = False
+    for p in range(end):
+        j = indices[p]
+        bad |= (j < 0) | (j >= width) | (not (abs(data[p]) <= bound))
+    if bad:
+        for p in range(end):
+            row = np.searchsorted(indptr, p, side="right") - 1
+            if indices[p] < 0 or indices[p] >= width:
+                return 2, row, p, False
+            if not (abs(data[p]) <= bound):
+                return 3, row, p, False
+    # decreases or repeats anywhere, minus those at the start of a row (allowed there)
+    steps = 0
+    for p in range(1, end):
+        steps += indices[p] <= indices[p - 1]
+    for i in range(1, n):
+        p = indptr[i]
+        if p > indptr[i - 1] and p < end:
+            steps -= indices[p] <= indices[p - 1]
+    return 0, -1, -1, steps == 0
 
 
 def _where(i, row_offset, row_numbers):
@@ -104,8 +111,11 @@ def _float_dtype(dtype, dtypes, what):
 
 def _bound(bound, dtype):
     # The largest finite value when there is no bound: one comparison also catches inf and NaN.
+    # In the block's dtype, so the comparison runs at its SIMD width (no widening).
     top = float(np.finfo(dtype).max)
-    return top if bound is None else min(float(bound), top)
+    limit = top if bound is None else min(float(bound), top)
+    b = np.dtype(dtype).type(limit)
+    return b if float(b) <= limit else np.nextafter(b, b.dtype.type(0))  # round down, never up
 
 
 def _check_compressed(X, inner, bound, row_offset, row_numbers, csc=False):
