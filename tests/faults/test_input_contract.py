@@ -263,3 +263,33 @@ def test_validation_does_not_change_valid_input(method):
     np.testing.assert_array_equal(fmap.transform(np.asfortranarray(X)), fmap.transform_block(X))
     ints = np.round(X * 3)
     np.testing.assert_array_equal(fmap.transform(ints.astype(np.int64)), fmap.transform_block(ints))
+
+
+def test_canonical_detection_matches_scipy_on_random_structures():
+    """The flat check of sortedness (rows may restart lower) against SciPy's own scan."""
+    from dask_kernels.blocks import _check_csr
+
+    rng = np.random.default_rng(5)
+    for trial in range(300):
+        n, d = int(rng.integers(0, 7)), int(rng.integers(1, 6))
+        lengths = rng.integers(0, 5, n) * (rng.random(n) < 0.7)
+        rows = [np.sort(rng.choice(d, min(k, d), replace=False)) if rng.random() < 0.6 else rng.integers(0, d, k)
+                for k in lengths]  # sorted and unique, or anything (unsorted, repeats)
+        indptr = np.r_[0, np.cumsum([len(r) for r in rows])].astype(np.int32)
+        indices = np.concatenate(rows or [np.zeros(0)]).astype(np.int32)
+        data = rng.standard_normal(indices.size)
+        status, _, _, canonical = _check_csr(data, indices, indptr, d, np.finfo(np.float64).max)
+        expected = sp.csr_matrix((data, indices, indptr), shape=(n, d)).has_canonical_format
+        assert status == 0 and canonical == expected, (trial, indptr, indices)
+        out = dk.blocks.validate_block(sp.csr_matrix((data, indices, indptr), shape=(n, d)))
+        np.testing.assert_array_equal(out.toarray(), sp.csr_matrix((data, indices, indptr), shape=(n, d)).toarray())
+        assert out.has_canonical_format
+
+
+def test_errors_name_scattered_rows():
+    X, _ = _data()
+    X[7, 2] = np.nan
+    rows = np.arange(N) * 10 + 1000
+    for block in (X, sp.csr_matrix(X)):
+        with pytest.raises(ValueError, match=r"\(nan\) in row 1070, column 2"):
+            _fitted("rff").validate_block(block, row_numbers=rows)
