@@ -258,7 +258,7 @@ class PartitionSource(BlockSource):
     def read(self, i, rows=None):
         a, b = self.bounds[i]
         X, y, _ = self.parts.loader(i)
-        X = sp.csr_matrix(X)
+        X = validate_block(X, row_offset=a)  # whole, before rows are picked out of it
         if X.shape[0] != b - a:
             raise ValueError(f"partition {i} has {X.shape[0]} rows, its row count says {b - a}")
         if rows is not None:

@@ -88,7 +88,7 @@ class NRFF(FloatFeatures, FeatureMap):
     (see :func:`dask_kernels.exact.rbf.cosine_rbf_kernel`).
     Input must be finite with ``|x| <= max_abs_input``: the projection is computed before the
     normalization, so ``w . x`` must not overflow (``finfo(dtype).max / (2 d w_max (1 + d eps))``,
-    1.2e34 for float32, d = 784, gamma = 1), nor the squared norm
+    2.5e34 for float32, d = 784, gamma = 1), nor the squared norm
     (``sqrt(finfo(float64).max / d) / 2``, 2.4e152 at d = 784); other values raise ``ValueError``
     naming the row and column.
     The projection uses BLAS; across chunkings a row's features agree to float rounding

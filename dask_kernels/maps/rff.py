@@ -66,9 +66,9 @@ class RFF(FloatFeatures, FeatureMap):
     row's features agree across chunkings to about 1e-6 relative to ``|w . x|`` in float32
     (tests use ``atol = 1e-5 * (1 + max |w . x + b|) * sqrt(2 / k)``), and exactly between dense and CSR input only
     up to the same rounding. Input must be finite with ``|x| <= max_abs_input``
-    (``finfo(dtype).max / (2 d w_max (1 + d eps))``, beyond which ``w . x`` may overflow: 1.6e34
-    for float32, d = 784, gamma = 1); other values raise ``ValueError`` naming the row and
-    column. The (d, k) frequency matrix is computed once per process from the
+    (``finfo(dtype).max / (2 d w_max (1 + d eps))``, beyond which ``w . x`` may overflow: 1.8e34
+    for float32, d = 784, gamma = 1; 3.8e19 for the Laplacian kernel); other values raise
+    ``ValueError`` naming the row and column. The (d, k) frequency matrix is computed once per process from the
     seed and cached; it is not part of the spec or of a pickle.
 
     Examples

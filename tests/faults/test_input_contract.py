@@ -293,3 +293,20 @@ def test_errors_name_scattered_rows():
     for block in (X, sp.csr_matrix(X)):
         with pytest.raises(ValueError, match=r"\(nan\) in row 1070, column 2"):
             _fitted("rff").validate_block(block, row_numbers=rows)
+
+
+def test_malformed_partition_is_refused_before_rows_are_picked():
+    """fit_incremental picks held-out rows out of each partition: the partition is checked whole."""
+    X, y = _data()
+
+    class Parts:  # a partitioned source whose second partition (rows 20..39) is malformed
+        row_counts, n_features, has_labels = (20, 20), D, True
+
+        def loader(self, i):
+            P = sp.csr_matrix(X[20 * i:20 * (i + 1)])
+            if i == 1:
+                P.indices[P.indptr[BAD_ROW]] = -1
+            return P, y[20 * i:20 * (i + 1)], None
+
+    with pytest.raises(ValueError, match=f"malformed CSR input: row {20 + BAD_ROW} has column index -1"):
+        fit_incremental(_sgd(), Parts(), feature_map=_fitted("gcws"), epochs=1, validation=0.5, progress=False)
