@@ -14,7 +14,7 @@ import numpy as np
 import scipy.sparse as sp
 from numba import njit
 
-from ..blocks import as_block, check_finite_rows
+from ..blocks import validate_block
 
 
 @njit(nogil=True, cache=True, inline="always")
@@ -74,16 +74,19 @@ def _gmm_csr(xd, xi, xp, yd, yi, yp):
     return out
 
 
+def max_abs_input(d):
+    """Largest ``|x|`` (and ``|center|``) for d features: the sums of up to 2d terms of
+    ``|x_i - c_i| <= 2 max|x|`` stay below ``finfo(float64).max``."""
+    return float(np.finfo(np.float64).max) / (8.0 * max(int(d), 1))
+
+
 def _prepare(X, center):
-    if not sp.issparse(X):
-        X = np.asarray(X, dtype=np.float64)
-        if X.ndim != 2:
-            raise ValueError(f"expected a 2-D array, got shape {X.shape}")
-    X = as_block(X, (np.float64,))
-    check_finite_rows(X)
+    d = X.shape[1] if sp.issparse(X) or np.ndim(X) == 2 else None
+    X = validate_block(X, dtypes=(np.float64,), max_abs=None if d is None else max_abs_input(d))
     if center is not None:
-        X = (X.toarray() if sp.issparse(X) else X) - np.asarray(center, dtype=np.float64)
-        X = np.ascontiguousarray(X)
+        c = validate_block(np.reshape(np.asarray(center), (1, -1)), X.shape[1], dtypes=(np.float64,),
+                           max_abs=max_abs_input(X.shape[1]))
+        X = np.ascontiguousarray((X.toarray() if sp.issparse(X) else X) - c)
     return X
 
 
@@ -100,6 +103,13 @@ def gmm_kernel(X, Y=None, *, center=None):
     Returns
     -------
     ndarray of shape (n, m), float64, values in [0, 1]. Two all-zero rows give 1.
+
+    Raises
+    ------
+    ValueError
+        Naming the row and column of a NaN, infinity or value beyond ``max_abs_input(d)``
+        (``finfo(float64).max / (8 d)``), or malformed sparse input (see
+        :func:`dask_kernels.blocks.validate_block`).
 
     Examples
     --------
@@ -135,7 +145,7 @@ def minmax_kernel(X, Y=None):
     for name, A in (("X", X), ("Y", Y)):
         if A is None:
             continue
-        data = A.tocsr() if sp.issparse(A) else np.asarray(A, dtype=np.float64)
+        data = validate_block(A, dtypes=(np.float64,))
         neg = (data < 0).nonzero()[0] if sp.issparse(A) else np.nonzero((data < 0).any(axis=1))[0]
         if len(neg):
             raise ValueError(

@@ -1,13 +1,20 @@
 """Exact Gaussian, Laplacian and cosine-RBF kernels, for validating the Fourier-type maps."""
 
+import math
+
 import numpy as np
 import scipy.sparse as sp
 from scipy.spatial.distance import cdist
 
+from ..blocks import validate_block
+
 
 def _dense(X):
-    X = X.toarray() if sp.issparse(X) else np.asarray(X)
-    return np.atleast_2d(X).astype(np.float64)
+    # |x - y|^2 summed over d features stays finite for |x| <= sqrt(max / (4 d)).
+    X = X if sp.issparse(X) else np.atleast_2d(np.asarray(X))
+    d = max(X.shape[-1], 1)
+    X = validate_block(X, dtypes=(np.float64,), max_abs=math.sqrt(float(np.finfo(np.float64).max) / (4 * d)))
+    return X.toarray() if sp.issparse(X) else X
 
 
 def rbf_kernel(X, Y=None, gamma=1.0):

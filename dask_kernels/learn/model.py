@@ -7,7 +7,9 @@ import shutil
 import tempfile
 
 import numpy as np
+import scipy.sparse as sp
 
+from ..blocks import validate_block
 from ..maps.base import from_spec
 from .checkpoint import load_npz, save_npz
 from .state import get_state, json_params, params_from_json, set_state
@@ -88,11 +90,13 @@ class KernelModel:
         return f"KernelModel({m}, {type(self.estimator).__name__}, {len(self.history)} epochs)"
 
     # -- features ---------------------------------------------------------------------------
-    def features(self, X):
-        """Learner features of in-memory raw rows (what the estimator consumes)."""
+    def features(self, X, row_offset=0):
+        """Learner features of in-memory raw rows (what the estimator consumes); errors name
+        global rows (``row_offset`` is the number of ``X[0]``)."""
         if self.feature_map is None:
             return X
-        return self.feature_map.expand(self.feature_map.transform(X))
+        fmap = self.feature_map
+        return fmap.expand(fmap.transform_block(fmap.validate_block(X, row_offset), row_offset))
 
     def _apply(self, method, X, width=None, dtype=None):
         fn = getattr(self.estimator, method)
@@ -100,10 +104,12 @@ class KernelModel:
             return self._apply_store(fn, X, width, dtype)
         if hasattr(X, "dask") and hasattr(X, "map_blocks"):
             return self._apply_dask(fn, X, width, dtype)
+        if sp.issparse(X):  # checked whole: slicing a malformed matrix silently drops entries
+            X = validate_block(X)
         n = X.shape[0]
         if n <= PREDICT_BLOCK_ROWS:
             return fn(self.features(X))
-        outs = [fn(self.features(X[a:a + PREDICT_BLOCK_ROWS])) for a in range(0, n, PREDICT_BLOCK_ROWS)]
+        outs = [fn(self.features(X[a:a + PREDICT_BLOCK_ROWS], a)) for a in range(0, n, PREDICT_BLOCK_ROWS)]
         return np.concatenate(outs)
 
     def _out_meta(self, fn, sample_block, width, dtype):
@@ -119,8 +125,8 @@ class KernelModel:
         probe = np.ones((1, X.shape[1]), dtype=X.dtype)  # stays lazy: no data is read
         out_dtype, out_w = self._out_meta(fn, self.features(probe), width, dtype)
 
-        def block(b):
-            return fn(self.features(b))
+        def block(b, block_info=None):
+            return fn(self.features(b, block_info[0]["array-location"][0][0] if block_info else 0))
 
         if out_w is None:
             return X.map_blocks(block, dtype=out_dtype, drop_axis=1, chunks=(X.chunks[0],),

@@ -18,7 +18,7 @@ read-ahead buffer small.
 import numpy as np
 import scipy.sparse as sp
 
-from ..blocks import as_block, check_finite_rows
+from ..blocks import validate_block
 
 
 def _is_dask(a):
@@ -29,8 +29,7 @@ def _featurize(fmap, X, a, b, rows):
     """Stored-form features of raw rows ``a:b`` (or the selection ``rows`` of them)."""
     if fmap is None:
         return X
-    X = as_block(X, fmap.input_dtypes)
-    check_finite_rows(X, a, None if rows is None else a + np.asarray(rows))
+    X = fmap.validate_block(X, row_offset=a, row_numbers=None if rows is None else a + np.asarray(rows))
     return fmap.transform_block(X, row_offset=a)
 
 
@@ -190,8 +189,8 @@ class ArraySource(BlockSource):
             X = np.asarray(X) if not isinstance(X, np.ndarray) else X
         if X.ndim != 2:
             raise ValueError(f"X must be 2-D (rows, features), got shape {X.shape}")
-        if sp.issparse(X):
-            X = sp.csr_matrix(X)
+        if sp.issparse(X):  # checked whole: slicing a malformed matrix silently drops entries
+            X = validate_block(X)
         self.X = X
         self.n_rows = int(X.shape[0])
         if y is not None:
@@ -267,7 +266,7 @@ class PartitionSource(BlockSource):
     def read(self, i, rows=None):
         a, b = self.bounds[i]
         X, y, _ = self.parts.loader(i)
-        X = sp.csr_matrix(X)
+        X = validate_block(X, row_offset=a)  # whole, before rows are picked out of it
         if X.shape[0] != b - a:
             raise ValueError(f"partition {i} has {X.shape[0]} rows, its row count says {b - a}")
         if rows is not None:

@@ -8,6 +8,7 @@ The cosine itself is numpy's (SIMD, about 0.7-1.4 ns per float32 here): Numba's 
 scalar libm call (9.8 ns), and a branch-free polynomial cosine compiled by Numba measured 2.2 ns.
 """
 
+import math
 import numbers
 import threading
 import weakref
@@ -133,10 +134,21 @@ def row_chunks(P, rows=POST_ROWS):
     return (P[i : i + rows] for i in range(0, P.shape[0], rows))
 
 
-def check_width(estimator, X):
-    """Raise ``ValueError`` when a block's width differs from the fitted input width."""
-    if X.shape[1] != estimator.n_features_in_:
-        raise ValueError(
-            f"X has {X.shape[1]} features, but {type(estimator).__name__} is expecting "
-            f"{estimator.n_features_in_} features as input."
-        )
+# -- magnitude bounds of the input (the maps' ``max_abs_input``) ---------------------------------
+#: Largest ``|normal|`` of the Box-Muller draws: ``unit64`` >= 2**-53, so
+#: ``sqrt(-2 ln u) <= 8.5717`` (1 % added for libm rounding).
+NORMAL_MAX = 1.01 * math.sqrt(-2.0 * math.log(2.0**-53))
+#: Largest ``|tan(pi (u - 1/2))|`` for u in ``[2**-53, 1 - 2**-53]`` (1.98e15 with numpy's tan;
+#: doubled for other libm rounding near the pole).
+CAUCHY_MAX = 2.0 * 2.0**53 / math.pi
+
+
+def projection_bound(dtype, d, w_max):
+    """Largest ``|x|`` for which ``w . x`` cannot overflow in ``dtype`` when ``|w_i| <= w_max``.
+
+    ``|w . x| <= d w_max max|x|``; a floating-point sum of d terms exceeds the exact sum of
+    absolute values by at most the factor ``1 + d eps``, and the factor 2 leaves room for the
+    phase. ``max(w_max, 1)`` also keeps ``x`` itself representable in ``dtype``.
+    """
+    f = np.finfo(dtype)
+    return float(f.max) / (2.0 * d * max(float(w_max), 1.0) * (1.0 + d * float(f.eps)))

@@ -10,10 +10,15 @@ A subclass provides:
 * ``_fit(X)``: learn data-dependent state from validated input (most maps learn nothing).
 * ``_fitted_state()`` / ``_set_fitted_state(state)``: that state as JSON-able values.
 * ``n_output_features_`` and ``output_dtype_``: width and dtype of :meth:`transform_block`.
-* ``transform_block(X, row_offset=0)``: the pure, row-wise block function. ``X`` is a validated
-  C-contiguous ndarray or a CSR matrix with sorted, de-duplicated indices: finite and of the
-  fitted width, checked once by the caller (``transform``, ``featurize``, ``fit_incremental``),
-  never again here. ``row_offset`` is the global row number of ``X[0]``.
+* ``transform_block(X, row_offset=0)``: the pure, row-wise block function. ``X`` is what
+  :meth:`FeatureMap.validate_block` returns (C-contiguous float ndarray or canonical CSR of the
+  fitted width, finite and within ``max_abs_input``), checked once by the caller (``transform``,
+  ``featurize``, ``fit_incremental``, ``KernelModel.predict``), never again here. ``row_offset``
+  is the global row number of ``X[0]``.
+* ``max_abs_input``: the largest ``|x|`` the map's arithmetic handles without overflow (a class
+  attribute or property of the fitted map; None: any finite value). State it in the docstring.
+* optionally ``_validate_state(state)``: check the fitted state of a spec (lengths, dtypes,
+  finiteness) before :func:`from_spec` installs it; raise ValueError naming the key.
 * optionally ``expand(block)``: turn a stored block (e.g. GCWS codes) into the features a linear
   learner consumes (e.g. one-hot CSR). The default returns the block unchanged.
 """
@@ -24,10 +29,15 @@ import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ..blocks import as_block, check_finite_rows  # noqa: F401  (re-exported for maps)
+from sklearn.utils._param_validation import InvalidParameterError, validate_parameter_constraints
+
+from ..blocks import MAX_FEATURES_IN, as_block, check_finite_rows  # noqa: F401  (re-exported for maps)
+from ..blocks import validate_block as _validate_block
 from ..rng import RNG_SCHEME
 
 SPEC_VERSION = 1
+#: Spec versions :func:`from_spec` reads.
+KNOWN_SPEC_VERSIONS = (1,)
 
 _REGISTRY = {}
 
@@ -66,6 +76,13 @@ class FeatureMap(TransformerMixin, BaseEstimator):
     def _set_fitted_state(self, state):
         pass
 
+    def _validate_state(self, state):
+        """Check a spec's ``state`` (n_features_in_ is set) before it is installed; raise
+        ValueError naming the key (``spec['state'][...]``). Default: no state."""
+        if state:
+            raise ValueError(f"feature-map spec['state']: {type(self).__name__} has no fitted state, got keys "
+                             f"{sorted(state)}")
+
     def transform_block(self, X, row_offset=0):
         raise NotImplementedError
 
@@ -74,7 +91,40 @@ class FeatureMap(TransformerMixin, BaseEstimator):
         return block
 
     # -- scikit-learn API ---------------------------------------------------------------------
+    #: Largest accepted ``|x|`` (None: any finite value); see :meth:`validate_block`.
+    max_abs_input = None
+
+    def validate_block(self, X, row_offset=0, row_numbers=None):
+        """Check a block of rows against the input contract and return it ready for
+        :meth:`transform_block`.
+
+        Refuses complex, object and string data, a width other than ``n_features_in_``, sparse
+        input with malformed structure (indices outside ``[0, n_features_in_)``, an ``indptr``
+        that decreases), NaN, infinity and values beyond ``max_abs_input``. Unsorted or repeated
+        CSR indices are valid SciPy and are sorted and summed (in a copy).
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_rows, n_features_in_)
+        row_offset : int, default=0
+            Global row number of ``X[0]``, for messages.
+        row_numbers : array of int, optional
+            Global row number of each row (a block gathered from scattered rows).
+
+        Returns
+        -------
+        C-contiguous ndarray of a dtype in ``input_dtypes``, or CSR with sorted, unique indices
+
+        Raises
+        ------
+        ValueError
+            Naming the global row and column of the first offending value or index.
+        """
+        return _validate_block(X, int(self.n_features_in_), dtypes=self.input_dtypes, max_abs=self.max_abs_input,
+                               accept_sparse=self.accepts_sparse, row_offset=row_offset, row_numbers=row_numbers)
+
     def _validate_input(self, X, reset):
+        # scikit-learn's bookkeeping (feature names, n_features_in_, its messages); then the contract
         X = validate_data(
             self,
             X,
@@ -82,11 +132,10 @@ class FeatureMap(TransformerMixin, BaseEstimator):
             accept_sparse=("csr", "csc", "coo") if self.accepts_sparse else False,
             dtype=list(self.input_dtypes),
             ensure_all_finite=False,
-            order="C",
         )
-        X = as_block(X, self.input_dtypes)
-        check_finite_rows(X)
-        return X
+        if reset and self.n_features_in_ > MAX_FEATURES_IN:
+            raise ValueError(f"X has {self.n_features_in_} features; at most {MAX_FEATURES_IN} are supported")
+        return self.validate_block(X)
 
     def fit(self, X, y=None):
         """Validate parameters and input, and learn any data-dependent state.
@@ -167,25 +216,91 @@ def _jsonable(obj):
     raise TypeError(f"cannot put {type(obj).__name__} into a feature-map spec")
 
 
+def _key_error(key, message):
+    return ValueError(f"feature-map spec{key}: {message}")
+
+
+def _spec_int(spec, key, lo, hi):
+    value = spec[key]
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not lo <= value <= hi:
+        raise _key_error(f"[{key!r}]", f"expected an integer in [{lo}, {hi}], got {value!r}")
+    return int(value)
+
+
 def from_spec(spec):
-    """Rebuild a fitted feature map from :meth:`FeatureMap.spec` (a dict or JSON text)."""
-    if isinstance(spec, str):
-        spec = json.loads(spec)
-    if spec.get("rng_scheme") != RNG_SCHEME:
-        raise ValueError(
-            f"spec uses random-number scheme {spec.get('rng_scheme')!r}, this version of "
-            f"dask_kernels implements {RNG_SCHEME!r}: features would differ"
-        )
-    method = spec.get("method")
-    if method not in _REGISTRY:
-        raise ValueError(f"unknown feature-map method {method!r}; known: {sorted(_REGISTRY)}")
+    """Rebuild a fitted feature map from :meth:`FeatureMap.spec` (a dict or JSON text).
+
+    Every field that reaches a kernel is checked first, and a bad one raises ``ValueError``
+    naming its key: ``spec_version`` and ``rng_scheme`` must be ones this version implements,
+    ``method`` a registered map, ``params`` pass the map's own parameter validation,
+    ``n_features_in`` is an integer in [1, 2**31], ``state`` passes the map's
+    ``_validate_state`` (lengths, dtypes, finiteness), and ``n_output_features`` and
+    ``output_dtype`` match the rebuilt map.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dask_kernels import RFF, from_spec
+    >>> spec = RFF(n_components=8).fit(np.zeros((1, 3))).spec()
+    >>> from_spec(spec).n_output_features_
+    8
+    >>> from_spec({**spec, "n_features_in": 0})
+    Traceback (most recent call last):
+    ...
+    ValueError: feature-map spec['n_features_in']: expected an integer in [1, 2147483648], got 0
+    """
+    if isinstance(spec, (str, bytes, bytearray)):
+        try:
+            spec = json.loads(spec)
+        except (ValueError, UnicodeDecodeError) as e:
+            raise ValueError(f"feature-map spec is not valid JSON: {e}") from None
+    if not isinstance(spec, dict):
+        raise ValueError(f"feature-map spec must be a JSON object (dict), got {type(spec).__name__}")
+    for key in ("spec_version", "rng_scheme", "method", "params", "n_features_in", "n_output_features",
+                "output_dtype", "state"):
+        if key not in spec:
+            raise _key_error(f"[{key!r}]", "missing")
+    version = spec["spec_version"]
+    if isinstance(version, bool) or version not in KNOWN_SPEC_VERSIONS:
+        raise _key_error("['spec_version']", f"{version!r} is not a version this dask_kernels reads "
+                         f"({', '.join(map(str, KNOWN_SPEC_VERSIONS))})")
+    if spec["rng_scheme"] != RNG_SCHEME:
+        raise _key_error("['rng_scheme']", f"spec uses random-number scheme {spec['rng_scheme']!r}, this version "
+                         f"of dask_kernels implements {RNG_SCHEME!r}: features would differ")
+    method = spec["method"]
+    if not isinstance(method, str) or method not in _REGISTRY:
+        raise _key_error("['method']", f"unknown feature-map method {method!r}; known: {sorted(_REGISTRY)}")
     cls = _REGISTRY[method]
-    fmap = cls(**spec["params"])
-    fmap._validate_params()
-    fmap._validate_params_extra()
-    fmap.n_features_in_ = int(spec["n_features_in"])
-    fmap._set_fitted_state(spec.get("state", {}))
+    params = spec["params"]
+    if not isinstance(params, dict):
+        raise _key_error("['params']", f"expected an object, got {type(params).__name__}")
+    names = cls._get_param_names()
+    constraints = getattr(cls, "_parameter_constraints", {})
+    for key, value in params.items():
+        if key not in names:
+            raise _key_error(f"['params'][{key!r}]", f"{cls.__name__} has no such parameter; it takes {names}")
+        if key in constraints:
+            try:
+                validate_parameter_constraints({key: constraints[key]}, {key: value}, cls.__name__)
+            except InvalidParameterError as e:
+                raise _key_error(f"['params'][{key!r}]", str(e)) from None
+    fmap = cls(**params)
+    try:
+        fmap._validate_params_extra()
+    except ValueError as e:
+        raise _key_error("['params']", str(e)) from None
+    fmap.n_features_in_ = _spec_int(spec, "n_features_in", 1, MAX_FEATURES_IN)
+    state = spec["state"]
+    if not isinstance(state, dict):
+        raise _key_error("['state']", f"expected an object, got {type(state).__name__}")
+    fmap._validate_state(state)
+    fmap._set_fitted_state(state)
     fmap.is_fitted_ = True
-    if int(fmap.n_output_features_) != int(spec["n_output_features"]):
-        raise ValueError("spec's output width does not match the rebuilt map")
+    width = spec["n_output_features"]
+    if isinstance(width, bool) or width != int(fmap.n_output_features_):
+        raise _key_error("['n_output_features']", f"{width!r} does not match the rebuilt map's output width "
+                         f"{int(fmap.n_output_features_)}")
+    dtype = np.dtype(fmap.output_dtype_).str
+    if spec["output_dtype"] != dtype:
+        raise _key_error("['output_dtype']", f"{spec['output_dtype']!r} does not match the rebuilt map's {dtype!r}")
     return fmap

@@ -29,7 +29,7 @@ from numba import njit
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..rng import bits, index_key, normal_array, rank_array, stream_key, unit64
-from ._fourier import COMMON_CONSTRAINTS, POSITIVE_FINITE, FloatFeatures, cached_table, check_width, uniform_phases
+from ._fourier import COMMON_CONSTRAINTS, POSITIVE_FINITE, FloatFeatures, cached_table, uniform_phases
 from ._fwht import fwht_row
 from .base import FeatureMap
 
@@ -255,7 +255,10 @@ class Fastfood(FloatFeatures, FeatureMap):
     Notes
     -----
     A row's features are bitwise identical whatever the block it is in, and for dense and CSR
-    input of the same values. Within one block of d features the rows of V are dependent (they
+    input of the same values. Input must be finite with ``|x| <= max_abs_input``
+    (``finfo(dtype).max / (4 d^2 max(1, max|G|) max(1, max|scale|))``, computed from the map's
+    tables: about 2e31 for float32, d = 1024, sigma = 1), beyond which the transform may
+    overflow; other values raise ``ValueError`` naming the row and column. Within one block of d features the rows of V are dependent (they
     share B, P, G); blocks are independent.
 
     Examples
@@ -306,6 +309,17 @@ class Fastfood(FloatFeatures, FeatureMap):
     def padded_dim_(self):
         return padded_dim(self.n_features_in_)
 
+    @property
+    def max_abs_input(self):
+        """Largest accepted ``|x|``: ``finfo(dtype).max / (4 d^2 max(1, max|G|) max(1, max|scale|))``
+        (d the padded width), which bounds every intermediate of ``V x`` (two unnormalized
+        Hadamard transforms, the Gaussian diagonal and the scaling)."""
+        _, _, G, scale, _ = self._tables()
+        d = float(self.padded_dim_)
+        g = max(float(np.abs(G).max(initial=0.0)), 1.0)
+        s = max(float(np.abs(scale).max(initial=0.0)), 1.0)
+        return float(np.finfo(self.dtype).max) / (4.0 * d * d * g * s)
+
     def _tables(self):
         d, k = self.padded_dim_, int(self.n_components)
         key = (self.seed, d, k, self.sigma_, self.radial, int(self.matern_t), self.dtype)
@@ -314,7 +328,6 @@ class Fastfood(FloatFeatures, FeatureMap):
         )
 
     def _compute(self, X, row_offset, features):
-        check_width(self, X)
         B, P, G, scale, b = self._tables()
         if not features:
             b = np.zeros_like(b)

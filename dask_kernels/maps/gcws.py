@@ -28,7 +28,6 @@ import scipy.sparse as sp
 from numba import njit
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ..blocks import as_block
 from ..rng import bits, gamma2_f32_words, hi32, index_key, lo32, log32, stream_key, unit32_word
 from .base import FeatureMap
 
@@ -190,6 +189,27 @@ def _parameter_table(seed, n_split, k):
     return tables
 
 
+#: Largest ``|x|`` and ``|center|`` with a center: ``|x - center| <= 2**1023`` stays finite.
+CENTER_MAX = 2.0**1022
+
+
+def _check_center(center, key, n_features=None):
+    """A center vector as float64, or ValueError naming ``key``: 1-D numbers, finite, within
+    ``CENTER_MAX``, of length ``n_features`` when given (the kernel reads ``center[i]`` for
+    every input column)."""
+    try:
+        c = np.asarray(center, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"{key}: expected a list of numbers") from None
+    if c.ndim != 1 or (n_features is not None and c.shape[0] != n_features):
+        raise ValueError(f"{key}: has shape {c.shape}, expected ({n_features if n_features is not None else 'd'},)")
+    bad = np.flatnonzero(~(np.abs(c) <= CENTER_MAX))
+    if bad.size:
+        raise ValueError(f"{key}: entry {int(bad[0])} is {float(c[bad[0]])!r}, expected a finite number of magnitude "
+                         f"at most 2**1022")
+    return c
+
+
 def code_dtype(bits):
     """Smallest unsigned integer dtype holding ``bits``-bit codes."""
     return np.dtype(np.uint8) if bits <= 8 else np.dtype(np.uint16)
@@ -264,7 +284,10 @@ class GCWS(FeatureMap):
     * An all-zero row has no nonzero to sample: it gets the reserved sample ``i* = -1,
       t* = 0``, so its code is ``2**bits - 1`` (the lowest bits of -1). Two all-zero rows
       collide on every hash, matching ``gmm_kernel``'s convention GMM(0, 0) = 1.
-    * NaN or infinite values raise ``ValueError`` naming the row.
+    * Input is checked once per block: NaN, infinity, complex values, malformed sparse
+      structure and a wrong width raise ``ValueError`` naming the row (and column). Without a
+      center any finite value is accepted (``max_abs_input`` is None); with one, ``|x|`` and
+      ``|center|`` must be at most ``2**1022`` so that ``x - center`` is finite.
     * Cost is O(nnz * k) per row: zeros cost nothing.
 
     Examples
@@ -298,19 +321,42 @@ class GCWS(FeatureMap):
         self.output = output
         self.table = table
 
+    # -- input contract ---------------------------------------------------------------------
+    @property
+    def max_abs_input(self):
+        """None without centering; with a center ``2**1022`` (4.5e307), so that ``x - center``
+        (both within the bound) cannot overflow."""
+        return None if self.center is None else CENTER_MAX
+
+    def _validate_params_extra(self):
+        if self.center is not None and not isinstance(self.center, str):
+            _check_center(self.center, "center")
+
+    def _validate_state(self, state):
+        if set(state) != {"center"}:
+            raise ValueError(f"feature-map spec['state']: expected the key 'center', got {sorted(state)}")
+        c = state["center"]
+        key = "feature-map spec['state']['center']"
+        if (c is None) != (self.center is None):
+            raise ValueError(f"{key}: {'missing' if c is None else 'present'} but spec['params']['center'] is "
+                             f"{self.center!r}")
+        if c is not None:
+            c = _check_center(c, key, int(self.n_features_in_))
+            if not isinstance(self.center, str) and not np.array_equal(c, np.asarray(self.center, np.float64)):
+                raise ValueError(f"{key}: differs from spec['params']['center']")
+
     # -- fitted state -------------------------------------------------------------------------
     def _fit(self, X):
         if self.center is None:
             self.center_ = None
         elif isinstance(self.center, str):
-            self.center_ = np.asarray(X.mean(axis=0), dtype=np.float64).ravel()
-        else:
-            center = np.asarray(self.center, dtype=np.float64)
-            if center.shape != (X.shape[1],):
-                raise ValueError(f"center has shape {center.shape}, expected ({X.shape[1]},)")
-            if not np.all(np.isfinite(center)):
-                raise ValueError("center contains NaN or infinity")
+            center = np.asarray(X.mean(axis=0), dtype=np.float64).ravel()
+            if not np.all(np.isfinite(center)):  # the sum overflowed: average scaled values
+                center = np.asarray((X * (1.0 / X.shape[0])).sum(axis=0), dtype=np.float64).ravel()
+                center = np.clip(center, -CENTER_MAX, CENTER_MAX)  # rounding may step past it
             self.center_ = center
+        else:
+            self.center_ = _check_center(self.center, "center", X.shape[1])
 
     def _fitted_state(self):
         return {"center": None if self.center_ is None else self.center_.tolist()}
@@ -386,7 +432,6 @@ class GCWS(FeatureMap):
         if sp.issparse(X):
             _gcws_csr(X.data, X.indices, X.indptr, skey, tables, use_table, k, mask, i_out, t_arg)
         else:
-            X = as_block(X, self.input_dtypes)
             c = center if center is not None else np.zeros(X.shape[1])
             _gcws_dense(X, c, skey, tables, use_table, k, mask, i_out, t_arg)
         return i_out, t_out

@@ -11,8 +11,10 @@ import numpy as np
 import scipy.sparse as sp
 from numba import njit
 
-from ._fourier import COMMON_CONSTRAINTS, POSITIVE_FINITE, FloatFeatures, check_width, normal_table, projection_tables
-from ._fourier import row_chunks
+import math
+
+from ._fourier import COMMON_CONSTRAINTS, NORMAL_MAX, POSITIVE_FINITE, FloatFeatures, normal_table, projection_bound
+from ._fourier import projection_tables, row_chunks
 from .base import FeatureMap
 from .rff import projection
 
@@ -84,6 +86,11 @@ class NRFF(FloatFeatures, FeatureMap):
     ``exp(-gamma (1 - rho))`` for nonzero rows. An all-zero input row is mapped as ``u = 0``
     (features ``cos(w_j)``, normalized), so its kernel with a nonzero row is ``exp(-gamma / 2)``
     (see :func:`dask_kernels.exact.rbf.cosine_rbf_kernel`).
+    Input must be finite with ``|x| <= max_abs_input``: the projection is computed before the
+    normalization, so ``w . x`` must not overflow (``finfo(dtype).max / (2 d w_max (1 + d eps))``,
+    2.5e34 for float32, d = 784, gamma = 1), nor the squared norm
+    (``sqrt(finfo(float64).max / d) / 2``, 2.4e152 at d = 784); other values raise ``ValueError``
+    naming the row and column.
     The projection uses BLAS; across chunkings a row's features agree to float rounding
     (tests: ``atol = 1e-5 * (1 + max |sqrt(gamma) r . u + w|) / sqrt(k)``).
 
@@ -111,6 +118,15 @@ class NRFF(FloatFeatures, FeatureMap):
         self.seed = seed
         self.dtype = dtype
 
+    @property
+    def max_abs_input(self):
+        """Largest accepted ``|x|``: the smaller of ``finfo(dtype).max / (2 d w_max (1 + d eps))``,
+        ``w_max = sqrt(gamma) 8.66`` (the projection), and ``sqrt(finfo(float64).max / d) / 2``
+        (the squared norm, summed in float64)."""
+        d = int(self.n_features_in_)
+        norm = math.sqrt(float(np.finfo(np.float64).max) / d) / 2.0
+        return min(projection_bound(self.dtype, d, math.sqrt(float(self.gamma)) * NORMAL_MAX), norm)
+
     def _tables(self):
         seed, gamma = np.uint64(self.seed), float(self.gamma)
         fill = lambda W: normal_table(seed, STREAM_NORMAL, *W.shape, np.sqrt(gamma), W)  # noqa: E731
@@ -118,7 +134,6 @@ class NRFF(FloatFeatures, FeatureMap):
 
     def transform_block(self, X, row_offset=0):
         """Unit-length features of a validated block: ndarray (n, n_components)."""
-        check_width(self, X)
         W, phase = self._tables()
         norms = _input_norms(X)
         inv = np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 0)

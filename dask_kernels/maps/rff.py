@@ -15,8 +15,10 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils._param_validation import StrOptions
 
-from ._fourier import COMMON_CONSTRAINTS, POSITIVE_FINITE, FloatFeatures, cauchy_table, check_width, normal_table
-from ._fourier import projection_tables, row_chunks
+import math
+
+from ._fourier import CAUCHY_MAX, COMMON_CONSTRAINTS, NORMAL_MAX, POSITIVE_FINITE, FloatFeatures, cauchy_table
+from ._fourier import normal_table, projection_bound, projection_tables, row_chunks
 from .base import FeatureMap
 
 STREAM_GAUSSIAN = 21
@@ -63,7 +65,10 @@ class RFF(FloatFeatures, FeatureMap):
     The projection is a BLAS matrix product, whose rounding may depend on the block shape: a
     row's features agree across chunkings to about 1e-6 relative to ``|w . x|`` in float32
     (tests use ``atol = 1e-5 * (1 + max |w . x + b|) * sqrt(2 / k)``), and exactly between dense and CSR input only
-    up to the same rounding. The (d, k) frequency matrix is computed once per process from the
+    up to the same rounding. Input must be finite with ``|x| <= max_abs_input``
+    (``finfo(dtype).max / (2 d w_max (1 + d eps))``, beyond which ``w . x`` may overflow: 1.8e34
+    for float32, d = 784, gamma = 1; 3.8e19 for the Laplacian kernel); other values raise
+    ``ValueError`` naming the row and column. The (d, k) frequency matrix is computed once per process from the
     seed and cached; it is not part of the spec or of a pickle.
 
     Examples
@@ -92,6 +97,14 @@ class RFF(FloatFeatures, FeatureMap):
         self.seed = seed
         self.dtype = dtype
 
+    @property
+    def max_abs_input(self):
+        """Largest accepted ``|x|``: ``finfo(dtype).max / (2 d w_max (1 + d eps))``, so ``w . x``
+        cannot overflow; ``w_max`` = ``sqrt(2 gamma) 8.66`` (rbf) or ``gamma 5.7e15`` (laplacian)."""
+        gamma = float(self.gamma)
+        w_max = math.sqrt(2.0 * gamma) * NORMAL_MAX if self.kernel == "rbf" else gamma * CAUCHY_MAX
+        return projection_bound(self.dtype, int(self.n_features_in_), w_max)
+
     def _tables(self):
         """(W of shape (d, k), phase of shape (k,)) in the output dtype; cached per process."""
         seed, gamma = np.uint64(self.seed), float(self.gamma)
@@ -106,7 +119,6 @@ class RFF(FloatFeatures, FeatureMap):
 
     def transform_block(self, X, row_offset=0):
         """Features of a validated block: ndarray (n, n_components) of ``output_dtype_``."""
-        check_width(self, X)
         W, phase = self._tables()
         P = projection(X, W, self.output_dtype_)
         factor = self.output_dtype_.type(np.sqrt(2.0 / self.n_components))

@@ -16,7 +16,7 @@ from sklearn.base import clone
 from sklearn.utils.validation import check_is_fitted
 from sklearn.exceptions import NotFittedError
 
-from ..blocks import as_block, check_finite_rows
+from ..blocks import validate_block
 from ..io.dense import file_identity, from_array
 from ..io.sparse import SparsePartitions, from_sparse
 from . import store as _store
@@ -37,13 +37,7 @@ def transform_rows(fmap, X, row_offset):
 
     Errors name global rows: ``row_offset`` is the global number of ``X[0]``.
     """
-    if sp.issparse(X) and not fmap.accepts_sparse:
-        X = X.toarray()
-    X = as_block(X, fmap.input_dtypes)
-    if X.ndim != 2 or X.shape[1] != fmap.n_features_in_:
-        raise ValueError(f"rows {row_offset}..{row_offset + X.shape[0] - 1} have {X.shape[1]} features, "
-                         f"the map expects {fmap.n_features_in_}")
-    check_finite_rows(X, row_offset)
+    X = fmap.validate_block(X, row_offset=row_offset)
     out = fmap.transform_block(X, row_offset=row_offset)
     if sp.issparse(out):
         out = out.toarray()
@@ -146,8 +140,8 @@ def _as_source(X, chunks):
     """("dense", dask array chunked along rows only) or ("sparse", SparsePartitions)."""
     if isinstance(X, SparsePartitions):
         return "sparse", X
-    if sp.issparse(X):
-        return "sparse", from_sparse(X, block_rows=chunks)
+    if sp.issparse(X):  # checked whole: slicing a malformed matrix silently drops entries
+        return "sparse", from_sparse(validate_block(X), block_rows=chunks)
     if isinstance(X, da.Array):
         if X.ndim != 2:
             raise ValueError(f"expected 2-d rows, got shape {X.shape}")

@@ -1,0 +1,168 @@
+"""from_spec checks every field that reaches a kernel, naming the key, before building the map.
+
+A spec comes from a store's attributes, a model file or a task: anything a person or a bug
+can edit. A GCWS ``center`` shorter than the input used to be read out of bounds by the kernel
+(wrong codes or a segfault), so that case runs in a subprocess.
+"""
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from dask_kernels import GCWS, Fastfood, from_spec, registered_maps
+
+D = 6
+
+
+def _spec(method="gcws", **params):
+    X = np.random.default_rng(0).standard_normal((20, D))
+    cls = registered_maps()[method]
+    if "n_components" in cls._get_param_names():
+        params.setdefault("n_components", 16)
+    return cls(**params).fit(X).spec()
+
+
+def _tampered(spec, path, value):
+    spec = json.loads(json.dumps(spec))
+    *parents, last = path
+    node = spec
+    for p in parents:
+        node = node[p]
+    if value is KeyError:
+        del node[last]
+    else:
+        node[last] = value
+    return spec
+
+
+@pytest.mark.parametrize("method", sorted(registered_maps()))
+def test_every_map_round_trips_through_its_spec(method):
+    spec = _spec(method)
+    assert from_spec(spec).spec() == spec
+    assert from_spec(json.dumps(spec)).spec() == spec
+
+
+@pytest.mark.parametrize("method", sorted(registered_maps()))
+@pytest.mark.parametrize(
+    "path,value,key",
+    [
+        (("spec_version",), 2, "spec_version"),
+        (("spec_version",), "1", "spec_version"),
+        (("spec_version",), True, "spec_version"),
+        (("spec_version",), KeyError, "spec_version"),
+        (("rng_scheme",), "dk-rng-0", "rng_scheme"),
+        (("method",), "nope", "method"),
+        (("method",), ["gcws"], "method"),
+        (("params",), [], "params"),
+        (("params", "n_components"), -3, "params'\\]\\['n_components"),
+        (("params", "n_components"), 16.0, "params'\\]\\['n_components"),
+        (("params", "seed"), -1, "params'\\]\\['seed"),
+        (("params", "seed"), 2**64, "params'\\]\\['seed"),
+        (("params", "no_such_param"), 1, "params'\\]\\['no_such_param"),
+        (("n_features_in",), 0, "n_features_in"),
+        (("n_features_in",), -5, "n_features_in"),
+        (("n_features_in",), 10**12, "n_features_in"),
+        (("n_features_in",), 6.0, "n_features_in"),
+        (("n_features_in",), True, "n_features_in"),
+        (("n_features_in",), "6", "n_features_in"),
+        (("n_output_features",), 17, "n_output_features"),
+        (("output_dtype",), "<f2", "output_dtype"),
+        (("state",), [], "state"),
+        (("state", "unexpected"), 1.0, "state"),
+    ],
+)
+def test_tampered_field_is_refused_naming_the_key(method, path, value, key):
+    spec = _spec(method)
+    if path[0] == "params" and len(path) == 2 and path[1] not in spec["params"] and path[1] != "no_such_param":
+        pytest.fail(f"{method} has no parameter {path[1]}")  # every registered map has these
+    with pytest.raises(ValueError, match=rf"spec\['{key}"):
+        from_spec(_tampered(spec, path, value))
+
+
+@pytest.mark.parametrize("text", ["{not json", b"\xff\xfe", "[1, 2]", "null", "3"])
+def test_bad_json_or_not_an_object_is_a_value_error(text):
+    with pytest.raises(ValueError, match="spec (is not valid JSON|must be a JSON object)"):
+        from_spec(text)
+    with pytest.raises(ValueError, match="must be a JSON object"):
+        from_spec([1, 2])
+
+
+@pytest.mark.parametrize(
+    "method,path,value,key",
+    [
+        ("rff", ("params", "gamma"), float("nan"), "params'\\]\\['gamma"),
+        ("rff", ("params", "gamma"), -1.0, "params'\\]\\['gamma"),
+        ("rff", ("params", "kernel"), "cosine", "params'\\]\\['kernel"),
+        ("rff", ("params", "dtype"), "float16", "params'\\]\\['dtype"),
+        ("nrff", ("params", "gamma"), float("inf"), "params'\\]\\['gamma"),
+        ("fastfood", ("params", "sigma"), 1.0, "params'\\]: give gamma or sigma"),
+        ("fastfood", ("params", "matern_t"), 0, "params'\\]\\['matern_t"),
+        ("gcws", ("params", "bits"), 17, "params'\\]\\['bits"),
+        ("gcws", ("params", "table"), "sometimes", "params'\\]\\['table"),
+    ],
+)
+def test_map_parameters_are_checked_by_the_maps_own_rules(method, path, value, key):
+    kw = {"gamma": 0.5} if method == "fastfood" else {}
+    with pytest.raises(ValueError, match=rf"spec\['{key}"):
+        from_spec(_tampered(_spec(method, **kw), path, value))
+
+
+@pytest.mark.parametrize(
+    "center,state,match",
+    [
+        ([0.5] * D, [0.5] * (D - 2), r"spec\['state'\]\['center'\]: has shape \(4,\), expected \(6,\)"),
+        ([0.5] * D, [0.5] * (D - 1) + [float("nan")], r"\['center'\]: entry 5 is nan"),
+        ([0.5] * D, [0.5] * (D - 1) + [1e308], r"\['center'\]: entry 5 is 1e\+308"),
+        ([0.5] * D, [0.5] * (D - 1) + [0.25], r"\['center'\]: differs from spec\['params'\]\['center'\]"),
+        ([0.5] * D, None, r"\['center'\]: missing"),
+        (None, [0.5] * D, r"\['center'\]: present"),
+        ("mean", [[0.5] * D], r"\['center'\]: has shape \(1, 6\)"),
+        ("mean", ["a"] * D, r"\['center'\]: expected a list of numbers"),
+        ([0.5] * (D - 1) + [float("inf")], [0.5] * D, r"spec\['params'\]: center: entry 5 is inf"),
+    ],
+)
+def test_gcws_center_is_checked(center, state, match):
+    spec = _spec("gcws", center="mean")
+    spec["params"]["center"] = center
+    spec["state"]["center"] = state
+    with pytest.raises(ValueError, match=match):
+        from_spec(spec)
+
+
+_CHILD = textwrap.dedent(
+    """
+    import json, sys
+    import numpy as np
+    from dask_kernels import from_spec
+    spec = json.loads(sys.argv[1])
+    try:
+        fmap = from_spec(spec)
+    except ValueError as e:
+        print("refused:", e)
+        raise SystemExit(0)
+    # accepted: show the damage on wide input (the kernel reads center[i] for every column i)
+    X = np.random.default_rng(0).random((64, spec["n_features_in"]))
+    print("accepted", fmap.transform(X)[:2].tolist())
+    """
+)
+
+
+def test_short_center_is_refused_before_the_kernel_reads_past_it():
+    d = 200_000  # wide input: reading this far past a 2-element center leaves the heap
+    spec = GCWS(n_components=8, center="mean", table=False).fit(np.random.default_rng(0).random((2, d))).spec()
+    spec["state"]["center"] = spec["state"]["center"][:2]
+    proc = subprocess.run([sys.executable, "-c", _CHILD, json.dumps(spec)], capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, f"child died with {proc.returncode}: {proc.stderr[-1500:]}"
+    assert proc.stdout.startswith("refused: feature-map spec['state']['center']: has shape (2,)"), proc.stdout
+
+
+def test_fastfood_spec_with_both_bandwidths_is_refused():
+    spec = Fastfood(n_components=8, sigma=2.0).fit(np.zeros((1, D))).spec()
+    spec["params"]["gamma"] = 0.5
+    with pytest.raises(ValueError, match=r"spec\['params'\]: give gamma or sigma, not both"):
+        from_spec(spec)
