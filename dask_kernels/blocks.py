@@ -164,15 +164,13 @@ def _sparse_block(X, dtypes, bound, row_offset, row_numbers):
     dtype = _float_dtype(X.dtype, dtypes, f"{fmt.upper()} input")
     if fmt == "coo":
         # COO -> CSR scatters by row index in compiled code: check the coordinates first.
-        for name, idx, size in (("row", X.coords[0], X.shape[0]), ("column", X.coords[1], X.shape[1])):
+        for name, idx, size in (("row", X.row, X.shape[0]), ("column", X.col, X.shape[1])):
             bad = np.flatnonzero((idx < 0) | (idx >= size)) if idx.size else ()
             if len(bad):
                 raise ValueError(f"malformed COO input: {name} index {int(idx[bad[0]])} is outside [0, {size})")
-    elif fmt == "csc":
+    elif fmt == "csc":  # CSC -> CSR scatters by row index: check it as CSR of the transpose
         X = X.astype(dtype, copy=False)
         _check_compressed(X, X.shape[0], bound, row_offset, row_numbers, csc=True)
-    elif fmt != "csr":
-        X = X.tocsr()
     if X.format != "csr":
         X = X.tocsr()
     X = X.astype(dtype, copy=False)

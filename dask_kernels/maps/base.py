@@ -27,9 +27,8 @@ import json
 
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
-from sklearn.utils.validation import check_is_fitted, validate_data
-
 from sklearn.utils._param_validation import InvalidParameterError, validate_parameter_constraints
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..blocks import MAX_FEATURES_IN, as_block, check_finite_rows  # noqa: F401  (re-exported for maps)
 from ..blocks import validate_block as _validate_block

@@ -258,8 +258,8 @@ class Fastfood(FloatFeatures, FeatureMap):
     input of the same values. Input must be finite with ``|x| <= max_abs_input``
     (``finfo(dtype).max / (4 d^2 max(1, max|G|) max(1, max|scale|))``, computed from the map's
     tables: about 2e31 for float32, d = 1024, sigma = 1), beyond which the transform may
-    overflow; other values raise ``ValueError`` naming the row and column. Within one block of d features the rows of V are dependent (they
-    share B, P, G); blocks are independent.
+    overflow; other values raise ``ValueError`` naming the row and column. Within one block of
+    d features the rows of V are dependent (they share B, P, G); blocks are independent.
 
     Examples
     --------

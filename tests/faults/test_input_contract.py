@@ -137,7 +137,7 @@ def test_malformed_csc_and_coo_are_refused_before_conversion():
     with pytest.raises(ValueError, match="row index 1000000 in column 2"):
         fmap.transform(X)
     C = sp.coo_matrix(_data()[0])
-    C.coords[0][5] = -7
+    C.row[5] = -7
     with pytest.raises(ValueError, match="row index -7"):
         fmap.validate_block(C)
 

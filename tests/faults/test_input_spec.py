@@ -12,6 +12,7 @@ import textwrap
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 from dask_kernels import GCWS, Fastfood, from_spec, registered_maps
 
@@ -166,3 +167,10 @@ def test_fastfood_spec_with_both_bandwidths_is_refused():
     spec["params"]["gamma"] = 0.5
     with pytest.raises(ValueError, match=r"spec\['params'\]: give gamma or sigma, not both"):
         from_spec(spec)
+
+
+def test_fit_refuses_a_width_from_spec_would_refuse():
+    """A map fitted on wider input than 2**31 would write a spec no process can load."""
+    X = sp.csr_matrix((np.ones(2), np.array([0, 2**31], dtype=np.int64), np.array([0, 1, 2])), shape=(2, 2**31 + 1))
+    with pytest.raises(ValueError, match="X has 2147483649 features; at most 2147483648"):
+        GCWS(n_components=4).fit(X)
