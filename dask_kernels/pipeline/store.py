@@ -201,6 +201,7 @@ def create_store(path, *, storage_options, replace, **build):
     local = os.path.abspath(local)
     parent, base = os.path.split(local)
     os.makedirs(parent, exist_ok=True)
+    _remove_stale_temporaries(parent, base)
     tag = uuid.uuid4().hex[:12]
     tmp, old = os.path.join(parent, f".{base}.dk-new-{tag}"), os.path.join(parent, f".{base}.dk-old-{tag}")
     try:
@@ -217,6 +218,28 @@ def create_store(path, *, storage_options, replace, **build):
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     shutil.rmtree(old, ignore_errors=True)
+
+
+#: a temporary creation folder this old (s) was left by a killed job, not one still creating
+STALE_SECONDS = 600
+
+
+def _remove_stale_temporaries(parent, base):
+    """Delete what killed creations of this store left beside it: folders named like our
+    temporaries, holding a store of ours (or nothing yet), untouched for STALE_SECONDS."""
+    prefixes = (f".{base}.dk-new-", f".{base}.dk-old-")
+    for name in os.listdir(parent):
+        p = os.path.join(parent, name)
+        if not name.startswith(prefixes) or not os.path.isdir(p) or os.path.islink(p):
+            continue
+        try:
+            if time.time() - os.stat(p).st_mtime < STALE_SECONDS:
+                continue
+            if os.listdir(p) and inspect_path(p)[0] != "ours":
+                continue
+        except OSError:
+            continue
+        shutil.rmtree(p, ignore_errors=True)
 
 
 # -- leases --------------------------------------------------------------------------------------

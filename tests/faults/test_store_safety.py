@@ -108,6 +108,17 @@ def test_creation_killed_after_the_arrays_does_not_block_the_rerun(tmp_path, url
     assert r.returncode == 9, r.stderr[-2000:]
     s = featurize(X, G, store=arg, chunks=50, progress=False)
     assert s.complete and np.array_equal(s.features.compute(), REF)
+    if not url:  # the killed creation's temporary folder is removed once it is stale
+        left = [n for n in os.listdir(tmp_path) if n != "s.zarr"]
+        assert len(left) == 1 and left[0].startswith(".s.zarr.dk-new-")
+        user_file = tmp_path / ".s.zarr.dk-new-notours"
+        user_file.mkdir()
+        (user_file / "x.txt").write_text("not a store")
+        for n in (left[0], user_file.name):
+            os.utime(tmp_path / n, (0, 0))
+        featurize(X, G, store=arg, chunks=50, overwrite=True, progress=False)
+        assert sorted(os.listdir(tmp_path)) == [".s.zarr.dk-new-notours", "s.zarr"]
+        assert (user_file / "x.txt").read_text() == "not a store"
 
 
 def test_creation_failing_half_way_on_an_object_store_is_replaced_by_the_rerun(monkeypatch):
