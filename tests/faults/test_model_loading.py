@@ -21,7 +21,7 @@ from sklearn.linear_model import SGDClassifier
 from dask_kernels import GCWS, KernelModel, fit_incremental, load_model
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BOMB_BYTES = 2**29          # what the bombed member inflates to (from ~2.3 MB on disk)
+BOMB_BYTES = 2**29          # what the bombed member inflates to (from ~0.5 MB on disk)
 PEAK_BOUND = 150 * 2**20    # loading a refused file may raise peak RSS by at most this
 
 
