@@ -26,6 +26,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..blocks import as_block, check_finite_rows  # noqa: F401  (re-exported for maps)
 from ..rng import RNG_SCHEME
+from ..sidecar import attach as attach_sidecar
 
 SPEC_VERSION = 1
 
@@ -167,8 +168,12 @@ def _jsonable(obj):
     raise TypeError(f"cannot put {type(obj).__name__} into a feature-map spec")
 
 
-def from_spec(spec):
-    """Rebuild a fitted feature map from :meth:`FeatureMap.spec` (a dict or JSON text)."""
+def from_spec(spec, arrays=None):
+    """Rebuild a fitted feature map from :meth:`FeatureMap.spec` (a dict or JSON text).
+
+    ``arrays``: the fitted arrays of a map whose spec records a sidecar (e.g. Nystroem): a
+    mapping, an .npz path or a Zarr group; verified against the spec (:mod:`dask_kernels.sidecar`).
+    """
     if isinstance(spec, str):
         spec = json.loads(spec)
     if spec.get("rng_scheme") != RNG_SCHEME:
@@ -185,6 +190,7 @@ def from_spec(spec):
     fmap._validate_params_extra()
     fmap.n_features_in_ = int(spec["n_features_in"])
     fmap._set_fitted_state(spec.get("state", {}))
+    attach_sidecar(fmap, spec.get("state", {}), arrays)  # nystroem hook: verify fitted arrays
     fmap.is_fitted_ = True
     if int(fmap.n_output_features_) != int(spec["n_output_features"]):
         raise ValueError("spec's output width does not match the rebuilt map")

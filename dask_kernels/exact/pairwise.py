@@ -1,0 +1,118 @@
+"""Kernel blocks ``k(X, Y)`` between a block of rows and a fixed set of rows, by kernel name.
+
+This is the inner step of a Nystroem map (rows against landmarks), so it is written for speed
+and for both precisions:
+
+* ``"rbf"``: ``exp(-gamma ||x - y||^2)`` from ``||x||^2 + ||y||^2 - 2 x . y`` with one matrix
+  product in the requested dtype (SGEMM for float32), clipped at 0 (the expansion can round to
+  a tiny negative distance). In float64 this is what scikit-learn's ``rbf_kernel`` computes.
+* ``"laplacian"``: scikit-learn's ``laplacian_kernel`` (float64 Manhattan distances; dense or
+  sparse).
+* ``"cosine_rbf"``: ``exp(-gamma ||u - v||^2 / 2)`` with ``u = x / ||x||`` (0 for a zero row),
+  so ``exp(-gamma (1 - rho))`` for nonzero rows, as :func:`dask_kernels.exact.cosine_rbf_kernel`.
+* ``"gmm"`` / ``"minmax"``: the exact GMM kernel (Numba, serial; dense against dense, or CSR
+  against CSR). min-max is GMM restricted to nonnegative data: the caller checks the sign.
+
+``Y`` is fixed across calls, so callers may pass ``y_sq`` (``||y||^2`` per row) for rbf to
+avoid recomputing it per block.
+"""
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.metrics.pairwise import laplacian_kernel as _sk_laplacian
+
+from .gmm import _gmm_csr, _gmm_dense
+
+KERNELS = ("gmm", "minmax", "rbf", "laplacian", "cosine_rbf")
+
+
+def row_sq_norms(X):
+    """``||x||^2`` of every row, float64."""
+    if sp.issparse(X):
+        return np.asarray(X.multiply(X).sum(axis=1), dtype=np.float64).ravel()
+    X = np.asarray(X, dtype=np.float64)
+    return np.einsum("ij,ij->i", X, X)
+
+
+def unit_rows(X):
+    """Rows scaled to unit Euclidean norm; an all-zero row stays zero (same sparsity)."""
+    n = np.sqrt(row_sq_norms(X))
+    inv = np.divide(1.0, n, out=np.zeros_like(n), where=n > 0)
+    if sp.issparse(X):
+        return sp.csr_matrix(sp.diags(inv) @ X)
+    return np.asarray(X, dtype=np.float64) * inv[:, None]
+
+
+def _dot(X, Y, dtype):
+    """``X @ Y.T`` as a C-contiguous dense array of ``dtype`` (BLAS for dense operands)."""
+    if sp.issparse(X) or sp.issparse(Y):
+        X = X.astype(dtype) if sp.issparse(X) else np.asarray(X, dtype=dtype)
+        Y = Y.astype(dtype) if sp.issparse(Y) else np.asarray(Y, dtype=dtype)
+        P = X @ Y.T
+        P = P.toarray() if sp.issparse(P) else np.asarray(P)
+        return np.ascontiguousarray(P, dtype=dtype)
+    return np.asarray(X, dtype=dtype) @ np.asarray(Y, dtype=dtype).T
+
+
+def _gaussian_of_sq(X, Y, gamma, dtype, x_sq, y_sq):
+    """``exp(-gamma max(0, x_sq + y_sq - 2 X Y^T))`` in ``dtype``, computed in place."""
+    D = _dot(X, Y, dtype)
+    D *= dtype.type(-2.0)
+    D += np.asarray(x_sq, dtype=dtype)[:, None]
+    D += np.asarray(y_sq, dtype=dtype)[None, :]
+    np.maximum(D, 0, out=D)
+    D *= dtype.type(-gamma)
+    np.exp(D, out=D)
+    return D
+
+
+def kernel_block(kernel, X, Y, *, gamma=None, dtype=np.float64, y_sq=None):
+    """The kernel matrix ``k(X, Y)`` of shape (n, m) in ``dtype``.
+
+    Parameters
+    ----------
+    kernel : {"gmm", "minmax", "rbf", "laplacian", "cosine_rbf"}
+    X : ndarray or CSR matrix of shape (n, d)
+        Validated rows (finite; CSR canonical).
+    Y : ndarray or CSR matrix of shape (m, d)
+        The fixed rows.
+    gamma : float
+        Bandwidth of rbf / laplacian / cosine_rbf; ignored by gmm and minmax.
+    dtype : numpy dtype, default float64
+        Precision of the matrix products for rbf / cosine_rbf, and dtype of the result.
+    y_sq : ndarray of shape (m,), optional
+        ``row_sq_norms(Y)``, precomputed (rbf).
+
+    Returns
+    -------
+    ndarray of shape (n, m)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dask_kernels.exact.pairwise import kernel_block
+    >>> kernel_block("rbf", np.array([[0.0, 0.0]]), np.array([[1.0, 1.0]]), gamma=0.5)
+    array([[0.36787944]])
+    >>> kernel_block("gmm", np.array([[1.0, -2.0]]), np.array([[2.0, -1.0]]))
+    array([[0.5]])
+    """
+    dtype = np.dtype(dtype)
+    if kernel == "rbf":
+        y_sq = row_sq_norms(Y) if y_sq is None else y_sq
+        return _gaussian_of_sq(X, Y, gamma, dtype, row_sq_norms(X), y_sq)
+    if kernel == "cosine_rbf":
+        U, V = unit_rows(X), unit_rows(Y)
+        return _gaussian_of_sq(U, V, 0.5 * gamma, dtype, row_sq_norms(U), row_sq_norms(V))
+    if kernel == "laplacian":
+        return np.ascontiguousarray(_sk_laplacian(X, Y, gamma=gamma), dtype=dtype)
+    if kernel in ("gmm", "minmax"):
+        if sp.issparse(X) or sp.issparse(Y):
+            X = sp.csr_matrix(X, dtype=np.float64)
+            Y = sp.csr_matrix(Y, dtype=np.float64)
+            for A in (X, Y):
+                A.sum_duplicates()  # also sorts the indices, which the merge needs
+            K = _gmm_csr(X.data, X.indices, X.indptr, Y.data, Y.indices, Y.indptr)
+        else:
+            K = _gmm_dense(np.ascontiguousarray(X, dtype=np.float64), np.ascontiguousarray(Y, dtype=np.float64))
+        return K.astype(dtype, copy=False)
+    raise ValueError(f"unknown kernel {kernel!r}; known: {', '.join(KERNELS)}")
