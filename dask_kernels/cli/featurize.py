@@ -46,7 +46,9 @@ def build_map(args):
         with open(args.spec) as f:
             spec = json.load(f)
         if "n_features_in" in spec:
-            return from_spec(spec)
+            from ..sidecar import beside
+
+            return from_spec(spec, arrays=beside(args.spec))  # nystroem: x.json's arrays in x.npz
         method, params = spec["method"], spec.get("params", {})
     else:
         method, params = args.method, {}

@@ -8,6 +8,7 @@ import shutil
 import numpy as np
 
 from ..maps.base import from_spec
+from ..sidecar import model_arrays, save_model_arrays
 from .checkpoint import load_npz, save_npz
 from .state import get_state, json_params, params_from_json, set_state
 
@@ -195,6 +196,7 @@ class KernelModel:
         shutil.rmtree(tmp, ignore_errors=True)
         os.makedirs(tmp)
         save_npz(os.path.join(tmp, "arrays.npz"), arrays, {"format": MODEL_FORMAT})
+        save_model_arrays(self.feature_map, tmp)  # nystroem: the map's fitted arrays, if any
         with open(os.path.join(tmp, "model.json"), "w") as f:
             json.dump(meta, f, indent=1)
         if os.path.exists(path):
@@ -237,5 +239,5 @@ def load_model(path):
     estimator = cls(**params_from_json(meta["estimator"]["params"]))
     arrays, _ = load_npz(os.path.join(path, "arrays.npz"))
     set_state(estimator, arrays, meta["estimator"]["state"])
-    fmap = None if meta["feature_map"] is None else from_spec(meta["feature_map"])
+    fmap = None if meta["feature_map"] is None else from_spec(meta["feature_map"], arrays=model_arrays(path))
     return KernelModel(fmap, estimator, meta["history"])

@@ -262,6 +262,9 @@ class Nystroem(FeatureMap):
     """
 
     method = "nystroem"
+    #: an unfitted map handed to ``featurize`` is fitted on all rows (one sampling pass), not
+    #: on the first block
+    fits_partitioned = True
     _parameter_constraints = {
         **COMMON_CONSTRAINTS,
         "kernel": [StrOptions(set(KERNELS))],

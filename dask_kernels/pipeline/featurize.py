@@ -19,6 +19,7 @@ from sklearn.exceptions import NotFittedError
 from ..blocks import as_block, check_finite_rows
 from ..io.dense import from_array
 from ..io.sparse import SparsePartitions, from_sparse
+from ..sidecar import graph_arrays, map_arrays, rebuild_with_arrays, write_group
 from . import store as _store
 from .fingerprint import differences, fingerprint_hash, input_fingerprint, job_fingerprint
 
@@ -29,6 +30,11 @@ def rebuild_map(spec_json):
     from ..maps import from_spec
 
     return from_spec(spec_json)
+
+
+def _map(spec_json, arrays):
+    """rebuild_map, or for a map with fitted arrays (one shared key of the graph) its sidecar twin."""
+    return rebuild_map(spec_json) if arrays is None else rebuild_with_arrays(spec_json, arrays)
 
 
 def transform_rows(fmap, X, row_offset):
@@ -50,13 +56,13 @@ def transform_rows(fmap, X, row_offset):
 
 
 # -- lazy ----------------------------------------------------------------------------------------
-def _transform_chunk(x, spec_json, block_info=None):
+def _transform_chunk(x, spec_json, arrays=None, block_info=None):
     row_offset = block_info[0]["array-location"][0][0] if block_info else 0
-    return transform_rows(rebuild_map(spec_json), x, row_offset)
+    return transform_rows(_map(spec_json, arrays), x, row_offset)
 
 
-def _transform_part(part, spec_json, row_offset):
-    return transform_rows(rebuild_map(spec_json), part[0], row_offset)
+def _transform_part(part, spec_json, row_offset, arrays=None):
+    return transform_rows(_map(spec_json, arrays), part[0], row_offset)
 
 
 # -- store writer --------------------------------------------------------------------------------
@@ -90,7 +96,7 @@ def _write_block(job, i, pieces):
     X, y, qid, row_ids = _assemble(pieces)
     if X.shape[0] != stop - start:
         raise RuntimeError(f"block {i}: got {X.shape[0]} rows, expected {stop - start}")
-    F = transform_rows(rebuild_map(job["spec_json"]), X, start)
+    F = transform_rows(_map(job["spec_json"], job.get("arrays")), X, start)
     import json
 
     g = _store_arrays(job["path"], json.dumps(job["storage_options"], sort_keys=True), job["run"])
@@ -141,7 +147,8 @@ def _fitted(feature_map, kind, src):
         fmap = feature_map
     except NotFittedError:
         # Documented: an unfitted map is fitted (as a clone) on the first block of rows only.
-        fmap = clone(feature_map).fit(_first_block(kind, src))
+        fits_all = getattr(feature_map, "fits_partitioned", False)  # e.g. Nystroem samples all rows
+        fmap = clone(feature_map).fit(src if fits_all else _first_block(kind, src))
     d = src.shape[1]
     if fmap.n_features_in_ != d:
         raise ValueError(f"input has {d} features, the map was fitted on {fmap.n_features_in_}")
@@ -256,8 +263,9 @@ def featurize(X, feature_map, *, labels=None, row_ids=None, store=None, chunks=N
     spec_json = fmap.spec_json()
     width, out_dtype = int(fmap.n_output_features_), np.dtype(fmap.output_dtype_)
     n_rows = int(src.shape[0])
+    arrays = graph_arrays(fmap)  # fitted arrays (Nystroem): one shared key, None for other maps
     if store is None:
-        return _lazy(kind, src, spec_json, width, out_dtype)
+        return _lazy(kind, src, spec_json, width, out_dtype, arrays)
 
     columns = {}
     from_source = kind == "sparse" and labels is None and src.has_labels
@@ -288,11 +296,13 @@ def featurize(X, feature_map, *, labels=None, row_ids=None, store=None, chunks=N
 
     done = _prepare(store, storage_options, overwrite, fp, n_rows=n_rows, block_rows=block_rows, width=width,
                     dtype=out_dtype, columns=columns, compressors=compressors, info=info)
+    if arrays is not None:  # the store keeps the map's fitted arrays (subgroup "fitted")
+        write_group(_store.open_group(store, "r+", storage_options), map_arrays(fmap))
     n_blocks = -(-n_rows // block_rows)
     pending = [i for i in range(n_blocks) if not done[i]]
     run = uuid.uuid4().hex[:12]  # side-effecting tasks: never share keys with another run
     job = {"path": store, "storage_options": storage_options, "spec_json": spec_json, "block_rows": block_rows,
-           "n_rows": n_rows, "columns": sorted(columns), "run": run}
+           "n_rows": n_rows, "columns": sorted(columns), "run": run, "arrays": arrays}
     if kind == "dense":
         tasks = _dense_writes(src, job, block_rows, labels, row_ids, pending, run)
     else:
@@ -306,14 +316,14 @@ def featurize(X, feature_map, *, labels=None, row_ids=None, store=None, chunks=N
     return fs
 
 
-def _lazy(kind, src, spec_json, width, out_dtype):
+def _lazy(kind, src, spec_json, width, out_dtype, arrays=None):
     meta = np.empty((0, 0), dtype=out_dtype)
     if kind == "dense":
-        return src.map_blocks(_transform_chunk, spec_json, dtype=out_dtype, chunks=(src.chunks[0], (width,)),
+        return src.map_blocks(_transform_chunk, spec_json, arrays, dtype=out_dtype, chunks=(src.chunks[0], (width,)),
                               meta=meta)
     parts = src.to_delayed()
     blocks = [
-        da.from_delayed(dask.delayed(_transform_part, pure=True)(p, spec_json, off), shape=(n, width),
+        da.from_delayed(dask.delayed(_transform_part, pure=True)(p, spec_json, off, arrays), shape=(n, width),
                         dtype=out_dtype, meta=meta)
         for p, n, off in zip(parts, src.row_counts, src.row_offsets)
     ]
