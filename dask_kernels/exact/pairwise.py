@@ -55,7 +55,17 @@ def _dot(X, Y, dtype):
 
 
 def _gaussian_of_sq(X, Y, gamma, dtype, x_sq, y_sq):
-    """``exp(-gamma max(0, x_sq + y_sq - 2 X Y^T))`` in ``dtype``, computed in place."""
+    """``exp(-gamma max(0, x_sq + y_sq - 2 X Y^T))`` in ``dtype``, computed in place.
+
+    Dense X is cast to ``dtype`` once; its squared norms come from that copy (float32 rows: the
+    norms carry the same rounding as the product, so the distance of a row to itself stays ~0).
+    """
+    if not sp.issparse(X):
+        X = np.asarray(X, dtype=dtype)
+        if x_sq is None:
+            x_sq = np.einsum("ij,ij->i", X, X)
+    elif x_sq is None:
+        x_sq = row_sq_norms(X)
     D = _dot(X, Y, dtype)
     D *= dtype.type(-2.0)
     D += np.asarray(x_sq, dtype=dtype)[:, None]
@@ -75,7 +85,7 @@ def kernel_block(kernel, X, Y, *, gamma=None, dtype=np.float64, y_sq=None):
     X : ndarray or CSR matrix of shape (n, d)
         Validated rows (finite; CSR canonical).
     Y : ndarray or CSR matrix of shape (m, d)
-        The fixed rows.
+        The fixed rows (rbf: pass them already in ``dtype`` to skip a cast per call).
     gamma : float
         Bandwidth of rbf / laplacian / cosine_rbf; ignored by gmm and minmax.
     dtype : numpy dtype, default float64
@@ -99,7 +109,7 @@ def kernel_block(kernel, X, Y, *, gamma=None, dtype=np.float64, y_sq=None):
     dtype = np.dtype(dtype)
     if kernel == "rbf":
         y_sq = row_sq_norms(Y) if y_sq is None else y_sq
-        return _gaussian_of_sq(X, Y, gamma, dtype, row_sq_norms(X), y_sq)
+        return _gaussian_of_sq(X, Y, gamma, dtype, None, y_sq)
     if kernel == "cosine_rbf":
         U, V = unit_rows(X), unit_rows(Y)
         return _gaussian_of_sq(U, V, 0.5 * gamma, dtype, row_sq_norms(U), row_sq_norms(V))

@@ -455,6 +455,8 @@ class Nystroem(FeatureMap):
         def build():
             L = self.landmarks_
             y_sq = row_sq_norms(L) if self.kernel == "rbf" else None
+            if self.kernel == "rbf" and not sp.issparse(L):
+                L = L.astype(self.output_dtype_)  # the product runs in the output precision
             return L, y_sq, self.normalization_.astype(self.output_dtype_)
 
         return cached_table(self, (self.sidecar_["sha256"], self.dtype, self.kernel), build)
