@@ -125,6 +125,34 @@ def test_partition_invariance_of_fit_and_stored_features(tmp_path, landmarks):
     assert s0.spec == s1.spec and _stores_equal(s0, s1)
 
 
+def test_fit_from_readers_npy_and_svmlight(tmp_path):
+    from sklearn.datasets import dump_svmlight_file
+
+    from dask_kernels import read_npy, read_svmlight
+
+    np.save(tmp_path / "x.npy", XS)
+    ref = Nystroem(n_components=20, kernel="laplacian", seed=8).fit(XS)
+    assert Nystroem(n_components=20, kernel="laplacian", seed=8).fit(
+        read_npy(str(tmp_path / "x.npy"), block_rows=43)).spec() == ref.spec()
+    A = np.round(X, 3)
+    dump_svmlight_file(A, np.zeros(len(A)), str(tmp_path / "x.svm"), zero_based=False)
+    parts = read_svmlight(str(tmp_path / "x.svm"), n_features=7, blocksize=2000)
+    assert parts.n_partitions > 3
+    a = Nystroem(n_components=20, kernel="minmax", seed=8).fit(parts)
+    b = Nystroem(n_components=20, kernel="minmax", seed=8).fit(sp.csr_matrix(A))
+    assert a.spec() == b.spec()
+
+
+def test_cli_spec_file_finds_its_sidecar(tmp_path):
+    from dask_kernels.cli import build_parser
+    from dask_kernels.cli.featurize import build_map
+
+    ny = Nystroem(n_components=12, kernel="gmm", seed=4).fit(XS)
+    path = save_map(ny, str(tmp_path / "ny.json"))
+    args = build_parser().parse_args(["featurize", "in.npy", "out.zarr", "--spec", path])
+    assert np.array_equal(build_map(args).transform(XS), ny.transform(XS))
+
+
 def test_uniform_landmarks_depend_on_the_seed_and_row_ids_only():
     a = Nystroem(n_components=10, seed=1).fit(XS).landmark_rows_
     b = Nystroem(n_components=10, seed=2).fit(XS).landmark_rows_
