@@ -302,7 +302,9 @@ def graph_arrays(fmap):
     """The map's fitted arrays as ONE shared Dask key (a Delayed), or None without a sidecar.
 
     Tasks take it as an argument: the graph holds the arrays once, whatever the number of
-    blocks, and a distributed worker receives them once. The key is named after the hash.
+    blocks, and a distributed worker receives them once. On a distributed Client the arrays are
+    scattered first (the graph then holds only the future's key, not the bytes); otherwise they
+    are one literal key named after their hash.
     """
     arrays = map_arrays(fmap)
     if arrays is None:
@@ -310,7 +312,20 @@ def graph_arrays(fmap):
     import dask
 
     sha = fmap.spec()["state"]["sidecar"]["sha256"]
+    client = _active_client()
+    if client is not None:
+        [future] = client.scatter([arrays], hash=False)
+        return dask.delayed(future)
     return dask.delayed(_identity, pure=True)(arrays, dask_key_name=f"dk-fitted-{sha[:24]}")
+
+
+def _active_client():
+    try:
+        from distributed import default_client
+
+        return default_client()
+    except (ImportError, ValueError):
+        return None
 
 
 def _identity(x):
