@@ -100,13 +100,10 @@ def merge_samples(parts, s):
     parts = [p for p in parts if p[0].size]
     if not parts:
         return None
-    if len(parts) == 1 and parts[0][0].size <= s and np.all(np.diff(parts[0][0].astype(np.float64)) >= 0):
-        r, ids, X = parts[0]
-    else:
-        r = np.concatenate([p[0] for p in parts])
-        ids = np.concatenate([p[1] for p in parts])
-        X = sp.vstack([p[2] for p in parts], format="csr") if sp.issparse(parts[0][2]) else \
-            np.concatenate([p[2] for p in parts])
+    r = np.concatenate([p[0] for p in parts])
+    ids = np.concatenate([p[1] for p in parts])
+    X = sp.vstack([p[2] for p in parts], format="csr") if sp.issparse(parts[0][2]) else \
+        np.concatenate([p[2] for p in parts])
     order = np.lexsort((ids, r))[:s]
     X = X[order]
     return r[order], ids[order], (as_block(X, (np.float64,)) if sp.issparse(X) else X)
