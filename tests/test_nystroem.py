@@ -329,6 +329,16 @@ def test_fit_incremental_on_a_nystroem_store(tmp_path):
     assert linear < 0.7 and model.score(XS, y) > 0.85
 
 
+def test_fit_incremental_fits_an_unfitted_nystroem_on_all_rows():
+    from dask_kernels import fit_incremental
+
+    y = (XS[:, 0] > 0).astype(int)
+    ny = Nystroem(n_components=16, kernel="gmm", seed=2)
+    model = fit_incremental(SGDClassifier(random_state=0), XS, y, feature_map=ny, block_rows=50, epochs=1,
+                            validation=None, progress=False)
+    assert model.feature_map.spec() == Nystroem(n_components=16, kernel="gmm", seed=2).fit(XS).spec()
+
+
 def test_cli_featurizes_with_nystroem_gmm(tmp_path, capsys):
     from dask_kernels.cli import main
 
