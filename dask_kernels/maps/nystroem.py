@@ -34,7 +34,7 @@ import scipy.sparse as sp
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..blocks import as_block, check_finite_rows
-from ..exact.pairwise import KERNELS, kernel_block, row_sq_norms
+from ..exact.pairwise import KERNELS, gmm_split, kernel_block, row_sq_norms, unit_rows
 from ..rng import rank_array, uniform
 from ..sidecar import manifest
 from ._fourier import COMMON_CONSTRAINTS, POSITIVE_FINITE, cached_table
@@ -151,8 +151,13 @@ def kmeanspp(C, m, kernel, gamma, seed):
     ``min_c (2 - 2 k(C_j, c))`` using ``uniform(seed, 52, t, 0)``.
     """
     s = C.shape[0]
+    if kernel == "cosine_rbf":  # the same kernel as rbf with gamma / 2 on unit rows: normalize once
+        C, kernel, gamma = unit_rows(C), "rbf", 0.5 * gamma
+    sq = row_sq_norms(C) if kernel == "rbf" else None   # the same rows m times: norms once
 
     def column(j):
+        if sq is not None:
+            return kernel_block(kernel, C, C[j:j + 1], gamma=gamma, x_sq=sq, y_sq=sq[j:j + 1])[:, 0]
         return kernel_block(kernel, C, C[j:j + 1], gamma=gamma)[:, 0]
 
     chosen = [0]
@@ -448,24 +453,20 @@ class Nystroem(FeatureMap):
         return X
 
     def _tables(self):
-        """(landmarks, their squared norms for rbf, N in the output dtype), cached per process."""
+        """(landmarks, precomputed kernel_block arguments, N in the output dtype), cached per process."""
         def build():
-            L = self.landmarks_
-            y_sq = row_sq_norms(L) if self.kernel == "rbf" else None
-            if self.kernel == "rbf" and not sp.issparse(L):
-                L = L.astype(self.output_dtype_)  # the product runs in the output precision
-            return L, y_sq, self.normalization_.astype(self.output_dtype_)
+            L, extra = self.landmarks_, {}
+            if self.kernel == "rbf":
+                extra["y_sq"] = row_sq_norms(L)
+                L = L if sp.issparse(L) else L.astype(self.output_dtype_)  # product in output precision
+            elif self.kernel in ("gmm", "minmax") and not sp.issparse(L):
+                extra["y_split"] = gmm_split(L)
+            return L, extra, self.normalization_.astype(self.output_dtype_)
 
         return cached_table(self, (self.sidecar_["sha256"], self.dtype, self.kernel), build)
 
     def transform_block(self, X, row_offset=0):
         """Features of a validated block: ndarray (n, n_output_features_) of ``output_dtype_``."""
-        L, y_sq, N = self._tables()
-        if self.kernel in ("gmm", "minmax"):
-            # the exact GMM kernel pairs like with like: dense with dense, CSR with CSR
-            if sp.issparse(L) and not sp.issparse(X):
-                X = sp.csr_matrix(X)
-            elif sp.issparse(X) and not sp.issparse(L):
-                X = X.toarray()
-        K = kernel_block(self.kernel, X, L, gamma=self.gamma_, dtype=self.output_dtype_, y_sq=y_sq)
+        L, extra, N = self._tables()
+        K = kernel_block(self.kernel, X, L, gamma=self.gamma_, dtype=self.output_dtype_, **extra)
         return np.ascontiguousarray(K @ N)
