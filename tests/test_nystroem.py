@@ -39,6 +39,22 @@ def data_for(kernel):
     return X if kernel == "minmax" else XS
 
 
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_kernel_block_matches_the_reference_kernels(kernel):
+    from dask_kernels.exact.pairwise import kernel_block
+
+    A = data_for(kernel)[:50].copy()
+    A[3] = 0.0                                   # zero rows: GMM(0, 0) = 1, cosine u = 0
+    B = A[10:30].copy()
+    B[0] = 0.0
+    ref = exact(kernel, A, B, 0.4)
+    for Xa in (A, sp.csr_matrix(A)):
+        for Yb in (B, sp.csr_matrix(B)):
+            assert np.abs(kernel_block(kernel, Xa, Yb, gamma=0.4) - ref).max() < 1e-12
+    K32 = kernel_block(kernel, A, B, gamma=0.4, dtype=np.float32)
+    assert K32.dtype == np.float32 and np.abs(K32 - ref).max() < 1e-5
+
+
 @pytest.mark.parametrize("landmarks", ["uniform", "kmeans++"])
 @pytest.mark.parametrize("kernel", KERNELS)
 def test_landmark_features_reproduce_the_kernel_row(kernel, landmarks):
