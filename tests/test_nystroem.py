@@ -379,6 +379,8 @@ def test_bad_parameters_and_input_are_refused():
     bad[137, 2] = np.nan
     with pytest.raises(ValueError, match="row 137"):
         Nystroem(n_components=8).fit(da.from_array(bad, chunks=50))
+    with pytest.raises(ValueError, match=r"rows \d+\.\.\d+ are complex"):
+        Nystroem(n_components=8).fit(da.from_array(XS + 0j, chunks=50))
     ny = Nystroem(n_components=8).fit(XS)
     spec = ny.spec()
     spec["state"]["n_landmarks"] = 9        # more landmarks than n_components

@@ -79,6 +79,8 @@ def sample_part(X, row_offset, seed, s, kernel):
 
     Validates the partition (finite; nonnegative for min-max), naming global rows.
     """
+    if np.iscomplexobj(X.data if sp.issparse(X) else X):
+        raise ValueError(f"rows {row_offset}..{row_offset + X.shape[0] - 1} are complex; features need real values")
     if sp.issparse(X):
         X = as_block(X, (np.float64,))
     else:
