@@ -109,7 +109,8 @@ def accuracy(name, X, y, ms, epochs, n_exact, block_rows, tmp):
             store = make_store(Xtr, ytr, fmap, block_rows, tmp, f"{name}-{label[:3]}-{m}")
             model = train(store, epochs)
             rows[label].append(model.score(Xte, yte))
-            print(f"  {label:<14} m=k={m:<5} test acc {rows[label][-1]:.4f}  {time.perf_counter() - t:5.1f} s", flush=True)
+            print(f"  {label:<14} m=k={m:<5} test acc {rows[label][-1]:.4f}  {time.perf_counter() - t:5.1f} s",
+                  flush=True)
     print(f"\n{'method':<28}" + "".join(f"{'m=k=' + str(m):>10}" for m in ms))
     for label, accs in rows.items():
         print(f"{label:<28}" + "".join(f"{a:10.4f}" for a in accs))
