@@ -239,7 +239,7 @@ def test_store_writer_graph_holds_the_fitted_arrays_once(tmp_path, monkeypatch, 
 
     fz = importlib.import_module("dask_kernels.pipeline.featurize")
 
-    rows = np.abs(RNG.standard_normal((2000, 60)))
+    rows = np.abs(RNG.standard_normal((1000, 60)))
     ny = Nystroem(n_components=512, kernel="rbf", seed=0).fit(rows)    # 2.3 MB of fitted arrays
     sizes = {}
     real = fz.run_tasks
@@ -253,8 +253,8 @@ def test_store_writer_graph_holds_the_fitted_arrays_once(tmp_path, monkeypatch, 
 
     monkeypatch.setattr(fz, "run_tasks", spy)
     for n_blocks in (10, 100):
-        src = from_sparse(sp.csr_matrix(rows), block_rows=2000 // n_blocks) if sparse else \
-            da.from_array(rows, chunks=(2000 // n_blocks, -1))
+        src = from_sparse(sp.csr_matrix(rows), block_rows=1000 // n_blocks) if sparse else \
+            da.from_array(rows, chunks=(1000 // n_blocks, -1))
         featurize(src, ny, store=str(tmp_path / f"{n_blocks}.zarr"), progress=False)
     small, big = sorted(sizes.values())
     assert (big - small) / 90 < 0.01 * (ny.landmarks_.nbytes + ny.normalization_.nbytes)   # per extra block
