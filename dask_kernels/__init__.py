@@ -9,6 +9,7 @@ from .maps import FeatureMap, from_spec, registered_maps
 from .maps.fastfood import Fastfood
 from .maps.gcws import GCWS, expand_codes
 from .maps.nrff import NRFF
+from .maps.nystroem import Nystroem
 from .maps.rff import RFF
 from .pipeline import FeatureStore, featurize, open_store
 from .rng import RNG_SCHEME
@@ -25,6 +26,7 @@ __all__ = [
     "GCWS",
     "KernelModel",
     "NRFF",
+    "Nystroem",
     "RFF",
     "RNG_SCHEME",
     "SparsePartitions",

@@ -55,7 +55,9 @@ def build_map(args):
             raise UsageError(f"--spec {args.spec}: expected a JSON object with a 'method' key")
         if "n_features_in" in spec:
             try:
-                return from_spec(spec)
+                from ..sidecar import beside
+
+                return from_spec(spec, arrays=beside(args.spec))  # nystroem: x.json's arrays in x.npz
             except (ValueError, TypeError, KeyError) as e:
                 raise UsageError(f"--spec {args.spec}: {e}") from None
         params = spec.get("params", {})

@@ -11,12 +11,13 @@ import scipy.sparse as sp
 
 from ..blocks import validate_block
 from ..maps.base import from_spec
+from ..sidecar import model_arrays, save_model_arrays
 from .checkpoint import load_npz, save_npz
 from .state import get_state, json_params, params_from_json, set_state
 
 MODEL_FORMAT = "dask-kernels-model-1"
 #: The files of a saved model: a directory holding anything else is not replaced or deleted.
-MODEL_FILES = ("model.json", "arrays.npz")
+MODEL_FILES = ("model.json", "arrays.npz", "feature_map.npz")  # the last: a map's sidecar arrays, if any
 #: model.json larger than this is refused before it is parsed.
 MAX_JSON_BYTES = 256 * 2**20
 
@@ -231,6 +232,7 @@ class KernelModel:
         tmp = tempfile.mkdtemp(prefix=f".{base}.tmp-", dir=folder)
         try:
             save_npz(os.path.join(tmp, "arrays.npz"), arrays, {"format": MODEL_FORMAT})
+            save_model_arrays(self.feature_map, tmp)  # nystroem: the map's fitted arrays, if any
             with open(os.path.join(tmp, "model.json"), "w") as f:
                 json.dump(meta, f, indent=1)
                 f.flush()
@@ -397,7 +399,7 @@ def load_model(path, *, max_bytes=None):
     fmap = None
     if spec is not None:
         try:
-            fmap = from_spec(spec)
+            fmap = from_spec(spec, arrays=model_arrays(path))
         except (ValueError, TypeError, KeyError, OverflowError) as e:
             raise ValueError(f"{where}: feature_map: {e}") from None
         width = learner_width(fmap)

@@ -33,14 +33,15 @@ def _featurize(fmap, X, a, b, rows):
     return fmap.transform_block(X, row_offset=a)
 
 
-def _fit_if_needed(fmap, first_block, n_features):
+def _fit_if_needed(fmap, first_block, n_features, all_rows=None):
     from sklearn.exceptions import NotFittedError
     from sklearn.utils.validation import check_is_fitted
 
     try:
         check_is_fitted(fmap)
     except NotFittedError:
-        fmap.fit(first_block())
+        fits_all = all_rows is not None and getattr(fmap, "fits_partitioned", False)  # Nystroem: all rows
+        fmap.fit(all_rows if fits_all else first_block())
     if fmap.n_features_in_ != n_features:
         raise ValueError(f"the feature map expects {fmap.n_features_in_} input features, "
                          f"the input has {n_features}")
@@ -204,7 +205,7 @@ class ArraySource(BlockSource):
         chunks = X.chunks[0] if _is_dask(X) and block_rows is None else None
         self.bounds = _bounds(self.n_rows, block_rows, chunks)
         if feature_map is not None:
-            _fit_if_needed(feature_map, lambda: self._rows(*self.bounds[0]), X.shape[1])
+            _fit_if_needed(feature_map, lambda: self._rows(*self.bounds[0]), X.shape[1], X)
         self.feature_map = feature_map
 
     def _rows(self, a, b, rows=None):
@@ -252,7 +253,7 @@ class PartitionSource(BlockSource):
         self.n_rows = int(edges[-1])
         self.has_labels = bool(parts.has_labels)
         if feature_map is not None:
-            _fit_if_needed(feature_map, self._first_rows, int(parts.n_features))
+            _fit_if_needed(feature_map, self._first_rows, int(parts.n_features), parts)
         self.feature_map = feature_map
 
     def _first_rows(self):

@@ -33,6 +33,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ..blocks import MAX_FEATURES_IN, as_block, check_finite_rows  # noqa: F401  (re-exported for maps)
 from ..blocks import validate_block as _validate_block
 from ..rng import RNG_SCHEME
+from ..sidecar import attach as attach_sidecar
 
 SPEC_VERSION = 1
 #: Spec versions :func:`from_spec` reads.
@@ -226,8 +227,11 @@ def _spec_int(spec, key, lo, hi):
     return int(value)
 
 
-def from_spec(spec):
+def from_spec(spec, arrays=None):
     """Rebuild a fitted feature map from :meth:`FeatureMap.spec` (a dict or JSON text).
+
+    ``arrays``: the fitted arrays of a map whose spec records a sidecar (e.g. Nystroem): a
+    mapping, an .npz path or a Zarr group; verified against the spec (:mod:`dask_kernels.sidecar`).
 
     Every field that reaches a kernel is checked first, and a bad one raises ``ValueError``
     naming its key: ``spec_version`` and ``rng_scheme`` must be ones this version implements,
@@ -294,6 +298,7 @@ def from_spec(spec):
         raise _key_error("['state']", f"expected an object, got {type(state).__name__}")
     fmap._validate_state(state)
     fmap._set_fitted_state(state)
+    attach_sidecar(fmap, state, arrays)  # verify and attach fitted arrays kept beside the spec
     fmap.is_fitted_ = True
     width = spec["n_output_features"]
     if isinstance(width, bool) or width != int(fmap.n_output_features_):

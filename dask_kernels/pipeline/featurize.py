@@ -19,6 +19,7 @@ from sklearn.exceptions import NotFittedError
 from ..blocks import validate_block
 from ..io.dense import file_identity, from_array
 from ..io.sparse import SparsePartitions, from_sparse
+from ..sidecar import graph_arrays, map_arrays, rebuild_with_arrays, write_group
 from . import store as _store
 from ._digest import csr_digest, digest
 from .fingerprint import differences, fingerprint_hash, input_fingerprint, job_fingerprint, job_key, stable_part
@@ -30,6 +31,11 @@ def rebuild_map(spec_json):
     from ..maps import from_spec
 
     return from_spec(spec_json)
+
+
+def _map(spec_json, arrays):
+    """rebuild_map, or for a map with fitted arrays (one shared key of the graph) its sidecar twin."""
+    return rebuild_map(spec_json) if arrays is None else rebuild_with_arrays(spec_json, arrays)
 
 
 def transform_rows(fmap, X, row_offset):
@@ -45,13 +51,13 @@ def transform_rows(fmap, X, row_offset):
 
 
 # -- lazy ----------------------------------------------------------------------------------------
-def _transform_chunk(x, spec_json, block_info=None):
+def _transform_chunk(x, spec_json, arrays=None, block_info=None):
     row_offset = block_info[0]["array-location"][0][0] if block_info else 0
-    return transform_rows(rebuild_map(spec_json), x, row_offset)
+    return transform_rows(_map(spec_json, arrays), x, row_offset)
 
 
-def _transform_part(part, spec_json, row_offset):
-    return transform_rows(rebuild_map(spec_json), part[0], row_offset)
+def _transform_part(part, spec_json, row_offset, arrays=None):
+    return transform_rows(_map(spec_json, arrays), part[0], row_offset)
 
 
 # -- store writer --------------------------------------------------------------------------------
@@ -95,7 +101,7 @@ def _write_block(job, i, pieces):
     in_digest = _input_digest(X) if checks else 0
     if job["expect"].get(i) == in_digest:
         return 0  # input rows unchanged since the block was written (and verified): keep it
-    F = transform_rows(rebuild_map(job["spec_json"]), X, start)
+    F = transform_rows(_map(job["spec_json"], job.get("arrays")), X, start)
     if checks and job["input_check"] is not None:
         job["input_check"].check()  # still the file the job started on: no mix of old and new rows
     import json
@@ -173,7 +179,8 @@ def _fitted(feature_map, kind, src):
         fmap = feature_map
     except NotFittedError:
         # Documented: an unfitted map is fitted (as a clone) on the first block of rows only.
-        fmap = clone(feature_map).fit(_first_block(kind, src))
+        fits_all = getattr(feature_map, "fits_partitioned", False)  # e.g. Nystroem samples all rows
+        fmap = clone(feature_map).fit(src if fits_all else _first_block(kind, src))
     d = src.shape[1]
     if fmap.n_features_in_ != d:
         raise ValueError(f"input has {d} features, the map was fitted on {fmap.n_features_in_}")
@@ -306,8 +313,9 @@ def featurize(X, feature_map, *, labels=None, row_ids=None, store=None, chunks=N
     spec_json = fmap.spec_json()
     width, out_dtype = int(fmap.n_output_features_), np.dtype(fmap.output_dtype_)
     n_rows = int(src.shape[0])
+    arrays = graph_arrays(fmap)  # fitted arrays (Nystroem): one shared key, None for other maps
     if store is None:
-        return _lazy(kind, src, spec_json, width, out_dtype)
+        return _lazy(kind, src, spec_json, width, out_dtype, arrays)
 
     columns = {}
     from_source = kind == "sparse" and labels is None and src.has_labels
@@ -339,6 +347,8 @@ def featurize(X, feature_map, *, labels=None, row_ids=None, store=None, chunks=N
     checks = bool(_store._INTEGRITY)
     plan = _prepare(store, storage_options, overwrite, fp, checks, n_rows=n_rows, block_rows=block_rows, width=width,
                     dtype=out_dtype, columns=columns, compressors=compressors, info=info)
+    if arrays is not None:  # the store keeps the map's fitted arrays (subgroup "fitted")
+        write_group(_store.open_group(store, "r+", storage_options), map_arrays(fmap))
     n_blocks = -(-n_rows // block_rows)
     done, expect = plan["done"], {}
     if checks and done.any():  # resuming: a done block whose chunks do not match its record is rewritten
@@ -384,11 +394,11 @@ def _input_identity(kind, src):
 def _lazy(kind, src, spec_json, width, out_dtype):
     meta = np.empty((0, 0), dtype=out_dtype)
     if kind == "dense":
-        return src.map_blocks(_transform_chunk, spec_json, dtype=out_dtype, chunks=(src.chunks[0], (width,)),
+        return src.map_blocks(_transform_chunk, spec_json, arrays, dtype=out_dtype, chunks=(src.chunks[0], (width,)),
                               meta=meta)
     parts = src.to_delayed()
     blocks = [
-        da.from_delayed(dask.delayed(_transform_part, pure=True)(p, spec_json, off), shape=(n, width),
+        da.from_delayed(dask.delayed(_transform_part, pure=True)(p, spec_json, off, arrays), shape=(n, width),
                         dtype=out_dtype, meta=meta)
         for p, n, off in zip(parts, src.row_counts, src.row_offsets)
     ]

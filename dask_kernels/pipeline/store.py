@@ -592,8 +592,9 @@ class FeatureStore:
     def feature_map(self):
         """The feature map that wrote the store, rebuilt from its spec."""
         from ..maps import from_spec
+        from ..sidecar import store_arrays
 
-        return from_spec(self.spec)
+        return from_spec(self.spec, arrays=store_arrays(self.group))  # nystroem: fitted arrays
 
     @property
     def done(self):
