@@ -367,7 +367,8 @@ def featurize(X, feature_map, *, labels=None, row_ids=None, store=None, chunks=N
     run = uuid.uuid4().hex[:12]  # side-effecting tasks: never share keys with another run
     job = {"path": store, "storage_options": storage_options, "spec_json": spec_json, "block_rows": block_rows,
            "n_rows": n_rows, "columns": sorted(columns), "run": run, "lease": plan["lease"], "key": job_key(fp),
-           "checks": checks, "expect": expect, "input_check": _input_identity(kind, src) if checks else None}
+           "checks": checks, "expect": expect, "input_check": _input_identity(kind, src) if checks else None,
+           "arrays": arrays}
     if kind == "dense":
         tasks = _dense_writes(src, job, block_rows, labels, row_ids, pending, run)
     else:
