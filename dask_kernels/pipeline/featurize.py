@@ -392,7 +392,7 @@ def _input_identity(kind, src):
     return file_identity(src)
 
 
-def _lazy(kind, src, spec_json, width, out_dtype):
+def _lazy(kind, src, spec_json, width, out_dtype, arrays=None):
     meta = np.empty((0, 0), dtype=out_dtype)
     if kind == "dense":
         return src.map_blocks(_transform_chunk, spec_json, arrays, dtype=out_dtype, chunks=(src.chunks[0], (width,)),
