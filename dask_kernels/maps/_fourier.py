@@ -17,6 +17,7 @@ from numba import njit
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..rng import bits, index_key, stream_key, unit64
+from ._parallel import N_JOBS_CONSTRAINT
 
 
 class FloatFeatures:
@@ -43,6 +44,7 @@ COMMON_CONSTRAINTS = {
     "n_components": [Interval(numbers.Integral, 1, None, closed="left")],
     "seed": [Interval(numbers.Integral, 0, 2**64 - 1, closed="both")],
     "dtype": [StrOptions({"float32", "float64"})],
+    **N_JOBS_CONSTRAINT,
 }
 
 

@@ -26,6 +26,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..blocks import as_block, check_finite_rows  # noqa: F401  (re-exported for maps)
 from ..rng import RNG_SCHEME
+from ._parallel import RUNTIME_PARAMS, transform_rows
 
 SPEC_VERSION = 1
 
@@ -120,7 +121,7 @@ class FeatureMap(TransformerMixin, BaseEstimator):
         """
         check_is_fitted(self)
         X = self._validate_input(X, reset=False)
-        return self.transform_block(X)
+        return transform_rows(self.transform_block, X, getattr(self, "n_jobs", None))
 
     def get_feature_names_out(self, input_features=None):
         """Output feature names ``<method>0, <method>1, ...``."""
@@ -141,7 +142,7 @@ class FeatureMap(TransformerMixin, BaseEstimator):
             "spec_version": SPEC_VERSION,
             "rng_scheme": RNG_SCHEME,
             "method": self.method,
-            "params": _jsonable(self.get_params(deep=False)),
+            "params": _jsonable({k: v for k, v in self.get_params(deep=False).items() if k not in RUNTIME_PARAMS}),
             "n_features_in": int(self.n_features_in_),
             "n_output_features": int(self.n_output_features_),
             "output_dtype": np.dtype(self.output_dtype_).str,

@@ -242,6 +242,11 @@ class Fastfood(FloatFeatures, FeatureMap):
         Seed of the counter-based random numbers (0 <= seed < 2**64).
     dtype : {"float32", "float64"}, default="float32"
         Output dtype and the precision of the transform.
+    n_jobs : int or None, default=None
+        Threads of :meth:`transform` over row blocks of in-memory input: None is every usable
+        CPU when called from the main thread and one otherwise (never nested inside Dask tasks
+        or your own pool), -1 every CPU, -2 all but one. The output is bitwise identical for
+        any value; it is not part of :meth:`spec` (it changes speed, not features).
 
     Attributes
     ----------
@@ -281,7 +286,16 @@ class Fastfood(FloatFeatures, FeatureMap):
     }
 
     def __init__(
-        self, *, n_components=100, gamma=None, sigma=None, radial="gaussian", matern_t=3, seed=0, dtype="float32"
+        self,
+        *,
+        n_components=100,
+        gamma=None,
+        sigma=None,
+        radial="gaussian",
+        matern_t=3,
+        seed=0,
+        dtype="float32",
+        n_jobs=None,
     ):
         self.n_components = n_components
         self.gamma = gamma
@@ -290,6 +304,7 @@ class Fastfood(FloatFeatures, FeatureMap):
         self.matern_t = matern_t
         self.seed = seed
         self.dtype = dtype
+        self.n_jobs = n_jobs
 
     def _validate_params_extra(self):
         if self.gamma is not None and self.sigma is not None:

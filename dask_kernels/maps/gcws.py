@@ -30,6 +30,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..blocks import as_block
 from ..rng import bits, gamma2_f32_words, hi32, index_key, lo32, log32, stream_key, unit32_word
+from ._parallel import N_JOBS_CONSTRAINT
 from .base import FeatureMap
 
 STREAM = 1
@@ -247,6 +248,11 @@ class GCWS(FeatureMap):
         Cache the random parameters of every split index in a table (fast for dense and
         moderate-dimension input). "auto" uses the table when it needs at most 256 MiB. Codes
         are identical either way.
+    n_jobs : int or None, default=None
+        Threads of :meth:`transform` over row blocks of in-memory input: None is every usable
+        CPU when called from the main thread and one otherwise (never nested inside Dask tasks
+        or your own pool), -1 every CPU, -2 all but one. The output is bitwise identical for
+        any value; it is not part of :meth:`spec` (it changes speed, not features).
 
     Attributes
     ----------
@@ -288,15 +294,19 @@ class GCWS(FeatureMap):
         "center": [None, StrOptions({"mean"}), "array-like"],
         "output": [StrOptions({"codes", "onehot"})],
         "table": ["boolean", StrOptions({"auto"})],
+        **N_JOBS_CONSTRAINT,
     }
 
-    def __init__(self, *, n_components=256, bits=8, seed=0, center=None, output="codes", table="auto"):
+    def __init__(
+        self, *, n_components=256, bits=8, seed=0, center=None, output="codes", table="auto", n_jobs=None
+    ):
         self.n_components = n_components
         self.bits = bits
         self.seed = seed
         self.center = center
         self.output = output
         self.table = table
+        self.n_jobs = n_jobs
 
     # -- fitted state -------------------------------------------------------------------------
     def _fit(self, X):

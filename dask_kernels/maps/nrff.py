@@ -70,6 +70,11 @@ class NRFF(FloatFeatures, FeatureMap):
         Seed of the counter-based random numbers (0 <= seed < 2**64).
     dtype : {"float32", "float64"}, default="float32"
         Output dtype, also the precision of the projection.
+    n_jobs : int or None, default=None
+        Threads of :meth:`transform` over row blocks of in-memory input: None is every usable
+        CPU when called from the main thread and one otherwise (never nested inside Dask tasks
+        or your own pool), -1 every CPU, -2 all but one. The output is bitwise identical for
+        any value; it is not part of :meth:`spec` (it changes speed, not features).
 
     Attributes
     ----------
@@ -105,11 +110,12 @@ class NRFF(FloatFeatures, FeatureMap):
         "gamma": [POSITIVE_FINITE],
     }
 
-    def __init__(self, *, n_components=100, gamma=1.0, seed=0, dtype="float32"):
+    def __init__(self, *, n_components=100, gamma=1.0, seed=0, dtype="float32", n_jobs=None):
         self.n_components = n_components
         self.gamma = gamma
         self.seed = seed
         self.dtype = dtype
+        self.n_jobs = n_jobs
 
     def _tables(self):
         seed, gamma = np.uint64(self.seed), float(self.gamma)
