@@ -13,6 +13,7 @@ from numba import njit
 
 from ._fourier import COMMON_CONSTRAINTS, POSITIVE_FINITE, FloatFeatures, check_width, normal_table, projection_tables
 from ._fourier import row_chunks
+from ._cos32 import cos32_row
 from .base import FeatureMap
 from .rff import projection
 
@@ -38,6 +39,36 @@ def _scale_rows(P, s):
         row = P[i]
         for j in range(row.size):
             row[j] *= f
+
+
+@njit(nogil=True, cache=True)
+def _cos32_unit_rows(P, inv, phase):
+    """In place, row by row (in cache): ``cos32(P * inv + phase)``, then scaled to unit length.
+
+    The squared norm is summed in float64 over 16 interleaved partial sums (a fixed order, so
+    bitwise reproducible, and vectorizable; a single float accumulator is not).
+    """
+    acc = np.zeros(16)
+    for i in range(P.shape[0]):
+        row = P[i]
+        f = np.float32(inv[i])
+        for j in range(row.size):
+            row[j] = row[j] * f + phase[j]
+        cos32_row(row, row, np.float32(1.0))
+        acc[:] = 0.0
+        n16 = row.size - row.size % 16
+        for j0 in range(0, n16, 16):
+            for m in range(16):
+                v = np.float64(row[j0 + m])
+                acc[m] += v * v
+        total = 0.0
+        for m in range(16):
+            total += acc[m]
+        for j in range(n16, row.size):
+            total += np.float64(row[j]) * np.float64(row[j])
+        g = np.float32(1.0 / np.sqrt(total))
+        for j in range(row.size):
+            row[j] *= g
 
 
 def _input_norms(X):
@@ -130,6 +161,9 @@ class NRFF(FloatFeatures, FeatureMap):
         inv = np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 0)
         # (X @ W) / ||x|| = W^T u: normalize after the product, the cheaper side.
         P = projection(X, W, self.output_dtype_)
+        if self.cosine_ == "cos32":
+            _cos32_unit_rows(P, inv, phase)
+            return P
         for part, inv_part in zip(row_chunks(P), row_chunks(inv)):
             _scale_add(part, inv_part, phase)
             np.cos(part, out=part)

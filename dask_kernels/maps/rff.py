@@ -17,6 +17,7 @@ from sklearn.utils._param_validation import StrOptions
 
 from ._fourier import COMMON_CONSTRAINTS, POSITIVE_FINITE, FloatFeatures, cauchy_table, check_width, normal_table
 from ._fourier import projection_tables, row_chunks
+from ._cos32 import affine_cos32_rows
 from .base import FeatureMap
 
 STREAM_GAUSSIAN = 21
@@ -116,6 +117,9 @@ class RFF(FloatFeatures, FeatureMap):
         W, phase = self._tables()
         P = projection(X, W, self.output_dtype_)
         factor = self.output_dtype_.type(np.sqrt(2.0 / self.n_components))
+        if self.cosine_ == "cos32":
+            affine_cos32_rows(P, np.ones(P.shape[0]), phase, factor)
+            return P
         for part in row_chunks(P):
             part += phase
             np.cos(part, out=part)
