@@ -135,9 +135,32 @@ def test_spec_records_the_sampler_and_icws_specs_are_unchanged(data):
 
 def test_out_of_range_norm_names_the_row():
     X = np.ones((4, 3))
-    X[2] = [1e-300, 0.0, 0.0]  # l1 below 2**-900: the rank window would overflow
+    X[2] = [1e-300, 0.0, 0.0]  # l1 below 2**-800 (grid units): the rank window would overflow
     gcws = _dart(n_components=8).fit(X)
     with pytest.raises(ValueError, match="row 2"):
         gcws.transform(X)
     with pytest.raises(ValueError, match="row 2"):
         gcws.transform(sp.csr_matrix(X))
+
+
+@pytest.mark.parametrize("e", [-30, 0, 30])
+def test_grid_scale_changes_cost_not_the_collision_law(e):
+    # the fitted grid scale 2**e is a change of units of the dart process: any e gives GMM
+    x, y = PAIRS["different scales"]
+    X = np.vstack([x, y])
+    g = gmm_kernel(X)[0, 1]
+    gcws = _dart(n_components=K_THEORY, seed=7).fit(X)
+    gcws.rank_scale_log2_ = e
+    _, dart = gcws.sample(X)
+    assert abs(np.mean(dart[0] == dart[1]) - g) < _binomial_bound(g, K_THEORY)
+
+
+def test_grid_scale_is_fitted_kept_in_the_spec_and_checked(data):
+    gcws = _dart(n_components=16).fit(data * 2.0**20)
+    spec = gcws.spec()
+    l1 = np.abs(data * 2.0**20).sum(axis=1)
+    assert spec["state"]["rank_scale_log2"] == round(np.log2(np.median(l1[l1 > 0])))
+    assert "rank_scale_log2" not in GCWS(n_components=16).fit(data).spec()["state"]
+    for bad in (1.5, "3", 10**6, True):
+        with pytest.raises(ValueError, match=r"spec\['state'\]\['rank_scale_log2'\]"):
+            from_spec(dict(spec, state=dict(spec["state"], rank_scale_log2=bad)))

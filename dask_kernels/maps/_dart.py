@@ -33,6 +33,9 @@ times the rank band ``[2**rho - 1, 2**(rho+1) - 1)``, cut into ``2**rho x 2**nu`
   ``w0 = (2**nu - 1) / t + a dw`` and rank ``r0 = 2**rho - 1 + b dr``, ``dw = 2**(nu-rho) / t``,
   ``dr = 2**(rho-nu)`` (tables of IEEE quotients, see :func:`grid_tables`).
 
+Units: the weights are multiplied by ``2**-e`` (ranks, in effect, by ``2**e``), e fitted once
+and kept in the spec (:func:`rank_scale_log2`); below, w and x~ are in these units.
+
 Rounds: the vector only visits cells that can hold a hit with rank below
 ``M = theta / ||x~||_1`` (``t * theta`` hits expected), ``t = ceil(k ln k + 2k)`` as in the
 reference implementation, so all k buckets fill with probability about ``1 - e**-2``. If a bucket
@@ -40,7 +43,7 @@ stays empty, the next round doubles theta and looks again. Darts never depend on
 how far we look), so the sample is the same whatever the number of rounds: the first dart of
 each bucket over the whole process.
 
-Domain: rows whose split l1 norm lies outside ``[2**-900, 2**900]`` are refused (the rank
+Domain: rows whose split l1 norm lies outside ``[2**-800, 2**800]`` are refused (the rank
 window would overflow); any nonzero value inside it is fine, at any index below 2**31.
 """
 
@@ -52,8 +55,10 @@ from numba import njit
 from ..rng import bits, hi32, index_key, lo32, unit64
 
 STREAM_DART = 2
-L1_MIN = 2.0**-900
-L1_MAX = 2.0**900
+L1_MIN = 2.0**-800
+L1_MAX = 2.0**800
+#: Bound on the exponent of the rank scale (see :func:`rank_scale_log2`).
+SCALE_LOG2_MAX = 100
 #: Poisson(1) cumulative distribution, P[N <= p] for p = 0, 1, ... (literals: no libm at run time).
 _POISSON_CDF = np.array(
     [
@@ -68,6 +73,23 @@ _MAX_ROUNDS = 64
 _TWO_M48 = 2.0**-48
 _TWO_M32 = 2.0**-32
 _ALL_ONES = np.uint64(0xFFFFFFFFFFFFFFFF)
+
+
+def rank_scale_log2(l1_norms):
+    """The grid scale's exponent e for rows of these split l1 norms: ``round(log2(median))``.
+
+    The kernels throw darts at ``(w 2**-e, r 2**e)``: an area-preserving change of units (exact
+    in floating point), so the dart process and the collision law are the same for any fixed e,
+    but the grid's cost is not. With the median row's l1 norm near 1 in these units its rank
+    window is about 1 and its cells come from about ``log2(hits per element) + 1`` weight bands
+    and one rank band; a row far from the median only visits more, emptier regions.
+    """
+    l1 = np.asarray(l1_norms, dtype=np.float64)
+    l1 = l1[(l1 > 0) & np.isfinite(l1)]
+    if l1.size == 0:
+        return 0
+    e = int(np.round(np.log2(np.median(l1))))
+    return int(np.clip(e, -SCALE_LOG2_MAX, SCALE_LOG2_MAX))
 
 
 def dart_count(k):
@@ -145,7 +167,7 @@ def _throw(ekey, w, M, k, band, step, pow2, cdf, s, best_rank, best_id, best_s, 
 
 
 @njit(nogil=True, cache=True)
-def _dart_row(skey, split, weight, nnz, l1, k, band, step, pow2, cdf, best_rank, best_id, best_s):
+def _dart_row(skey, split, weight, nnz, l1, scale, k, band, step, pow2, cdf, best_rank, best_id, best_s):
     """The k samples of one row given its nonzero split entries; False if l1 is out of range."""
     best_rank[:] = np.inf
     best_id[:] = _ALL_ONES
@@ -179,7 +201,7 @@ def _emit(row, best_id, best_s, mask, codes_only, code_out, s_out, id_out):
 
 
 @njit(nogil=True, cache=True)
-def dart_dense(X, center, skey, k, band, step, pow2, mask, codes_only, code_out, s_out, id_out):
+def dart_dense(X, center, skey, scale, k, band, step, pow2, mask, codes_only, code_out, s_out, id_out):
     """Samples of a dense block (``X - center`` sign-split). Returns the first row whose l1 norm
     is out of range, or -1."""
     n, d = X.shape
@@ -195,17 +217,17 @@ def dart_dense(X, center, skey, k, band, step, pow2, mask, codes_only, code_out,
             v = np.float64(X[row, i]) - center[i]
             if v != 0.0:
                 split[nnz] = 2 * i + (0 if v > 0.0 else 1)
-                weight[nnz] = abs(v)
-                l1 += abs(v)
+                weight[nnz] = abs(v) * scale  # a power of two: exact
+                l1 += weight[nnz]
                 nnz += 1
-        if not _dart_row(skey, split, weight, nnz, l1, k, band, step, pow2, _POISSON_CDF, best_rank, best_id, best_s):
+        if not _dart_row(skey, split, weight, nnz, l1, scale, k, band, step, pow2, _POISSON_CDF, best_rank, best_id, best_s):
             return row
         _emit(row, best_id, best_s, mask, codes_only, code_out, s_out, id_out)
     return -1
 
 
 @njit(nogil=True, cache=True)
-def dart_csr(data, indices, indptr, skey, k, band, step, pow2, mask, codes_only, code_out, s_out, id_out):
+def dart_csr(data, indices, indptr, skey, scale, k, band, step, pow2, mask, codes_only, code_out, s_out, id_out):
     """Samples of a canonical CSR block (sorted, unique indices); as :func:`dart_dense`."""
     width = 0
     for row in range(indptr.size - 1):
@@ -222,10 +244,10 @@ def dart_csr(data, indices, indptr, skey, k, band, step, pow2, mask, codes_only,
             v = np.float64(data[p])
             if v != 0.0:
                 split[nnz] = 2 * np.int64(indices[p]) + (0 if v > 0.0 else 1)
-                weight[nnz] = abs(v)
-                l1 += abs(v)
+                weight[nnz] = abs(v) * scale
+                l1 += weight[nnz]
                 nnz += 1
-        if not _dart_row(skey, split, weight, nnz, l1, k, band, step, pow2, _POISSON_CDF, best_rank, best_id, best_s):
+        if not _dart_row(skey, split, weight, nnz, l1, scale, k, band, step, pow2, _POISSON_CDF, best_rank, best_id, best_s):
             return row
         _emit(row, best_id, best_s, mask, codes_only, code_out, s_out, id_out)
     return -1

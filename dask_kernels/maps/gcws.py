@@ -30,7 +30,8 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..blocks import as_block
 from ..rng import bits, gamma2_f32_words, hi32, index_key, lo32, log32, stream_key, unit32_word
-from ._dart import L1_MAX, L1_MIN, STREAM_DART, dart_count, dart_csr, dart_dense, grid_tables
+from ._dart import L1_MAX, L1_MIN, SCALE_LOG2_MAX, STREAM_DART, dart_count, dart_csr, dart_dense, grid_tables
+from ._dart import rank_scale_log2
 from ._parallel import N_JOBS_CONSTRAINT
 from .base import FeatureMap
 
@@ -347,12 +348,30 @@ class GCWS(FeatureMap):
                 raise ValueError("center contains NaN or infinity")
             self.center_ = center
 
+        if self.sampler == "dart":
+            D = X.toarray() if sp.issparse(X) and self.center_ is not None else X
+            D = D - self.center_ if self.center_ is not None else D
+            l1 = np.asarray(abs(D).sum(axis=1), dtype=np.float64).ravel()
+            self.rank_scale_log2_ = rank_scale_log2(l1)
+        else:
+            self.rank_scale_log2_ = None
+
     def _fitted_state(self):
-        return {"center": None if self.center_ is None else self.center_.tolist()}
+        state = {"center": None if self.center_ is None else self.center_.tolist()}
+        if self.rank_scale_log2_ is not None:  # dart only: ICWS specs stay as they were
+            state["rank_scale_log2"] = int(self.rank_scale_log2_)
+        return state
 
     def _set_fitted_state(self, state):
         c = state.get("center")
         self.center_ = None if c is None else np.asarray(c, dtype=np.float64)
+        e = state.get("rank_scale_log2", 0 if self.sampler == "dart" else None)
+        if e is not None and (isinstance(e, bool) or not isinstance(e, int) or abs(e) > SCALE_LOG2_MAX):
+            raise ValueError(
+                f"spec['state']['rank_scale_log2']: {e!r} is not an integer in "
+                f"[-{SCALE_LOG2_MAX}, {SCALE_LOG2_MAX}]"
+            )
+        self.rank_scale_log2_ = e
 
     @property
     def n_output_features_(self):
@@ -442,18 +461,20 @@ class GCWS(FeatureMap):
             code_out, s_out, id_out = None, np.empty((n, k), np.int64), np.empty((n, k), np.int64)
         none = np.empty((0, k), np.int64)
         grid = _dart_grid(k)
+        scale = 2.0 ** -int(self.rank_scale_log2_)
         outs = (code_out if codes_only else none, none if codes_only else s_out, none if codes_only else id_out)
         if sp.issparse(X) and self.center_ is not None:
             X = X.toarray()
         if sp.issparse(X):
-            bad = dart_csr(X.data, X.indices, X.indptr, skey, k, *grid, mask, codes_only, *outs)
+            bad = dart_csr(X.data, X.indices, X.indptr, skey, scale, k, *grid, mask, codes_only, *outs)
         else:
             c = self.center_ if self.center_ is not None else np.zeros(X.shape[1])
-            bad = dart_dense(as_block(X, self.input_dtypes), c, skey, k, *grid, mask, codes_only, *outs)
+            bad = dart_dense(as_block(X, self.input_dtypes), c, skey, scale, k, *grid, mask, codes_only, *outs)
         if bad >= 0:
+            e = int(self.rank_scale_log2_)
             raise ValueError(
                 f"GCWS(sampler='dart'): row {row_offset + bad} has a sign-split l1 norm outside "
-                f"[2**{int(np.log2(L1_MIN))}, 2**{int(np.log2(L1_MAX))}]; rescale the data"
+                f"[2**{int(np.log2(L1_MIN)) + e}, 2**{int(np.log2(L1_MAX)) + e}]; rescale the data"
             )
         return (code_out, None) if codes_only else (s_out, id_out)
 
