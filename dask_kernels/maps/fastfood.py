@@ -30,7 +30,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..rng import bits, index_key, normal_array, rank_array, stream_key, unit64
 from ._fourier import COMMON_CONSTRAINTS, POSITIVE_FINITE, FloatFeatures, cached_table, check_width, uniform_phases
-from ._cos32 import cos32_row
+from ._cos32 import cos32_into
 from ._fwht import fwht_row
 from .base import FeatureMap
 
@@ -181,11 +181,13 @@ def _project_row(x, B, P, G, scale, phase, u, v, out_row, cos_factor):
         j0 = t * d
         st = scale[t]
         m = min(d, k - j0)
-        for i in range(m):
-            out_row[j0 + i] = v[i] * st[i] + phase[j0 + i]
         if cos_factor > 0:
-            part = out_row[j0 : j0 + m]
-            cos32_row(part, part, cos_factor)
+            for i in range(m):
+                v[i] = v[i] * st[i] + phase[j0 + i]
+            cos32_into(v, m, out_row, j0, cos_factor)
+        else:
+            for i in range(m):
+                out_row[j0 + i] = v[i] * st[i] + phase[j0 + i]
 
 
 @njit(nogil=True, cache=True)
