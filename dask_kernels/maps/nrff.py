@@ -13,7 +13,7 @@ from numba import njit
 
 from ._fourier import COMMON_CONSTRAINTS, POSITIVE_FINITE, FloatFeatures, check_width, normal_table, projection_tables
 from ._fourier import row_chunks
-from ._cos32 import cos32_inplace
+from ._cos32 import cos32_into
 from .base import FeatureMap
 from .rff import projection
 
@@ -54,7 +54,7 @@ def _cos32_unit_rows(P, inv, phase):
         f = np.float32(inv[i])
         for j in range(row.size):
             row[j] = row[j] * f + phase[j]
-        cos32_inplace(row, np.float32(1.0))
+        cos32_into(row, row.size, row, 0, np.float32(1.0))
         acc[:] = 0.0
         n16 = row.size - row.size % 16
         for j0 in range(0, n16, 16):
