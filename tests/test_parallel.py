@@ -57,7 +57,9 @@ def test_every_map_is_bitwise_identical_for_any_thread_count(cls, params, X):
 def test_n_jobs_stays_out_of_the_spec(cls, params, X):
     fmap = cls(**params).fit(X[:50])
     if "n_jobs" not in fmap.get_params():
-        pytest.fail(f"{cls.__name__} has no n_jobs parameter: its transform cannot be told how many threads to use")
+        # the package's own maps must offer it; maps other tests register need not
+        assert not cls.__module__.startswith("dask_kernels."), f"{cls.__name__} has no n_jobs parameter"
+        return
     a = fmap.set_params(n_jobs=1).spec_json()
     b = fmap.set_params(n_jobs=3).spec_json()
     assert a == b and "n_jobs" not in json.loads(a)["params"]
