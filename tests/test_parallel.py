@@ -81,7 +81,7 @@ def test_blocks_run_on_several_threads_and_blas_is_held_to_one():
 
     seen, barrier = set(), threading.Barrier(2, timeout=10)
 
-    def block_fn(rows):
+    def block_fn(rows, row_offset):
         if threading.get_ident() not in seen:
             seen.add(threading.get_ident())
             barrier.wait()  # two threads must be inside a block at the same time
@@ -105,3 +105,13 @@ def test_default_is_one_thread_off_the_main_thread():
     assert effective_n_jobs(3) == 3
     with pytest.raises(ValueError, match="n_jobs == 0"):
         effective_n_jobs(0)
+
+
+def test_errors_name_the_global_row():
+    from dask_kernels import GCWS
+
+    X = np.ones((3 * BLOCK_ROWS, 4))
+    X[2 * BLOCK_ROWS + 5] = [1e-300, 0, 0, 0]  # out of DartMinHash's range, in the third block
+    gcws = GCWS(n_components=8, sampler="dart").fit(X[:10])
+    with pytest.raises(ValueError, match=f"row {2 * BLOCK_ROWS + 5}"):
+        gcws.set_params(n_jobs=2).transform(X)

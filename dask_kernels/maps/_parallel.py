@@ -88,7 +88,8 @@ def transform_rows(block_fn, X, n_jobs=None):
     Parameters
     ----------
     block_fn : callable
-        A map's ``transform_block``: rows in, one output row per input row.
+        A map's ``transform_block``: ``block_fn(rows, row_offset=start)``, one output row per
+        input row (``row_offset`` is the number of the block's first row, for error messages).
     X : ndarray or CSR matrix
         A validated block (the caller has checked it once).
     n_jobs : int or None
@@ -101,21 +102,21 @@ def transform_rows(block_fn, X, n_jobs=None):
     Examples
     --------
     >>> import numpy as np
-    >>> transform_rows(lambda b: 2 * b, np.arange(6.0).reshape(3, 2), n_jobs=2)
+    >>> transform_rows(lambda b, row_offset: 2 * b, np.arange(6.0).reshape(3, 2), n_jobs=2)
     array([[ 0.,  2.],
            [ 4.,  6.],
            [ 8., 10.]])
     """
     blocks = row_blocks(X.shape[0])
     if len(blocks) == 1:
-        return block_fn(X)
+        return block_fn(X, row_offset=0)
     threads = min(effective_n_jobs(n_jobs), len(blocks))
     dense = {}  # the output array, made by the first block to finish
     lock = threading.Lock()
 
     def work(block):
         a, b = block
-        result = block_fn(X[a:b])
+        result = block_fn(X[a:b], row_offset=a)
         if sp.issparse(result) or not isinstance(result, np.ndarray):
             return result
         # Dense output: every block writes straight into its rows of one array (no second
