@@ -2,18 +2,23 @@
 
 Run: ``python benchmarks/bench_fourier.py [--quick] [--threads 2]``
 
-Every method gets the same number of threads, in the better of two configurations measured
-in this run:
+What is compared, all in one run, with the same number of threads (``--threads``):
 
-* ``blas``: one call on the whole block, BLAS with ``--threads`` threads (how RBFSampler is
-  normally used; only the matrix product is parallel).
-* ``pool``: the block split into row chunks run by a thread pool of ``--threads`` workers, BLAS
-  limited to 1 thread each (how a Dask worker runs ``transform_block``; our Numba kernels are
-  serial and release the GIL, numpy's cosine releases it too).
+* ours: the public ``transform`` with ``n_jobs=--threads`` (row blocks on a thread pool, BLAS
+  held to one thread per block; the float32 cosine is ``cos32``, fused), column ``public``.
+* RBFSampler, the peer, in the better of two configurations: ``blas`` (one call on the whole
+  block, BLAS with ``--threads`` threads: how it is normally used) and ``pool`` (the block cut
+  into 256-row chunks on a thread pool, BLAS 1 thread each).
 
-Fastfood has no BLAS part, so it runs in the ``pool`` configuration only. Parameter tables are
-built before timing (their build time is printed separately). Input is dense float32 (float64
-for RBFSampler float64), and each figure is the best of a few repeats.
+Ratios compare our ``public`` figure with RBFSampler's best. Parameter tables are built before
+timing (their build time is printed). Input is dense float32 (float64 for RBFSampler float64);
+each figure is the best of a few repeats, interleaved across methods so that a slow spell of a
+shared machine hits every method alike.
+
+The Fastfood limit: a Fastfood row costs at least ``ceil(k / d)`` x (two FWHTs of d values and
+d cosines). With the one-thread FWHT and cos32 speeds measured here, that gives a rows/s limit
+for ``--threads`` threads; the table prints the fraction of it that Fastfood's transform reaches
+(the rest is the diagonal, permutation and phase passes, and thread overhead).
 """
 
 import argparse
@@ -25,6 +30,7 @@ from sklearn.kernel_approximation import RBFSampler
 from threadpoolctl import threadpool_limits
 
 from dask_kernels import NRFF, RFF, Fastfood
+from dask_kernels.maps._cos32 import cos32_array
 from dask_kernels.maps._fwht import fwht
 
 
@@ -32,7 +38,11 @@ def rows_per_second(fn, X, repeats, mode, threads, chunk):
     """Best rows/s of ``fn`` over ``repeats`` runs on X in configuration ``mode``."""
     best = np.inf
     for _ in range(repeats):
-        if mode == "blas":
+        if mode == "public":  # our transform manages its own threads and BLAS
+            t0 = time.perf_counter()
+            fn(X)
+            best = min(best, time.perf_counter() - t0)
+        elif mode == "blas":
             with threadpool_limits(threads, user_api="blas"):
                 t0 = time.perf_counter()
                 fn(X)
@@ -44,6 +54,18 @@ def rows_per_second(fn, X, repeats, mode, threads, chunk):
                 list(pool.map(fn, parts))
                 best = min(best, time.perf_counter() - t0)
     return len(X) / best
+
+
+def cos32_ns_per_element(n, repeats):
+    """cos32 over n float32 values (arguments like Fastfood's), one thread: best ns/element."""
+    x = (np.random.default_rng(1).standard_normal(n) * 3).astype(np.float32)
+    cos32_array(x[:16])
+    best = np.inf
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        cos32_array(x)
+        best = min(best, time.perf_counter() - t0)
+    return best / n * 1e9
 
 
 def fwht_ns_per_element(d, rows, repeats):
@@ -62,14 +84,18 @@ def fwht_ns_per_element(d, rows, repeats):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="fewer rows and repeats (about 30 s)")
+    ap.add_argument("--quick", action="store_true", help="fewer rows and repeats (about 1 min)")
     ap.add_argument("--threads", type=int, default=2)
     args = ap.parse_args()
-    n_rows, repeats = (512, 1) if args.quick else (1024, 4)
-    cases = [(256, 16384), (1024, 16384)] + ([] if args.quick else [(784, 4096)])
+    n_rows, repeats = (512, 2) if args.quick else (1024, 4)
+    cases = [(256, 4096), (1024, 16384)] + ([] if args.quick else [(256, 16384), (784, 4096)])
     chunk = 256
+    fwht_ns = fwht_ns_per_element(1024, 256, 3)
+    cos_ns = cos32_ns_per_element(1 << 20, 5)
     print(f"threads={args.threads} rows={n_rows} repeats={repeats} (rows/s, higher is better)")
-    print(f"{'d':>5} {'k':>6} {'method':<22} {'blas':>9} {'pool':>9} {'best':>9} {'vs RBF32':>9} {'vs RBF64':>9}")
+    print(f"one thread: FWHT d=1024 {fwht_ns:.2f} ns/element, cos32 {cos_ns:.2f} ns/element (limits use these)")
+    head = f"{'d':>5} {'k':>6} {'method':<20} {'blas':>8} {'pool':>8} {'public':>8} {'best':>8}"
+    print(head + f" {'vs RBF32':>8} {'vs RBF64':>8}")
     results = []
     for d, k in cases:
         X32 = np.random.default_rng(d).standard_normal((n_rows, d)).astype(np.float32)
@@ -78,9 +104,9 @@ def main():
         rbf32 = RBFSampler(n_components=k, gamma=gamma, random_state=0).fit(X32)
         rbf64 = RBFSampler(n_components=k, gamma=gamma, random_state=0).fit(X64)
         maps = {
-            "RFF (float32)": RFF(n_components=k, gamma=gamma).fit(X32),
-            "NRFF (float32)": NRFF(n_components=k, gamma=1.0).fit(X32),
-            "Fastfood (float32)": Fastfood(n_components=k, gamma=gamma).fit(X32),
+            "RFF (float32)": RFF(n_components=k, gamma=gamma, n_jobs=args.threads).fit(X32),
+            "NRFF (float32)": NRFF(n_components=k, gamma=1.0, n_jobs=args.threads).fit(X32),
+            "Fastfood (float32)": Fastfood(n_components=k, gamma=gamma, n_jobs=args.threads).fit(X32),
         }
         builds = {}
         for name, m in maps.items():
@@ -90,33 +116,29 @@ def main():
         runs = [
             ("RBFSampler float32", rbf32.transform, X32, ("blas", "pool")),
             ("RBFSampler float64", rbf64.transform, X64, ("blas", "pool")),
-            ("RFF (float32)", maps["RFF (float32)"].transform_block, X32, ("blas", "pool")),
-            ("NRFF (float32)", maps["NRFF (float32)"].transform_block, X32, ("blas", "pool")),
-            ("Fastfood (float32)", maps["Fastfood (float32)"].transform_block, X32, ("pool",)),
-        ]
+        ] + [(name, m.transform, X32, ("public",)) for name, m in maps.items()]
         best_of = {(name, mode): 0.0 for name, _, _, modes in runs for mode in modes}
         for name, fn, X, _ in runs:
             fn(X[:8])
-        # Repeats interleave the methods, so that a slow spell of this shared machine hits
-        # every method alike; each keeps its best.
         for _ in range(repeats):
             for name, fn, X, modes in runs:
                 for mode in modes:
                     r = rows_per_second(fn, X, 1, mode, args.threads, chunk)
                     best_of[name, mode] = max(best_of[name, mode], r)
-        rows = {}
-        for name, _, _, modes in runs:
-            r = {mode: best_of[name, mode] for mode in modes}
-            rows[name] = (r, max(r.values()))
-        ref32, ref64 = rows["RBFSampler float32"][1], rows["RBFSampler float64"][1]
-        for name, (r, best) in rows.items():
-            blas = f"{r['blas']:9.0f}" if "blas" in r else f"{'-':>9}"
-            print(f"{d:5d} {k:6d} {name:<22} {blas} {r['pool']:9.0f} {best:9.0f} {best / ref32:9.2f} {best / ref64:9.2f}")
+        rows = {name: {mode: best_of[name, mode] for mode in modes} for name, _, _, modes in runs}
+        ref32, ref64 = max(rows["RBFSampler float32"].values()), max(rows["RBFSampler float64"].values())
+        for name, r in rows.items():
+            cells = " ".join(f"{r[mode]:8.0f}" if mode in r else f"{'-':>8}" for mode in ("blas", "pool", "public"))
+            best = max(r.values())
+            print(f"{d:5d} {k:6d} {name:<20} {cells} {best:8.0f} {best / ref32:8.2f} {best / ref64:8.2f}")
             results.append((d, k, name, best, best / ref32, best / ref64))
+        pd = 1 << (d - 1).bit_length()
+        fwht_pd = fwht_ns if pd == 1024 else fwht_ns_per_element(pd, 256, 3)
+        limit = args.threads / (-(-k // pd) * pd * (2 * fwht_pd + cos_ns) * 1e-9)
+        ff = rows["Fastfood (float32)"]["public"]
+        print(f"      Fastfood: {ff / limit:.0%} of the FWHT + cosine limit ({limit:.0f} rows/s on {args.threads} threads)")
         print("      table build (s): " + ", ".join(f"{n.split()[0]} {t:.2f}" for n, t in builds.items()))
-    ns = fwht_ns_per_element(1024, 256, 3 if not args.quick else 1)
-    print(f"FWHT d=1024 float32, (256, 1024) block in place, 1 thread: {ns:.2f} ns/element")
-    return results, ns
+    return results, fwht_ns
 
 
 if __name__ == "__main__":

@@ -1,6 +1,14 @@
-"""GCWS speed: nanoseconds per (nonzero, hash) pair, next to datasketch's ICWS in the same run.
+"""GCWS speed: nanoseconds per (nonzero, hash) pair, next to datasketch's ICWS in the same run;
+DartMinHash against ICWS per row; and the accuracy of dart and ICWS codes.
 
     python benchmarks/bench_gcws.py [--quick]
+
+Dart rows (k = 256, one thread, in the same run): microseconds per row of
+``GCWS(sampler="dart")`` against the ICWS hash path on CSR rows of dimension 2**30 with 200
+nonzeros, and against the ICWS table path on MNIST-like dense rows (D = 784, 19 % nonzero).
+Accuracy: linear SVMs (LinearSVC, C = 1) on the one-hot codes (k = 256, b = 8) of digits and of a
+synthetic nonlinear dataset, five hash seeds each, ICWS and dart: mean and standard deviation of
+the test accuracy.
 
 Single thread throughout (dask_kernels' Numba kernels are serial; datasketch is NumPy).
 datasketch's WeightedMinHashGenerator keeps three dense k x D tables, so it is measured at
@@ -21,6 +29,8 @@ import scipy.sparse as sp  # noqa: E402
 from _timing import best_time  # noqa: E402
 
 from dask_kernels import GCWS  # noqa: E402
+
+TARGET_SPARSE, TARGET_DENSE = 10.0, 3.0  # issue 15's targets for dart vs ICWS (k = 256)
 
 
 def bench_datasketch(X, k, repeat):
@@ -87,6 +97,46 @@ def main():
     print("vs datasketch: its ns/pair on the same input (D=2**30 row: its dense D=784 figure).")
     if ds_dense is None:
         print("(datasketch not installed: pip install 'dask-kernels[bench]' for the reference rows)")
+
+    # -- DartMinHash against ICWS, per row ---------------------------------------------------
+    g_dart = GCWS(n_components=k, sampler="dart", n_jobs=1).fit(X)
+    g_dart_sparse = GCWS(n_components=k, sampler="dart", n_jobs=1).fit(Xs[:1])
+    n_icws_sparse = max(200, n_sparse // 10)  # the ICWS hash path is the slow one
+    print(f"\nDartMinHash vs ICWS, k = {k}, single thread, microseconds per row (lower is better)")
+    print(f"{'input':<28} {'ICWS path':<12} {'ICWS':>9} {'dart':>9} {'speedup':>8} {'target':>7}")
+    for label, icws_map, icws_rows, dart_map, dart_rows, path, target in (
+        ("CSR, D=2**30, 200 nnz/row", g_sparse, Xs[:n_icws_sparse], g_dart_sparse, Xs, "hash", TARGET_SPARSE),
+        ("dense, D=784, 19% nonzero", g_table, X, g_dart, X, "table", TARGET_DENSE),
+    ):
+        t_icws = best_time(lambda: icws_map.transform(icws_rows), repeat) / icws_rows.shape[0] * 1e6
+        t_dart = best_time(lambda: dart_map.transform(dart_rows), repeat) / dart_rows.shape[0] * 1e6
+        print(f"{label:<28} {path:<12} {t_icws:9.1f} {t_dart:9.1f} {t_icws / t_dart:7.1f}x {target:6.0f}x")
+    accuracy(quick=args.quick)
+
+
+def accuracy(quick=False):
+    """Test accuracy of a linear SVM on one-hot ICWS and dart codes (k = 256, b = 8)."""
+    from bench_accuracy import digits, synthetic
+    from sklearn.model_selection import train_test_split
+    from sklearn.svm import LinearSVC
+
+    seeds = range(3 if quick else 5)
+    print("\nAccuracy of LinearSVC(C=1) on one-hot GCWS codes, k = 256, b = 8 (mean +- sd over hash seeds)")
+    print(f"{'dataset':<22} {'sampler':<8} {'accuracy':>18}")
+    for name, (X, y) in (("digits", digits()), ("synthetic (n=6000)", synthetic(6000))):
+        Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.3, random_state=0, stratify=y)
+        scores = {}
+        for sampler in ("icws", "dart"):
+            acc = []
+            for seed in seeds:
+                g = GCWS(n_components=256, bits=8, seed=seed, sampler=sampler, output="onehot").fit(Xtr)
+                clf = LinearSVC(C=1.0).fit(g.transform(Xtr), ytr)
+                acc.append(clf.score(g.transform(Xte), yte))
+            scores[sampler] = np.array(acc)
+            print(f"{name:<22} {sampler:<8} {scores[sampler].mean():10.4f} +- {scores[sampler].std(ddof=1):.4f}")
+        diff = scores["dart"].mean() - scores["icws"].mean()
+        se = np.sqrt(scores["dart"].var(ddof=1) / len(seeds) + scores["icws"].var(ddof=1) / len(seeds))
+        print(f"{name:<22} dart - icws = {diff:+.4f} (standard error {se:.4f})")
 
 
 if __name__ == "__main__":

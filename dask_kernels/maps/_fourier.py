@@ -4,8 +4,11 @@
   function, never a second source of truth).
 * Common parameter checks, and row chunking for the elementwise passes.
 
-The cosine itself is numpy's (SIMD, about 0.7-1.4 ns per float32 here): Numba's ``np.cos`` is a
-scalar libm call (9.8 ns), and a branch-free polynomial cosine compiled by Numba measured 2.2 ns.
+The cosine: float32 maps fitted by this version use :func:`dask_kernels.maps._cos32.cos32`,
+fused into the pass that forms the argument (no temporaries). The fitted state records it
+(``spec["state"]["cosine"] = "cos32"``); a spec without that key (written before cos32, or any
+float64 map) keeps numpy's ``np.cos`` on the block, so every existing spec still produces the
+same bytes.
 """
 
 import math
@@ -18,11 +21,37 @@ from numba import njit
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..rng import bits, index_key, stream_key, unit64
+from ._parallel import N_JOBS_CONSTRAINT
+
+
+#: Cosine implementations a spec can name: "numpy" (``np.cos`` on the block, the default for
+#: specs without the key) and "cos32" (float32 only).
+COSINES = ("numpy", "cos32")
 
 
 class FloatFeatures:
     """Output contract shared by the Fourier maps: exactly ``n_components`` features of the
-    ``dtype`` parameter."""
+    ``dtype`` parameter, and the cosine the map was fitted with (``cosine_``)."""
+
+    def _fit(self, X):
+        self.cosine_ = "cos32" if np.dtype(self.dtype) == np.float32 else "numpy"
+
+    def _fitted_state(self):
+        return {"cosine": self.cosine_} if self.cosine_ != "numpy" else {}
+
+    def _validate_state(self, state):
+        if set(state) - {"cosine"}:
+            raise ValueError(f"feature-map spec['state']: only the key 'cosine' is known, got {sorted(state)}")
+        cosine = state.get("cosine", "numpy")
+        if cosine not in COSINES or (cosine == "cos32" and np.dtype(self.dtype) != np.float32):
+            raise ValueError(
+                f"feature-map spec['state']['cosine']: {cosine!r} is not a cosine of this version for dtype "
+                f"{self.dtype} (known: {list(COSINES)}; cos32 needs float32)"
+            )
+
+    def _set_fitted_state(self, state):
+        self._validate_state(state)
+        self.cosine_ = state.get("cosine", "numpy")
 
     @property
     def n_output_features_(self):
@@ -44,6 +73,7 @@ COMMON_CONSTRAINTS = {
     "n_components": [Interval(numbers.Integral, 1, None, closed="left")],
     "seed": [Interval(numbers.Integral, 0, 2**64 - 1, closed="both")],
     "dtype": [StrOptions({"float32", "float64"})],
+    **N_JOBS_CONSTRAINT,
 }
 
 

@@ -34,6 +34,7 @@ from ..blocks import MAX_FEATURES_IN, as_block, check_finite_rows  # noqa: F401 
 from ..blocks import validate_block as _validate_block
 from ..rng import RNG_SCHEME
 from ..sidecar import attach as attach_sidecar
+from ._parallel import RUNTIME_PARAMS, transform_rows
 
 SPEC_VERSION = 1
 #: Spec versions :func:`from_spec` reads.
@@ -169,7 +170,7 @@ class FeatureMap(TransformerMixin, BaseEstimator):
         """
         check_is_fitted(self)
         X = self._validate_input(X, reset=False)
-        return self.transform_block(X)
+        return transform_rows(self.transform_block, X, getattr(self, "n_jobs", None))
 
     def get_feature_names_out(self, input_features=None):
         """Output feature names ``<method>0, <method>1, ...``."""
@@ -190,7 +191,7 @@ class FeatureMap(TransformerMixin, BaseEstimator):
             "spec_version": SPEC_VERSION,
             "rng_scheme": RNG_SCHEME,
             "method": self.method,
-            "params": _jsonable(self.get_params(deep=False)),
+            "params": _jsonable({k: v for k, v in self.get_params(deep=False).items() if k not in RUNTIME_PARAMS}),
             "n_features_in": int(self.n_features_in_),
             "n_output_features": int(self.n_output_features_),
             "output_dtype": np.dtype(self.output_dtype_).str,

@@ -30,6 +30,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..rng import bits, index_key, normal_array, rank_array, stream_key, unit64
 from ._fourier import COMMON_CONSTRAINTS, POSITIVE_FINITE, FloatFeatures, cached_table, uniform_phases
+from ._cos32 import cos32_into
 from ._fwht import fwht_row
 from .base import FeatureMap
 
@@ -159,8 +160,12 @@ def fastfood_tables(seed, d, k, sigma, radial, matern_t, dtype):
 
 
 @njit(nogil=True, cache=True)
-def _project_row(x, B, P, G, scale, phase, u, v, out_row):
-    """``out_row[t d + i] = (V_t x)_i + phase[t d + i]`` for every block t (x zero-padded)."""
+def _project_row(x, B, P, G, scale, phase, u, v, out_row, cos_factor):
+    """``out_row[t d + i] = (V_t x)_i + phase[t d + i]`` for every block t (x zero-padded).
+
+    With ``cos_factor > 0`` each block of d values becomes ``cos_factor * cos32(...)`` right
+    after its last Hadamard stage, while it is still in L1.
+    """
     n_blocks, d = B.shape
     k = out_row.size
     for t in range(n_blocks):
@@ -175,12 +180,18 @@ def _project_row(x, B, P, G, scale, phase, u, v, out_row):
         fwht_row(v)
         j0 = t * d
         st = scale[t]
-        for i in range(min(d, k - j0)):
-            out_row[j0 + i] = v[i] * st[i] + phase[j0 + i]
+        m = min(d, k - j0)
+        if cos_factor > 0:
+            for i in range(m):
+                v[i] = v[i] * st[i] + phase[j0 + i]
+            cos32_into(v, m, out_row, j0, cos_factor)
+        else:
+            for i in range(m):
+                out_row[j0 + i] = v[i] * st[i] + phase[j0 + i]
 
 
 @njit(nogil=True, cache=True)
-def _project_dense(X, B, P, G, scale, phase, out):
+def _project_dense(X, B, P, G, scale, phase, out, cos_factor):
     d = B.shape[1]
     x = np.zeros(d, dtype=out.dtype)
     u = np.empty(d, dtype=out.dtype)
@@ -188,11 +199,11 @@ def _project_dense(X, B, P, G, scale, phase, out):
     for r in range(X.shape[0]):
         for i in range(X.shape[1]):
             x[i] = X[r, i]
-        _project_row(x, B, P, G, scale, phase, u, v, out[r])
+        _project_row(x, B, P, G, scale, phase, u, v, out[r], cos_factor)
 
 
 @njit(nogil=True, cache=True)
-def _project_csr(data, indices, indptr, r0, B, P, G, scale, phase, out):
+def _project_csr(data, indices, indptr, r0, B, P, G, scale, phase, out, cos_factor):
     """Rows ``r0 .. r0 + len(out)`` of a CSR matrix (no scipy slicing: it costs ~30 us)."""
     d = B.shape[1]
     x = np.zeros(d, dtype=out.dtype)
@@ -202,7 +213,7 @@ def _project_csr(data, indices, indptr, r0, B, P, G, scale, phase, out):
         x[:] = 0
         for p in range(indptr[r0 + r], indptr[r0 + r + 1]):
             x[indices[p]] += data[p]  # sums duplicates, like the dense matrix
-        _project_row(x, B, P, G, scale, phase, u, v, out[r])
+        _project_row(x, B, P, G, scale, phase, u, v, out[r], cos_factor)
 
 
 def padded_dim(n_features):
@@ -242,6 +253,11 @@ class Fastfood(FloatFeatures, FeatureMap):
         Seed of the counter-based random numbers (0 <= seed < 2**64).
     dtype : {"float32", "float64"}, default="float32"
         Output dtype and the precision of the transform.
+    n_jobs : int or None, default=None
+        Threads of :meth:`transform` over row blocks of in-memory input: None is every usable
+        CPU when called from the main thread and one otherwise (never nested inside Dask tasks
+        or your own pool), -1 every CPU, -2 all but one. The output is bitwise identical for
+        any value; it is not part of :meth:`spec` (it changes speed, not features).
 
     Attributes
     ----------
@@ -284,7 +300,16 @@ class Fastfood(FloatFeatures, FeatureMap):
     }
 
     def __init__(
-        self, *, n_components=100, gamma=None, sigma=None, radial="gaussian", matern_t=3, seed=0, dtype="float32"
+        self,
+        *,
+        n_components=100,
+        gamma=None,
+        sigma=None,
+        radial="gaussian",
+        matern_t=3,
+        seed=0,
+        dtype="float32",
+        n_jobs=None,
     ):
         self.n_components = n_components
         self.gamma = gamma
@@ -293,6 +318,7 @@ class Fastfood(FloatFeatures, FeatureMap):
         self.matern_t = matern_t
         self.seed = seed
         self.dtype = dtype
+        self.n_jobs = n_jobs
 
     def _validate_params_extra(self):
         if self.gamma is not None and self.sigma is not None:
@@ -334,14 +360,16 @@ class Fastfood(FloatFeatures, FeatureMap):
         X = sp.csr_matrix(X) if sp.issparse(X) else np.ascontiguousarray(X)
         out = np.empty((X.shape[0], int(self.n_components)), dtype=self.output_dtype_)
         factor = self.output_dtype_.type(math.sqrt(2.0 / self.n_components))
+        fused = features and self.cosine_ == "cos32"
+        cos_factor = factor if fused else self.output_dtype_.type(0)
         # Small row chunks, so that numpy's cosine and scaling passes find them still in cache.
         for r0 in range(0, X.shape[0], ROWS_PER_CHUNK):
             part = out[r0 : r0 + ROWS_PER_CHUNK]
             if sp.issparse(X):
-                _project_csr(X.data, X.indices, X.indptr, r0, B, P, G, scale, b, part)
+                _project_csr(X.data, X.indices, X.indptr, r0, B, P, G, scale, b, part, cos_factor)
             else:
-                _project_dense(X[r0 : r0 + ROWS_PER_CHUNK], B, P, G, scale, b, part)
-            if features:
+                _project_dense(X[r0 : r0 + ROWS_PER_CHUNK], B, P, G, scale, b, part, cos_factor)
+            if features and not fused:
                 np.cos(part, out=part)
                 part *= factor
         return out

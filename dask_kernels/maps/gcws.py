@@ -29,6 +29,9 @@ from numba import njit
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..rng import bits, gamma2_f32_words, hi32, index_key, lo32, log32, stream_key, unit32_word
+from ._dart import L1_MAX, L1_MIN, SCALE_LOG2_MAX, STREAM_DART, dart_count, dart_csr, dart_dense, grid_tables
+from ._dart import rank_scale_log2
+from ._parallel import N_JOBS_CONSTRAINT
 from .base import FeatureMap
 
 STREAM = 1
@@ -179,6 +182,12 @@ def _gcws_csr(data, indices, indptr, skey, tables, use_table, k, mask, i_out, t_
                 t_out[row, j] = np.int64(best_t[j])
 
 
+@functools.lru_cache(maxsize=8)
+def _dart_grid(k):
+    """DartMinHash's grid tables for k hashes (see ``grid_tables``), once per process."""
+    return grid_tables(float(dart_count(k)))
+
+
 @functools.lru_cache(maxsize=4)
 def _parameter_table(seed, n_split, k):
     """The hash function's values for every split index, cached per process: every map rebuilt
@@ -267,6 +276,18 @@ class GCWS(FeatureMap):
         Cache the random parameters of every split index in a table (fast for dense and
         moderate-dimension input). "auto" uses the table when it needs at most 256 MiB. Codes
         are identical either way.
+    sampler : {"icws", "dart"}, default="icws"
+        "icws": Ioffe's ICWS as above (O(nnz * k) per row; the code is the lowest b bits of
+        i*). "dart": DartMinHash (Christiani 2020) on the same sign-split vector, expected
+        O(k log k + nnz) per row; its sample is a dart, a random 64-bit word, and the code is
+        its lowest b bits, so codes collide with probability ``GMM + (1 - GMM) 2**-b`` exactly
+        (see ``dask_kernels.maps._dart``). The two samplers give different codes for the same
+        seed; the spec records the sampler ("icws" specs stay exactly as before).
+    n_jobs : int or None, default=None
+        Threads of :meth:`transform` over row blocks of in-memory input: None is every usable
+        CPU when called from the main thread and one otherwise (never nested inside Dask tasks
+        or your own pool), -1 every CPU, -2 all but one. The output is bitwise identical for
+        any value; it is not part of :meth:`spec` (it changes speed, not features).
 
     Attributes
     ----------
@@ -311,15 +332,30 @@ class GCWS(FeatureMap):
         "center": [None, StrOptions({"mean"}), "array-like"],
         "output": [StrOptions({"codes", "onehot"})],
         "table": ["boolean", StrOptions({"auto"})],
+        "sampler": [StrOptions({"icws", "dart"})],
+        **N_JOBS_CONSTRAINT,
     }
 
-    def __init__(self, *, n_components=256, bits=8, seed=0, center=None, output="codes", table="auto"):
+    def __init__(
+        self,
+        *,
+        n_components=256,
+        bits=8,
+        seed=0,
+        center=None,
+        output="codes",
+        table="auto",
+        sampler="icws",
+        n_jobs=None,
+    ):
         self.n_components = n_components
         self.bits = bits
         self.seed = seed
         self.center = center
         self.output = output
         self.table = table
+        self.sampler = sampler
+        self.n_jobs = n_jobs
 
     # -- input contract ---------------------------------------------------------------------
     @property
@@ -333,8 +369,9 @@ class GCWS(FeatureMap):
             _check_center(self.center, "center")
 
     def _validate_state(self, state):
-        if set(state) != {"center"}:
-            raise ValueError(f"feature-map spec['state']: expected the key 'center', got {sorted(state)}")
+        keys = {"center", "rank_scale_log2"} if self.sampler == "dart" else {"center"}
+        if "center" not in state or set(state) - keys:
+            raise ValueError(f"feature-map spec['state']: expected the keys {sorted(keys)}, got {sorted(state)}")
         c = state["center"]
         key = "feature-map spec['state']['center']"
         if (c is None) != (self.center is None):
@@ -358,12 +395,30 @@ class GCWS(FeatureMap):
         else:
             self.center_ = _check_center(self.center, "center", X.shape[1])
 
+        if self.sampler == "dart":
+            D = X.toarray() if sp.issparse(X) and self.center_ is not None else X
+            D = D - self.center_ if self.center_ is not None else D
+            l1 = np.asarray(abs(D).sum(axis=1), dtype=np.float64).ravel()
+            self.rank_scale_log2_ = rank_scale_log2(l1)
+        else:
+            self.rank_scale_log2_ = None
+
     def _fitted_state(self):
-        return {"center": None if self.center_ is None else self.center_.tolist()}
+        state = {"center": None if self.center_ is None else self.center_.tolist()}
+        if self.rank_scale_log2_ is not None:  # dart only: ICWS specs stay as they were
+            state["rank_scale_log2"] = int(self.rank_scale_log2_)
+        return state
 
     def _set_fitted_state(self, state):
         c = state.get("center")
         self.center_ = None if c is None else np.asarray(c, dtype=np.float64)
+        e = state.get("rank_scale_log2", 0 if self.sampler == "dart" else None)
+        if e is not None and (isinstance(e, bool) or not isinstance(e, int) or abs(e) > SCALE_LOG2_MAX):
+            raise ValueError(
+                f"spec['state']['rank_scale_log2']: {e!r} is not an integer in "
+                f"[-{SCALE_LOG2_MAX}, {SCALE_LOG2_MAX}]"
+            )
+        self.rank_scale_log2_ = e
 
     @property
     def n_output_features_(self):
@@ -393,7 +448,7 @@ class GCWS(FeatureMap):
 
     # -- transforms ---------------------------------------------------------------------------
     def sample(self, X):
-        """Full ICWS samples of every row.
+        """Full samples of every row (ICWS's (i*, t*), or the winning darts).
 
         Parameters
         ----------
@@ -405,6 +460,9 @@ class GCWS(FeatureMap):
             Index into the split vector: ``2i`` is the positive part of feature i, ``2i + 1``
             the negative part; -1 for an all-zero row.
         t_star : ndarray of int64, shape (n_samples, n_components)
+            ICWS: t*. ``sampler="dart"``: the winning dart's 64-bit id (as int64; -1 for an
+            all-zero row), whose lowest ``bits`` bits are the code. Two rows' samples are
+            equal, both arrays, with probability GMM.
         """
         self._check_fitted()
         return self._sample_block(self._validate_input(X, reset=False))
@@ -414,8 +472,10 @@ class GCWS(FeatureMap):
 
         check_is_fitted(self)
 
-    def _sample_block(self, X, codes_only=False):
+    def _sample_block(self, X, codes_only=False, row_offset=0):
         """(i*, t*) of a validated block, or with ``codes_only`` (codes, None)."""
+        if self.sampler == "dart":
+            return self._dart_block(X, codes_only, row_offset)
         k = int(self.n_components)
         n = X.shape[0]
         if codes_only:
@@ -436,9 +496,45 @@ class GCWS(FeatureMap):
             _gcws_dense(X, c, skey, tables, use_table, k, mask, i_out, t_arg)
         return i_out, t_out
 
+    def _dart_block(self, X, codes_only, row_offset):
+        """DartMinHash samples (split index, dart id as int64) or (codes, None)."""
+        k, n = int(self.n_components), X.shape[0]
+        skey = np.uint64(stream_key(np.uint64(self.seed), STREAM_DART))
+        mask = np.uint64(2**self.bits - 1)
+        if codes_only:
+            code_out, s_out, id_out = np.empty((n, k), self.output_dtype_), None, None
+        else:
+            code_out, s_out, id_out = None, np.empty((n, k), np.int64), np.empty((n, k), np.int64)
+        none = np.empty((0, k), np.int64)
+        grid = _dart_grid(k)
+        scale = 2.0 ** -int(self.rank_scale_log2_)
+        outs = (code_out if codes_only else none, none if codes_only else s_out, none if codes_only else id_out)
+        if sp.issparse(X) and self.center_ is not None:
+            X = X.toarray()
+        if sp.issparse(X):
+            bad = dart_csr(X.data, X.indices, X.indptr, skey, scale, k, *grid, mask, codes_only, *outs)
+        else:
+            c = self.center_ if self.center_ is not None else np.zeros(X.shape[1])
+            bad = dart_dense(as_block(X, self.input_dtypes), c, skey, scale, k, *grid, mask, codes_only, *outs)
+        if bad >= 0:
+            e = int(self.rank_scale_log2_)
+            raise ValueError(
+                f"GCWS(sampler='dart'): row {row_offset + bad} has a sign-split l1 norm outside "
+                f"[2**{int(np.log2(L1_MIN)) + e}, 2**{int(np.log2(L1_MAX)) + e}]; rescale the data"
+            )
+        return (code_out, None) if codes_only else (s_out, id_out)
+
     def transform_block(self, X, row_offset=0):
         """Codes of a validated block: ndarray (n, n_components) of ``output_dtype_``."""
-        return self._sample_block(X, codes_only=True)[0]
+        return self._sample_block(X, codes_only=True, row_offset=row_offset)[0]
+
+    def spec(self):
+        """As :meth:`FeatureMap.spec`; the default sampler ("icws") is left out of it, so
+        specs (and store fingerprints) written before samplers existed stay the same."""
+        spec = super().spec()
+        if spec["params"].get("sampler") == "icws":
+            del spec["params"]["sampler"]
+        return spec
 
     def transform(self, X):
         """Codes of every row (or their one-hot expansion when ``output="onehot"``).

@@ -15,6 +15,7 @@ import math
 
 from ._fourier import COMMON_CONSTRAINTS, NORMAL_MAX, POSITIVE_FINITE, FloatFeatures, normal_table, projection_bound
 from ._fourier import projection_tables, row_chunks
+from ._cos32 import cos32_into
 from .base import FeatureMap
 from .rff import projection
 
@@ -40,6 +41,36 @@ def _scale_rows(P, s):
         row = P[i]
         for j in range(row.size):
             row[j] *= f
+
+
+@njit(nogil=True, cache=True)
+def _cos32_unit_rows(P, inv, phase):
+    """In place, row by row (in cache): ``cos32(P * inv + phase)``, then scaled to unit length.
+
+    The squared norm is summed in float64 over 16 interleaved partial sums (a fixed order, so
+    bitwise reproducible, and vectorizable; a single float accumulator is not).
+    """
+    acc = np.zeros(16)
+    for i in range(P.shape[0]):
+        row = P[i]
+        f = np.float32(inv[i])
+        for j in range(row.size):
+            row[j] = row[j] * f + phase[j]
+        cos32_into(row, row.size, row, 0, np.float32(1.0))
+        acc[:] = 0.0
+        n16 = row.size - row.size % 16
+        for j0 in range(0, n16, 16):
+            for m in range(16):
+                v = np.float64(row[j0 + m])
+                acc[m] += v * v
+        total = 0.0
+        for m in range(16):
+            total += acc[m]
+        for j in range(n16, row.size):
+            total += np.float64(row[j]) * np.float64(row[j])
+        g = np.float32(1.0 / np.sqrt(total))
+        for j in range(row.size):
+            row[j] *= g
 
 
 def _input_norms(X):
@@ -72,6 +103,11 @@ class NRFF(FloatFeatures, FeatureMap):
         Seed of the counter-based random numbers (0 <= seed < 2**64).
     dtype : {"float32", "float64"}, default="float32"
         Output dtype, also the precision of the projection.
+    n_jobs : int or None, default=None
+        Threads of :meth:`transform` over row blocks of in-memory input: None is every usable
+        CPU when called from the main thread and one otherwise (never nested inside Dask tasks
+        or your own pool), -1 every CPU, -2 all but one. The output is bitwise identical for
+        any value; it is not part of :meth:`spec` (it changes speed, not features).
 
     Attributes
     ----------
@@ -112,11 +148,12 @@ class NRFF(FloatFeatures, FeatureMap):
         "gamma": [POSITIVE_FINITE],
     }
 
-    def __init__(self, *, n_components=100, gamma=1.0, seed=0, dtype="float32"):
+    def __init__(self, *, n_components=100, gamma=1.0, seed=0, dtype="float32", n_jobs=None):
         self.n_components = n_components
         self.gamma = gamma
         self.seed = seed
         self.dtype = dtype
+        self.n_jobs = n_jobs
 
     @property
     def max_abs_input(self):
@@ -139,6 +176,9 @@ class NRFF(FloatFeatures, FeatureMap):
         inv = np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 0)
         # (X @ W) / ||x|| = W^T u: normalize after the product, the cheaper side.
         P = projection(X, W, self.output_dtype_)
+        if self.cosine_ == "cos32":
+            _cos32_unit_rows(P, inv, phase)
+            return P
         for part, inv_part in zip(row_chunks(P), row_chunks(inv)):
             _scale_add(part, inv_part, phase)
             np.cos(part, out=part)

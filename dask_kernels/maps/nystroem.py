@@ -277,8 +277,9 @@ class Nystroem(FeatureMap):
     }
 
     def __init__(self, *, n_components=100, kernel="gmm", gamma=None, landmarks="uniform", seed=0,
-                 dtype="float32"):
+                 dtype="float32", n_jobs=None):
         self.n_components = n_components
+        self.n_jobs = n_jobs
         self.kernel = kernel
         self.gamma = gamma
         self.landmarks = landmarks

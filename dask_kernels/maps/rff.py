@@ -19,6 +19,7 @@ import math
 
 from ._fourier import CAUCHY_MAX, COMMON_CONSTRAINTS, NORMAL_MAX, POSITIVE_FINITE, FloatFeatures, cauchy_table
 from ._fourier import normal_table, projection_bound, projection_tables, row_chunks
+from ._cos32 import affine_cos32_rows
 from .base import FeatureMap
 
 STREAM_GAUSSIAN = 21
@@ -52,6 +53,11 @@ class RFF(FloatFeatures, FeatureMap):
         Seed of the counter-based random numbers (0 <= seed < 2**64).
     dtype : {"float32", "float64"}, default="float32"
         Output dtype, also the precision of the projection (float32 uses SGEMM).
+    n_jobs : int or None, default=None
+        Threads of :meth:`transform` over row blocks of in-memory input: None is every usable
+        CPU when called from the main thread and one otherwise (never nested inside Dask tasks
+        or your own pool), -1 every CPU, -2 all but one. The output is bitwise identical for
+        any value; it is not part of :meth:`spec` (it changes speed, not features).
 
     Attributes
     ----------
@@ -90,12 +96,13 @@ class RFF(FloatFeatures, FeatureMap):
         "kernel": [StrOptions({"rbf", "laplacian"})],
     }
 
-    def __init__(self, *, n_components=100, gamma=1.0, kernel="rbf", seed=0, dtype="float32"):
+    def __init__(self, *, n_components=100, gamma=1.0, kernel="rbf", seed=0, dtype="float32", n_jobs=None):
         self.n_components = n_components
         self.gamma = gamma
         self.kernel = kernel
         self.seed = seed
         self.dtype = dtype
+        self.n_jobs = n_jobs
 
     @property
     def max_abs_input(self):
@@ -122,6 +129,9 @@ class RFF(FloatFeatures, FeatureMap):
         W, phase = self._tables()
         P = projection(X, W, self.output_dtype_)
         factor = self.output_dtype_.type(np.sqrt(2.0 / self.n_components))
+        if self.cosine_ == "cos32":
+            affine_cos32_rows(P, np.ones(P.shape[0]), phase, factor)
+            return P
         for part in row_chunks(P):
             part += phase
             np.cos(part, out=part)

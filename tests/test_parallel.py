@@ -1,0 +1,117 @@
+"""Threads over row blocks in the public transform: same bytes for any n_jobs, every map."""
+
+import json
+import threading
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from dask_kernels import from_spec, registered_maps
+from dask_kernels.maps._parallel import BLOCK_ROWS, effective_n_jobs, row_blocks, transform_rows
+
+#: Small, fast parameters per method; a method not listed is built with its defaults.
+PARAMS = {
+    "gcws": [dict(n_components=64, seed=3), dict(n_components=64, seed=3, sampler="dart")],
+    "rff": [dict(n_components=300, gamma=0.3, seed=1), dict(n_components=64, kernel="laplacian", dtype="float64")],
+    "nrff": [dict(n_components=300, gamma=2.0, seed=2)],
+    "fastfood": [dict(n_components=300, gamma=0.3, seed=4), dict(n_components=100, radial="matern", dtype="float64")],
+}
+
+
+def _maps():
+    for method, cls in sorted(registered_maps().items()):
+        for params in PARAMS.get(method, [{}]):
+            if "sampler" in params and "sampler" not in cls().get_params():
+                continue
+            yield pytest.param(cls, params, id=f"{method}-{'-'.join(f'{k}={v}' for k, v in params.items())}")
+
+
+@pytest.fixture(scope="module")
+def X():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(5 * BLOCK_ROWS + 37, 20))  # several blocks and a ragged end
+    X[rng.uniform(size=X.shape) < 0.5] = 0.0
+    X[7] = 0.0
+    return X
+
+
+@pytest.mark.parametrize("cls, params", list(_maps()))
+def test_every_map_is_bitwise_identical_for_any_thread_count(cls, params, X):
+    fmap = cls(**params).fit(X)
+    inputs = [X] + ([sp.csr_matrix(X)] if fmap.accepts_sparse else [])
+    for data in inputs:
+        serial = transform_rows(fmap.transform_block, data, n_jobs=1)
+        assert serial.shape[0] == X.shape[0]
+        for n_jobs in (2, 3, -1, None):
+            np.testing.assert_array_equal(transform_rows(fmap.transform_block, data, n_jobs=n_jobs), serial)
+    if "n_jobs" in fmap.get_params():
+        for n_jobs in (1, 2):
+            out = fmap.set_params(n_jobs=n_jobs).transform(X)
+            out = out.toarray() if sp.issparse(out) else out
+            ref = fmap.transform_block(X[: BLOCK_ROWS // 2])  # one block: no threads at all
+            np.testing.assert_array_equal(out[: BLOCK_ROWS // 2], ref.toarray() if sp.issparse(ref) else ref)
+
+
+@pytest.mark.parametrize("cls, params", list(_maps()))
+def test_n_jobs_stays_out_of_the_spec(cls, params, X):
+    fmap = cls(**params).fit(X[:50])
+    if "n_jobs" not in fmap.get_params():
+        # the package's own maps must offer it; maps other tests register need not
+        assert not cls.__module__.startswith("dask_kernels."), f"{cls.__name__} has no n_jobs parameter"
+        return
+    a = fmap.set_params(n_jobs=1).spec_json()
+    b = fmap.set_params(n_jobs=3).spec_json()
+    assert a == b and "n_jobs" not in json.loads(a)["params"]
+    # a spec written before n_jobs existed (no such key) still loads, with the default
+    assert from_spec(a).n_jobs is None
+
+
+def test_blocks_depend_on_the_row_count_only():
+    for n in (0, 1, BLOCK_ROWS, BLOCK_ROWS + 1, 1000, 12345):
+        blocks = row_blocks(n)
+        assert blocks[0][0] == 0 and blocks[-1][1] == n
+        assert all(b[1] == c[0] for b, c in zip(blocks, blocks[1:]))
+        sizes = [b - a for a, b in blocks]
+        assert max(sizes) <= BLOCK_ROWS and max(sizes) - min(sizes) <= 1
+
+
+def test_blocks_run_on_several_threads_and_blas_is_held_to_one():
+    from threadpoolctl import threadpool_info
+
+    seen, barrier = set(), threading.Barrier(2, timeout=10)
+
+    def block_fn(rows, row_offset):
+        if threading.get_ident() not in seen:
+            seen.add(threading.get_ident())
+            barrier.wait()  # two threads must be inside a block at the same time
+        blas = [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
+        assert all(n == 1 for n in blas), blas
+        return rows * 2
+
+    X = np.arange(4.0 * BLOCK_ROWS).reshape(-1, 1)
+    np.testing.assert_array_equal(transform_rows(block_fn, X, n_jobs=2), X * 2)
+    assert len(seen) >= 2
+
+
+def test_default_is_one_thread_off_the_main_thread():
+    # inside a Dask worker thread (or any pool) the default must not start a nested pool
+    result = {}
+    t = threading.Thread(target=lambda: result.setdefault("n", effective_n_jobs(None)))
+    t.start()
+    t.join()
+    assert result["n"] == 1
+    assert effective_n_jobs(None) >= 1 and effective_n_jobs(-1) >= effective_n_jobs(-2) >= 1
+    assert effective_n_jobs(3) == 3
+    with pytest.raises(ValueError, match="n_jobs == 0"):
+        effective_n_jobs(0)
+
+
+def test_errors_name_the_global_row():
+    from dask_kernels import GCWS
+
+    X = np.ones((3 * BLOCK_ROWS, 4))
+    X[2 * BLOCK_ROWS + 5] = [1e-300, 0, 0, 0]  # out of DartMinHash's range, in the third block
+    gcws = GCWS(n_components=8, sampler="dart").fit(X[:10])
+    with pytest.raises(ValueError, match=f"row {2 * BLOCK_ROWS + 5}"):
+        gcws.set_params(n_jobs=2).transform(X)
