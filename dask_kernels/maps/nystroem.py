@@ -183,6 +183,10 @@ def kmeanspp(C, m, kernel, gamma, seed):
     return np.asarray(chosen, dtype=np.int64)
 
 
+#: the keys of a fitted Nystroem's spec state
+STATE_KEYS = ("gamma", "n_landmarks", "rank", "landmarks_format", "landmarks_nnz", "sidecar")
+
+
 class Nystroem(FeatureMap):
     """Nystroem features for the GMM, min-max, RBF, Laplacian or cosine-RBF kernel.
 
@@ -380,7 +384,7 @@ class Nystroem(FeatureMap):
             out["landmarks"] = L
         return out
 
-    def _fitted_state(self):
+    def _fitted_state(self):  # keys: STATE_KEYS
         sparse = sp.issparse(self.landmarks_)
         return {"gamma": self.gamma_, "n_landmarks": int(self.n_landmarks_), "rank": int(self.rank_),
                 "landmarks_format": "csr" if sparse else "dense",
@@ -391,6 +395,10 @@ class Nystroem(FeatureMap):
         # the sidecar manifest is checked against the spec by sidecar.attach.
         if not isinstance(state, dict):
             raise ValueError("feature-map spec['state']: expected an object")
+        unknown = set(state) - set(STATE_KEYS)
+        if unknown:
+            raise ValueError(f"feature-map spec['state']: unknown keys {sorted(unknown)}; a Nystroem state has "
+                             f"{list(STATE_KEYS)}")
 
     def _set_fitted_state(self, state):
         def field(key, ok, what):
