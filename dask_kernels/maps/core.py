@@ -32,13 +32,15 @@ import numpy as np
 import scipy.sparse as sp
 from numba import njit
 from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted
 
 from ..rng import bits, index_key, stream_key, unit64
 from .base import FeatureMap
 
 STREAM_RANK = 61
 STREAM_PROJ = 62
-#: Rows hashed per kernel call (bounds the float64/int64 scratch of one call to ~24 k rows' bytes).
+#: Rows hashed per kernel call in ``transform_block``: bounds its int64/float64 scratch
+#: (24 bytes per row and hash) whatever the block size.
 _ROWS_PER_CALL = 1024
 _TWO_PI = 2.0 * np.pi
 _NO_RANK = np.uint64(0xFFFFFFFFFFFFFFFF)
@@ -240,14 +242,11 @@ class CoRE(FeatureMap):
         proj = np.empty((n, k) if project else (0, 0))
         f = np.empty(n, np.int64)
         rkey, pkey = self._keys()
-        for a in range(0, n, _ROWS_PER_CALL):
-            b = min(n, a + _ROWS_PER_CALL)
-            p_out = proj[a:b] if project else np.empty((b - a, k))
-            if sp.issparse(X):
-                Xs = X[a:b]
-                _core_csr(Xs.data, Xs.indices, Xs.indptr, rkey, pkey, project, loc[a:b], val[a:b], p_out, f[a:b])
-            else:
-                _core_dense(X[a:b], rkey, pkey, project, loc[a:b], val[a:b], p_out, f[a:b])
+        p_out = proj if project else np.empty((n, k))
+        if sp.issparse(X):
+            _core_csr(X.data, X.indices, X.indptr, rkey, pkey, project, loc, val, p_out, f)
+        else:
+            _core_dense(X, rkey, pkey, project, loc, val, p_out, f)
         return loc, val, proj, f
 
     def sample(self, X):
@@ -268,8 +267,6 @@ class CoRE(FeatureMap):
         nnz : ndarray of int64, shape (n_samples,)
             ``f``, the number of nonzeros of each row.
         """
-        from sklearn.utils.validation import check_is_fitted
-
         check_is_fitted(self)
         return self._hash(self._validate_input(X, reset=False), project=True)
 
@@ -326,8 +323,6 @@ class CoRE(FeatureMap):
 
     def get_feature_names_out(self, input_features=None):
         """``core_code{j}`` and ``core_value{j}`` for the stored layout; ``core{j}_{code}`` one-hot."""
-        from sklearn.utils.validation import check_is_fitted
-
         check_is_fitted(self)
         k = int(self.n_components)
         if self.output == "codes":
