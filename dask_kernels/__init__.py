@@ -2,10 +2,11 @@
 
 from importlib.metadata import PackageNotFoundError, version
 
-from .exact import cosine_rbf_kernel, gmm_kernel, laplacian_kernel, minmax_kernel, rbf_kernel
+from .exact import core_kernel, cosine_rbf_kernel, gmm_kernel, laplacian_kernel, minmax_kernel, rbf_kernel
 from .io import SparsePartitions, read_npy, read_svmlight, read_zarr
 from .learn import KernelModel, fit_incremental, load_model
 from .maps import FeatureMap, from_spec, registered_maps
+from .maps.core import CoRE
 from .maps.fastfood import Fastfood
 from .maps.gcws import GCWS, expand_codes
 from .maps.nrff import NRFF
@@ -20,6 +21,7 @@ except PackageNotFoundError:  # running from a source tree
     __version__ = "0.0.0+source"
 
 __all__ = [
+    "CoRE",
     "FeatureMap",
     "FeatureStore",
     "Fastfood",
@@ -30,6 +32,7 @@ __all__ = [
     "RFF",
     "RNG_SCHEME",
     "SparsePartitions",
+    "core_kernel",
     "cosine_rbf_kernel",
     "expand_codes",
     "featurize",
