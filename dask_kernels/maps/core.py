@@ -35,6 +35,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ..rng import bits, index_key, stream_key, unit64
+from ._parallel import N_JOBS_CONSTRAINT
 from .base import FeatureMap
 
 STREAM_RANK = 61
@@ -163,6 +164,9 @@ class CoRE(FeatureMap):
         What ``transform`` returns: the stored float32 layout of shape (n, 2k) (codes, then
         values), or its expansion (CSR of shape (n, k * 2**bits)). Pipelines and stores always
         keep the stored layout; :meth:`expand` converts.
+    n_jobs : int or None, default=None
+        Threads of :meth:`transform` over row blocks of in-memory input (see
+        :class:`~dask_kernels.RFF`); bitwise the same output for any value, not part of the spec.
 
     Attributes
     ----------
@@ -207,10 +211,12 @@ class CoRE(FeatureMap):
         "bits": [Interval(numbers.Integral, 1, 16, closed="both")],
         "seed": [Interval(numbers.Integral, 0, 2**64 - 1, closed="both")],
         "output": [StrOptions({"codes", "onehot"})],
+        **N_JOBS_CONSTRAINT,
     }
 
-    def __init__(self, *, n_components=256, type=1, bits=8, seed=0, output="codes"):
+    def __init__(self, *, n_components=256, type=1, bits=8, seed=0, output="codes", n_jobs=None):
         self.n_components = n_components
+        self.n_jobs = n_jobs
         self.type = type
         self.bits = bits
         self.seed = seed

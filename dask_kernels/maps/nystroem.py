@@ -214,6 +214,9 @@ class Nystroem(FeatureMap):
     dtype : {"float32", "float64"}, default="float32"
         Output dtype, and the precision of the kernel block (rbf, cosine_rbf) and of the product
         with the normalization (float32 uses SGEMM).
+    n_jobs : int or None, default=None
+        Threads of :meth:`transform` over row blocks of in-memory input (see
+        :class:`~dask_kernels.RFF`); bitwise the same output for any value, not part of the spec.
 
     Attributes
     ----------
