@@ -515,7 +515,7 @@ class GCWS(FeatureMap):
             bad = dart_csr(X.data, X.indices, X.indptr, skey, scale, k, *grid, mask, codes_only, *outs)
         else:
             c = self.center_ if self.center_ is not None else np.zeros(X.shape[1])
-            bad = dart_dense(as_block(X, self.input_dtypes), c, skey, scale, k, *grid, mask, codes_only, *outs)
+            bad = dart_dense(X, c, skey, scale, k, *grid, mask, codes_only, *outs)
         if bad >= 0:
             e = int(self.rank_scale_log2_)
             raise ValueError(
