@@ -16,6 +16,7 @@ from sklearn.base import clone
 from sklearn.utils.validation import check_is_fitted
 from sklearn.exceptions import NotFittedError
 
+from .._progress import local_progress, wait_futures
 from ..blocks import validate_block
 from ..io.dense import file_identity, from_array
 from ..io.sparse import SparsePartitions, from_sparse
@@ -213,17 +214,13 @@ def run_tasks(tasks, progress=True):
         futures = client.compute(tasks)
         try:
             if progress:
-                from distributed import progress as dprogress
-
-                dprogress(futures)
+                wait_futures(futures, label="featurize")  # displayed in Jupyter, plain lines in logs
             return client.gather(futures)
         except BaseException:
             client.cancel(futures)
             raise
     if progress:
-        from dask.diagnostics import ProgressBar
-
-        with ProgressBar():
+        with local_progress(label="featurize"):
             return list(dask.compute(*tasks))
     return list(dask.compute(*tasks))
 
