@@ -8,7 +8,6 @@ Cluster work runs on one module-wide LocalCluster (``--scheduler ADDRESS``) to s
 import json
 import os
 import re
-import subprocess
 import sys
 import threading
 import time
@@ -19,8 +18,6 @@ from sklearn.datasets import dump_svmlight_file
 
 from dask_kernels import __version__, load_model, open_store
 from dask_kernels.cli import main
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 @pytest.fixture(scope="module")
@@ -42,10 +39,14 @@ def data(tmp_path_factory):
     return d, X, y
 
 
-def _cli(args, cwd=None, timeout=180, env=None):
-    proc = subprocess.run([sys.executable, "-m", "dask_kernels.cli", *args], capture_output=True, text=True,
-                          cwd=cwd, env={**os.environ, "PYTHONPATH": ROOT, **(env or {})}, timeout=timeout)
-    return proc
+def _main(argv, capsys):
+    """``(exit status, stderr)`` of the CLI run in this process (argparse errors included)."""
+    capsys.readouterr()
+    try:
+        rc = main(argv)
+    except SystemExit as e:
+        rc = e.code
+    return rc, capsys.readouterr().err
 
 
 def _one_line(err):
@@ -75,24 +76,24 @@ def test_npy_dataset_featurized_with_labels_trains_from_its_store(data, cluster,
     assert model.score(X, y) > 0.8  # a linear boundary; chance is ~0.5
 
 
-def test_featurize_labels_of_the_wrong_length_are_refused(data, tmp_path):
+def test_featurize_labels_of_the_wrong_length_are_refused(data, cluster, tmp_path, capsys):
     d, _, _ = data
     np.save(tmp_path / "short.npy", np.zeros(10))
-    proc = _cli(["featurize", str(d / "X.npy"), str(tmp_path / "f.zarr"), "--labels", str(tmp_path / "short.npy"),
-                 "--workers", "1"])
-    assert proc.returncode == 1
-    line = _one_line(proc.stderr)
+    rc, err = _main(["featurize", str(d / "X.npy"), str(tmp_path / "f.zarr"), "--labels",
+                     str(tmp_path / "short.npy"), "--scheduler", cluster], capsys)
+    assert rc == 1
+    line = _one_line(err)
     assert "--labels" in line and "(600,)" in line
     assert not (tmp_path / "f.zarr").exists()
 
 
-def test_train_refuses_a_store_without_labels_naming_the_fix(data, cluster, tmp_path):
+def test_train_refuses_a_store_without_labels_naming_the_fix(data, cluster, tmp_path, capsys):
     d, _, _ = data
     store = tmp_path / "nolabels.zarr"
     assert main(["featurize", str(d / "X.npy"), str(store), "--param", "n_components=16", "--scheduler", cluster,
                  "--no-progress"]) == 0
-    proc = _cli(["train", str(store), "-o", str(tmp_path / "m.dk")])
-    assert proc.returncode == 1 and "--labels" in _one_line(proc.stderr)
+    rc, err = _main(["train", str(store), "-o", str(tmp_path / "m.dk")], capsys)
+    assert rc == 1 and "--labels" in _one_line(err)
     assert not (tmp_path / "m.dk").exists()
 
 
@@ -155,15 +156,15 @@ def test_predict_writes_what_the_model_predicts(data, trained, cluster, tmp_path
     assert not [n for n in os.listdir(tmp_path) if "dk-tmp" in n]
 
 
-def test_predict_parquet_if_pyarrow_else_a_clear_refusal(data, trained, cluster, tmp_path):
+def test_predict_parquet_if_pyarrow_else_a_clear_refusal(data, trained, cluster, tmp_path, capsys):
     d, X, _ = data
     model, path = trained
     out = tmp_path / "pred.parquet"
     try:
         import pyarrow  # noqa: F401
     except ImportError:
-        proc = _cli(["predict", str(path), str(d / "X.npy"), "-o", str(out), "--scheduler", cluster])
-        assert proc.returncode == 1 and "pyarrow" in _one_line(proc.stderr)
+        rc, err = _main(["predict", str(path), str(d / "X.npy"), "-o", str(out), "--scheduler", cluster], capsys)
+        assert rc == 1 and "pyarrow" in _one_line(err)
         return
     import dask.dataframe as dd
 
@@ -172,7 +173,7 @@ def test_predict_parquet_if_pyarrow_else_a_clear_refusal(data, trained, cluster,
 
 
 @pytest.mark.parametrize("existing", ["file", "dir"])
-def test_predict_never_replaces_an_existing_output(data, trained, tmp_path, existing):
+def test_predict_never_replaces_an_existing_output(data, trained, tmp_path, capsys, existing):
     d, _, _ = data
     out = tmp_path / "pred.npy"
     if existing == "file":
@@ -180,19 +181,19 @@ def test_predict_never_replaces_an_existing_output(data, trained, tmp_path, exis
     else:
         out.mkdir()
         (out / "keep.txt").write_text("mine")
-    proc = _cli(["predict", str(trained[1]), str(d / "X.npy"), "-o", str(out), "--workers", "1"])
-    assert proc.returncode == 1 and "already exists" in _one_line(proc.stderr)
+    rc, err = _main(["predict", str(trained[1]), str(d / "X.npy"), "-o", str(out), "--workers", "1"], capsys)
+    assert rc == 1 and "already exists" in _one_line(err)  # refused before a cluster starts
     assert (out.read_text() if existing == "file" else (out / "keep.txt").read_text()) == "mine"
 
 
 @pytest.mark.parametrize("cmd", ["featurize", "predict", "score"])
-def test_empty_scheduler_is_an_error(data, trained, tmp_path, cmd):
+def test_empty_scheduler_is_an_error(data, trained, tmp_path, capsys, cmd):
     d, _, _ = data
     args = {"featurize": [str(d / "X.npy"), str(tmp_path / "f.zarr")],
             "predict": [str(trained[1]), str(d / "X.npy"), "-o", str(tmp_path / "p.npy")],
             "score": [str(trained[1]), str(d / "X.npy"), "--labels", str(d / "y.npy")]}[cmd]
-    proc = _cli([cmd, *args, "--scheduler", ""], timeout=60)
-    assert proc.returncode == 2 and "--scheduler" in _one_line(proc.stderr)
+    rc, err = _main([cmd, *args, "--scheduler", ""], capsys)
+    assert rc == 2 and "--scheduler" in _one_line(err)
 
 
 def test_score_prints_the_score_as_the_last_field(data, trained, cluster, capsys):
@@ -240,13 +241,13 @@ def test_scheduler_file_is_waited_for(data, cluster, tmp_path, capsys):
     assert open_store(str(tmp_path / "f.zarr")).complete
 
 
-def test_missing_scheduler_file_fails_in_bounded_time_naming_the_flag(data, tmp_path):
+def test_missing_scheduler_file_fails_in_bounded_time_naming_the_flag(data, tmp_path, capsys):
     d, _, _ = data
     t0 = time.monotonic()
-    proc = _cli(["featurize", str(d / "X.npy"), str(tmp_path / "f.zarr"), "--scheduler-file",
-                 str(tmp_path / "never.json"), "--scheduler-file-timeout", "1"], timeout=60)
-    assert proc.returncode == 1 and time.monotonic() - t0 < 30
-    line = _one_line(proc.stderr)
+    rc, err = _main(["featurize", str(d / "X.npy"), str(tmp_path / "f.zarr"), "--scheduler-file",
+                     str(tmp_path / "never.json"), "--scheduler-file-timeout", "1"], capsys)
+    assert rc == 1 and time.monotonic() - t0 < 10
+    line = _one_line(err)
     assert "--scheduler-file" in line and "never.json" in line and "waited 1 s" in line
     assert not (tmp_path / "f.zarr").exists()
 
@@ -272,14 +273,16 @@ def test_center_mean_over_svmlight_partitions(tmp_path, cluster):
     np.testing.assert_allclose(open_store(str(tmp_path / "f.zarr")).feature_map.center_, [1.5, 2.0, 3.0])
 
 
-def test_progress_in_logs_is_plain_lines(data, cluster, tmp_path):
+def test_progress_in_logs_is_plain_lines(data, cluster, tmp_path, capsys):
     d, _, _ = data
-    proc = _cli(["featurize", str(d / "X.npy"), str(tmp_path / "f.zarr"), "--chunks", "50",
-                 "--param", "n_components=16", "--scheduler", cluster])
-    assert proc.returncode == 0, proc.stderr
-    assert "\r" not in proc.stdout + proc.stderr  # no redrawn bar in a log file
-    done = re.findall(r"^\[featurize\] (\d+)/(\d+) tasks \(100%\) [\d.]+ s$", proc.stderr, flags=re.M)
-    assert done and done[-1][0] == done[-1][1] and int(done[-1][1]) >= 12, proc.stderr  # >= one task per block
+    assert not sys.stderr.isatty()  # captured, as in a batch log
+    capsys.readouterr()
+    assert main(["featurize", str(d / "X.npy"), str(tmp_path / "f.zarr"), "--chunks", "50",
+                 "--param", "n_components=16", "--scheduler", cluster]) == 0
+    out, err = capsys.readouterr()
+    assert "\r" not in out + err  # no redrawn bar in a log file
+    done = re.findall(r"^\[featurize\] (\d+)/(\d+) tasks \(100%\) [\d.]+ s$", err, flags=re.M)
+    assert done and done[-1][0] == done[-1][1] and int(done[-1][1]) >= 12, err  # >= one task per block
 
 
 def test_plain_progress_prints_a_line_every_interval(capsys):
@@ -298,30 +301,30 @@ def test_plain_progress_prints_a_line_every_interval(capsys):
     assert lines[-1].startswith("[x] 20/20 tasks (100%)")
 
 
-def test_same_file_by_relative_absolute_or_linked_path_is_the_same_job(tmp_path, cluster):
+def test_same_file_by_relative_absolute_or_linked_path_is_the_same_job(tmp_path, cluster, capsys, monkeypatch):
     X = np.random.default_rng(0).random((100, 5))
     dump_svmlight_file(X, np.zeros(100), str(tmp_path / "x.svm"), zero_based=False)
     os.symlink(tmp_path / "x.svm", tmp_path / "link.svm")
     base = ["--param", "n_components=16", "--scheduler", cluster, "--no-progress"]
-    proc = _cli(["featurize", "x.svm", "f.zarr", *base], cwd=tmp_path)
-    assert proc.returncode == 0, proc.stderr
+    monkeypatch.chdir(tmp_path)
+    assert main(["featurize", "x.svm", "f.zarr", *base]) == 0
     for name in (str(tmp_path / "x.svm"), "link.svm"):
-        proc = _cli(["featurize", name, str(tmp_path / "f.zarr"), *base], cwd=tmp_path)
-        assert proc.returncode == 0, proc.stderr
-        assert "0 computed, 1 already done" in proc.stdout
+        capsys.readouterr()
+        assert main(["featurize", name, str(tmp_path / "f.zarr"), *base]) == 0, capsys.readouterr().err
+        assert "0 computed, 1 already done" in capsys.readouterr().out
 
 
-def test_gzipped_svmlight_works_or_says_so_in_one_line(tmp_path, cluster):
+def test_gzipped_svmlight_works_or_says_so_in_one_line(tmp_path, cluster, capsys):
     import gzip
 
     X = np.round(np.random.default_rng(0).random((50, 4)), 3)
     dump_svmlight_file(X, np.zeros(50), str(tmp_path / "x.svm"), zero_based=False)
     with open(tmp_path / "x.svm", "rb") as f, gzip.open(tmp_path / "x.svm.gz", "wb") as g:
         g.write(f.read())
-    proc = _cli(["featurize", str(tmp_path / "x.svm.gz"), str(tmp_path / "f.zarr"), "--param", "n_components=16",
-                 "--scheduler", cluster, "--no-progress"])
-    if proc.returncode == 0:  # the library reads compressed svmlight
+    rc, err = _main(["featurize", str(tmp_path / "x.svm.gz"), str(tmp_path / "f.zarr"), "--param",
+                     "n_components=16", "--scheduler", cluster, "--no-progress"], capsys)
+    if rc == 0:  # the library reads compressed svmlight
         assert open_store(str(tmp_path / "f.zarr")).n_rows == 50
     else:
-        line = _one_line(proc.stderr)
-        assert proc.returncode == 1 and "gzip" in line and "x.svm.gz" in line and "\\x" not in line, line
+        line = _one_line(err)
+        assert rc == 1 and "gzip" in line and "x.svm.gz" in line and "\\x" not in line, line

@@ -2,8 +2,6 @@
 starts, with messages naming the job file's keys."""
 
 import os
-import subprocess
-import sys
 import textwrap
 
 import numpy as np
@@ -54,22 +52,22 @@ def _write(d, text, name="job.toml"):
     return str(d / name)
 
 
-def _cli(args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "dask_kernels.cli", *args], capture_output=True, text=True,
-                          cwd=cwd, env={**os.environ, "PYTHONPATH": ROOT}, timeout=300)
+def test_a_job_file_runs_featurize_train_predict_with_paths_relative_to_it(job_dir, tmp_path_factory, capsys,
+                                                                          monkeypatch):
+    from distributed import LocalCluster
 
-
-def test_a_job_file_runs_featurize_train_predict_with_paths_relative_to_it(job_dir, tmp_path_factory):
     job = _write(job_dir, JOB)
     elsewhere = tmp_path_factory.mktemp("cwd")  # cron runs jobs from anywhere
-    proc = _cli(["run", job, "--workers", "1"], cwd=elsewhere)
-    assert proc.returncode == 0, proc.stderr
+    monkeypatch.chdir(elsewhere)
+    with LocalCluster(n_workers=1, threads_per_worker=2, processes=True, dashboard_address=None) as cluster:
+        assert main(["run", job, "--scheduler", cluster.scheduler_address]) == 0
+    stdout = capsys.readouterr().out
     store = open_store(str(job_dir / "out" / "features.zarr"))
     assert store.complete and store.n_blocks == 3 and store.labels is not None
     model = load_model(job_dir / "out" / "model.dk")
     X = np.load(job_dir / "X.npy")
     assert np.array_equal(np.load(job_dir / "out" / "pred.npy"), model.predict(X))
-    assert [ln.split(":")[0] for ln in proc.stdout.splitlines() if ln.startswith("==")] == [
+    assert [ln.split(":")[0] for ln in stdout.splitlines() if ln.startswith("==")] == [
         "== [input]/[map]/[store]", "== [training]", "== [[outputs]] #1"]
     assert not os.listdir(elsewhere)
 
@@ -92,26 +90,28 @@ def test_dry_run_prints_the_steps_as_command_lines(job_dir, capsys):
     (("chunks = 100", 'chunks = "many"'), "[store] chunks: expected an integer, got 'many'"),
     (("epochs = 2", "epochs = 2\nestimator = \"svm\""), "[training] estimator: invalid choice: 'svm'"),
     (("epochs = 2", "epochs = true"), "[training] epochs: expected an integer, got True"),
-    (('method = "gcws"', 'method = "nope"'), "--method 'nope' is unknown"),
+    (('method = "gcws"', 'method = "nope"'), "[map] method 'nope' is unknown"),
+    (("bits = 8", "bits = 99"), "[map] params: The 'bits' parameter"),
     (('path = "out/features.zarr"\n', ""), "[store] path: missing"),
     (("[training]", "[trainng]"), "[trainng]: unknown section"),
     (('input = "X.npy"\npath = "out/pred.npy"', 'input = "X.npy"'), "[[outputs]] #1 path: missing"),
     (("progress = false", "progress = 0"), "[store] progress: expected true or false, got 0"),
 ])
-def test_job_file_errors_name_the_key_before_a_cluster_starts(job_dir, edit, expected):
+def test_job_file_errors_name_the_key_before_a_cluster_starts(job_dir, capsys, edit, expected):
     job = _write(job_dir, JOB.replace(*edit))
-    proc = _cli(["run", job])  # no cluster flags: a LocalCluster would start if the file passed
-    assert proc.returncode in (1, 2), proc.stdout
-    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
-    assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert main(["run", job]) == 1  # no cluster flags: a LocalCluster would start if the file passed
+    out, err = capsys.readouterr()
+    assert not out  # no step started
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "Traceback" not in err, err
     assert expected in lines[0], lines[0]
     assert not (job_dir / "out" / "features.zarr").exists()
 
 
-def test_invalid_toml_names_the_file(tmp_path):
+def test_invalid_toml_names_the_file(tmp_path, capsys):
     job = _write(tmp_path, "[input\npath = 1")
-    proc = _cli(["run", job])
-    assert proc.returncode == 1 and f"job {job}: not valid TOML" in proc.stderr
+    assert main(["run", job]) == 1
+    assert f"job {job}: not valid TOML" in capsys.readouterr().err
 
 
 def test_the_deploy_example_job_file_is_valid():

@@ -36,7 +36,7 @@ def open_rows(path, fmt="auto", *, n_features=None, zero_based=False, blocksize=
         return fmt, io.read_zarr(path, block_rows=block_rows)
     try:
         return fmt, io.read_svmlight(path, n_features=n_features, blocksize=blocksize, zero_based=zero_based)
-    except (ValueError, UnicodeDecodeError) as e:
+    except Exception as e:  # a compressed file fails in many ways (even unpicklable worker errors)
         err = compressed_error(path, e, flag)
         if err is None:
             raise

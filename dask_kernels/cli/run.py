@@ -195,6 +195,14 @@ def steps(job, cluster_argv):
     return out
 
 
+def _rename(message, names):
+    """A step's message with the CLI's flags replaced by the job file's keys."""
+    for flag, key in sorted(names.items(), key=lambda kv: -len(kv[0])):  # --no-progress before --no
+        message = message.replace(f"argument {flag}", key)
+        message = message.replace(f"{flag} ", f"{key} ").replace(f"{flag}:", f"{key}:")
+    return message
+
+
 def _parse(argv, where, names):
     """Parse a step with the CLI's own parser; argparse errors name the job file's keys."""
     from . import build_parser
@@ -203,9 +211,7 @@ def _parse(argv, where, names):
     sub = next(a for a in parser._subparsers._group_actions).choices[argv[0]]
 
     def error(message):
-        for flag, key in sorted(names.items(), key=lambda kv: -len(kv[0])):  # --no-progress before --no
-            message = message.replace(f"argument {flag}", key)
-        raise JobError(message)
+        raise JobError(_rename(message, names))
 
     sub.error = parser.error = error
     return parser.parse_args(argv)
@@ -225,9 +231,17 @@ def cluster_override(args):
 
 
 def run(args):
+    from .featurize import build_map
+
     job = load_job(args.job)
-    plan = [(where, _parse(argv, where, names), argv) for where, argv, names in steps(job, cluster_override(args))]
-    for where, parsed, argv in plan:
+    plan = [(where, _parse(argv, where, names), argv, names) for where, argv, names in steps(job, cluster_override(args))]
+    for where, parsed, argv, names in plan:  # the map too, before a cluster starts
+        if parsed.command == "featurize":
+            try:
+                build_map(parsed)
+            except UsageError as e:
+                raise JobError(_rename(str(e), names)) from None
+    for where, parsed, argv, _ in plan:
         print(f"== {where}: dask-kernels {' '.join(argv)}", flush=True)
         if args.dry_run:
             continue
