@@ -55,11 +55,13 @@ def test_progress_helper_displays_the_widget_in_jupyter(monkeypatch):
 
     from dask_kernels import _progress
 
-    shown = []
-    fake_ip = types.SimpleNamespace(get_ipython=lambda: types.SimpleNamespace(kernel=object()))
-    monkeypatch.setitem(sys.modules, "IPython", fake_ip)
-    monkeypatch.setitem(sys.modules, "IPython.display", types.SimpleNamespace(display=shown.append))
     import distributed
+    import IPython
+    import IPython.display
+
+    shown = []
+    monkeypatch.setattr(IPython, "get_ipython", lambda: types.SimpleNamespace(kernel=object()))
+    monkeypatch.setattr(IPython.display, "display", shown.append)
 
     monkeypatch.setattr(distributed, "progress", lambda futures, notebook: ("widget", notebook, len(futures)))
     assert _progress.in_jupyter()
