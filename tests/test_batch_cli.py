@@ -109,6 +109,9 @@ def test_store_urls_everywhere(data, cluster, tmp_path, capsys):
     assert "rows: 600 x 32 uint8" in out and "complete: yes" in out
     assert main(["score", str(tmp_path / "m.dk"), url, "--scheduler", cluster]) == 0
     assert float(capsys.readouterr().out.split()[-1]) == pytest.approx(load_model(tmp_path / "m.dk").score(X, y))
+    # predictions from the store's features equal those from the raw rows
+    assert main(["predict", str(tmp_path / "m.dk"), url, "-o", str(tmp_path / "p.npy"), "--scheduler", cluster]) == 0
+    assert np.array_equal(np.load(tmp_path / "p.npy"), load_model(tmp_path / "m.dk").predict(X))
 
 
 def test_train_n_features_lets_the_model_score_a_wider_svmlight_file(tmp_path, cluster, capsys):
