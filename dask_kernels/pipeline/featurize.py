@@ -204,8 +204,8 @@ def _active_client():
 def run_tasks(tasks, progress=True):
     """Compute delayed tasks on the active scheduler with a progress bar; returns their results.
 
-    A distributed Client, if one is active, gets ``distributed.progress``; otherwise dask's
-    default (threaded) scheduler runs them under a ``dask.diagnostics.ProgressBar``.
+    A distributed Client, if one is active, computes them; otherwise dask's default (threaded)
+    scheduler. Progress is shown as :mod:`dask_kernels._progress` decides.
     """
     if not tasks:
         return []
@@ -261,7 +261,8 @@ def featurize(X, feature_map, *, labels=None, row_ids=None, store=None, chunks=N
         is refused naming what differs. A job whose store is replaced by another job while it
         runs stops with :class:`~dask_kernels.pipeline.store.LeaseLostError`.
     progress : bool, default True
-        Show ``distributed.progress`` on a Client, else a ``dask.diagnostics.ProgressBar``.
+        Show progress (see :mod:`dask_kernels._progress`): distributed's widget in Jupyter, a
+        text bar on a terminal, a plain line every few seconds in logs.
     storage_options : dict, optional
         fsspec options for ``store``.
 
