@@ -8,7 +8,8 @@ Run: ``python examples/train_from_store.py``. It
 3. trains an SGD classifier from the store, block by block, with ``fit_incremental`` (held-out
    ERP and accuracy each epoch, the thesis' learning-rate schedule, a checkpoint per epoch);
 4. saves the model, loads it back, predicts lazily on a dask array of new rows;
-5. plots the training history to ``examples/train_from_store.png``.
+5. plots the training history to ``examples/train_from_store.png``;
+6. removes its temporary folder (the store, the checkpoint, the model), even on errors.
 """
 
 # %% setup
@@ -33,30 +34,32 @@ def make_data(n, d=10, seed=0):
     return X, y.astype(np.int64)
 
 
-def main():
-    work = tempfile.mkdtemp(prefix="dk_example_")
-    X, y = make_data(40_000)
-    X_new, y_new = make_data(5_000, seed=1)
+def main(n_rows=40_000, epochs=8, plot_dir=HERE):
+    X, y = make_data(n_rows)
+    X_new, y_new = make_data(max(1, n_rows // 8), seed=1)
+    chunk = max(1, n_rows // 8)
 
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+    with tempfile.TemporaryDirectory(prefix="dk_example_") as work, \
+            LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
             Client(cluster) as client:
         print(client)
         # %% featurize into a store (resumable: re-running skips finished blocks)
         gcws = GCWS(n_components=256, bits=8, seed=0).fit(X[:1])
-        store = dask_kernels.featurize(da.from_array(X, chunks=(5_000, -1)), gcws, labels=y,
+        store = dask_kernels.featurize(da.from_array(X, chunks=(chunk, -1)), gcws, labels=y,
                                        store=os.path.join(work, "features.zarr"), progress=False)
         print(store)
 
         # %% train from the store; eta0 = 1 / ||x||^2 = 1 / k for one-hot GCWS rows
         est = SGDClassifier(loss="log_loss", alpha=1e-5, learning_rate="constant", eta0=1 / 256, random_state=0)
-        model = fit_incremental(est, store, epochs=8, validation=0.1, seed=0,
+        model = fit_incremental(est, store, epochs=epochs, validation=0.1, seed=0,
                                 checkpoint=os.path.join(work, "train.ckpt"))
 
         # %% save, load, predict lazily on new rows (computed on the cluster)
         path = model.save(os.path.join(work, "model.dk"))
         loaded = load_model(path)
-        lazy = loaded.predict(da.from_array(X_new, chunks=(1_000, -1)))
-        print(f"accuracy on {len(X_new)} new rows: {np.mean(lazy.compute() == y_new):.4f}")
+        lazy = loaded.predict(da.from_array(X_new, chunks=(max(1, chunk // 5), -1)))
+        accuracy = float(np.mean(lazy.compute() == y_new))
+        print(f"accuracy on {len(X_new)} new rows: {accuracy:.4f}")
 
     # %% plot the history
     import matplotlib
@@ -78,9 +81,11 @@ def main():
     ax[1].legend()
     fig.suptitle("GCWS (k=256, b=8) + SGD from a Zarr feature store")
     fig.tight_layout()
-    out = os.path.join(HERE, "train_from_store.png")
+    out = os.path.join(plot_dir, "train_from_store.png")
     fig.savefig(out, dpi=110)
+    plt.close(fig)
     print(f"plot: {out}")
+    return accuracy
 
 
 if __name__ == "__main__":

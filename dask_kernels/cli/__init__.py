@@ -36,6 +36,9 @@ def build_parser():
         prog="dask-kernels",
         description="Linearized-kernel features on Dask: featurize, store in Zarr, train out of core.",
     )
+    from .. import __version__
+
+    parser.add_argument("--version", action="version", version=f"dask-kernels {__version__}")
     parser.add_argument("--debug", action="store_true",
                         help="show the Python traceback of errors (also: DASK_KERNELS_DEBUG=1)")
     sub = parser.add_subparsers(dest="command", required=True)

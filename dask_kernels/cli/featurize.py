@@ -6,34 +6,31 @@ Re-running the same command resumes an unfinished store; a store of another job 
 
 import json
 
-from ._args import (UsageError, connect, existing_path, make_map, param_value, parse_params, positive_int,
-                    scheduler_address)
+from ._args import UsageError, existing_path, make_map, param_value, parse_params, positive_int
+from ._cluster import add_cluster_arguments, client_for
+from ._inputs import add_input_arguments, load_labels, open_rows
+from ._paths import existing, normalize
 
 help = "featurize a .npy, Zarr or svmlight file into a resumable Zarr feature store"
 
 
 def add_arguments(parser):
-    parser.add_argument("input", help="input rows: a .npy file, a Zarr array, or an svmlight/LIBSVM file")
-    parser.add_argument("output", help="feature store to write (path or fsspec URL)")
-    parser.add_argument("--format", choices=["auto", "npy", "zarr", "svmlight"], default="auto",
-                        help="input format (default: from the file name; .npy, .zarr, anything else svmlight)")
+    parser.add_argument("input", help="input rows: a .npy file, a Zarr array, or an svmlight/LIBSVM file (path or URL)")
+    parser.add_argument("output", help="feature store to write (path, file:// or fsspec URL such as s3://...)")
+    parser.add_argument("--labels", help=".npy file of one label per row, stored beside the features (for .npy "
+                        "and Zarr input; svmlight files carry their labels)")
     parser.add_argument("--method", default="gcws", help="feature map (default gcws)")
     parser.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
-                        help="map parameter, e.g. --param n_components=256 (value parsed as JSON if it can be)")
+                        help="map parameter, e.g. --param n_components=256 (value parsed as JSON if it can be); "
+                             "center=mean centres on the mean of all rows (one extra pass)")
     parser.add_argument("--spec", help="JSON file with a map spec (a full spec from FeatureMap.spec(), or "
                                        '{"method": ..., "params": {...}}); overrides --method/--param')
-    parser.add_argument("--n-features", type=positive_int, help="svmlight: input dimension (default: found in a first pass)")
-    parser.add_argument("--zero-based", action="store_true",
-                        help="svmlight: indices start at 0 (default: 1, as in LIBSVM files)")
-    parser.add_argument("--blocksize", type=positive_int, default=64 * 2**20, help="svmlight: bytes per partition")
+    add_input_arguments(parser)
     parser.add_argument("--chunks", type=positive_int, help="rows per stored block (default: the input's partitions)")
-    parser.add_argument("--scheduler", metavar="ADDRESS", type=scheduler_address,
-                        help="address of a running `dask scheduler` (tcp://host:port or host:port)")
-    parser.add_argument("--workers", type=positive_int, default=None,
-                        help="LocalCluster worker processes (default: cores)")
-    parser.add_argument("--threads-per-worker", type=positive_int, default=1)
+    add_cluster_arguments(parser)
     parser.add_argument("--overwrite", action="store_true", help="replace an existing store")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--no-progress", action="store_true",
+                        help="no progress (default: a bar on a terminal, a plain line every few seconds otherwise)")
 
 
 def _value(text):
@@ -68,48 +65,41 @@ def build_map(args):
 
 
 def read_input(args):
-    from .. import io
-
-    fmt = args.format
-    if fmt == "auto":
-        path = args.input.rstrip("/")
-        fmt = "npy" if path.endswith(".npy") else "zarr" if path.endswith(".zarr") else "svmlight"
-    if fmt == "npy":
-        return io.read_npy(args.input, block_rows=args.chunks)
-    if fmt == "zarr":
-        return io.read_zarr(args.input, block_rows=args.chunks)
-    return io.read_svmlight(args.input, n_features=args.n_features, blocksize=args.blocksize,
-                            zero_based=args.zero_based)
+    """The input rows, lazily (a dask array or SparsePartitions)."""
+    fmt, X = open_rows(args.input, args.format, n_features=args.n_features, zero_based=args.zero_based,
+                       blocksize=args.blocksize, block_rows=args.chunks)
+    if fmt == "store":
+        raise UsageError(f"input {args.input}: is a feature store; featurize raw rows (.npy, Zarr array, svmlight)")
+    return X
 
 
 def run(args):
     import time
 
-    from distributed import Client, LocalCluster
-
     from ..pipeline import featurize
+    from ._center import resolve_center
 
     fmap = build_map(args)
     existing_path(args.input, "input")
-    if args.scheduler is not None:
-        client = connect(args.scheduler)
-        cluster = None
-    else:
-        cluster = LocalCluster(n_workers=args.workers, threads_per_worker=args.threads_per_worker,
-                               processes=True, dashboard_address=":0")
-        client = Client(cluster)
-    try:
+    if args.labels:
+        existing(args.labels, "--labels")
+    output = normalize(args.output)
+    if args.labels and args.format == "svmlight":
+        raise UsageError("--labels is for .npy and Zarr input: svmlight files carry their labels")
+    with client_for(args):
         X = read_input(args)
+        labels = None
+        if args.labels:
+            if hasattr(X, "has_labels"):
+                raise UsageError("--labels is for .npy and Zarr input: svmlight files carry their labels")
+            labels = load_labels(args.labels, int(X.shape[0]))
+        fmap = resolve_center(fmap, X)
         t0 = time.perf_counter()
-        store = featurize(X, fmap, store=args.output, chunks=args.chunks, overwrite=args.overwrite,
+        store = featurize(X, fmap, labels=labels, store=output, chunks=args.chunks, overwrite=args.overwrite,
                           progress=not args.no_progress)
         seconds = time.perf_counter() - t0
-    finally:
-        client.close()
-        if cluster is not None:
-            cluster.close()
     stats = store.run_stats
-    print(f"\n{store.path}: {store.n_rows} rows x {store.features.shape[1]} {store.features.dtype} "
+    print(f"{store.path}: {store.n_rows} rows x {store.features.shape[1]} {store.features.dtype} "
           f"({store.spec['method']}), {store.n_blocks} blocks: {stats['computed']} computed, "
           f"{stats['skipped']} already done; {seconds:.1f} s")
     return 0

@@ -6,9 +6,7 @@ block with ``--method`` (nothing stored). Prints the per-epoch history; the save
 with :func:`dask_kernels.load_model`.
 """
 
-import os
-
-from ._args import UsageError, existing_path, fraction, make_map, nonnegative_float, parse_params, positive_float, \
+from ._args import UsageError, fraction, make_map, nonnegative_float, parse_params, positive_float, \
     positive_int
 
 help = "train a linear model out of core on a feature store or raw .npy/svmlight rows; save it"
@@ -23,6 +21,9 @@ def add_arguments(parser):
                              "and --overwrite be given (anything else is refused, never replaced)")
     parser.add_argument("--overwrite", action="store_true", help="replace a saved model at --output")
     parser.add_argument("--labels", help=".npy file of labels (for .npy input)")
+    parser.add_argument("--n-features", type=positive_int, default=None,
+                        help="svmlight: input dimension (default: the file's highest index); give the full "
+                             "dimension so the model can score files whose highest index is larger")
     parser.add_argument("--zero-based", action="store_true",
                         help="svmlight indices start at 0 (default: 1, as in LIBSVM files)")
     parser.add_argument("--blocksize", type=positive_int, default=None,
@@ -69,13 +70,24 @@ def _source(args):
 
     from dask_kernels.learn import ArraySource, StoreSource
 
-    path = existing_path(args.source, "source")
-    if os.path.isdir(path):
-        if args.method or args.labels:
-            raise UsageError("a feature store carries its own map and labels: drop --method/--labels")
+    from ._center import resolve_center
+    from ._paths import existing, input_format, is_url
+
+    path = existing(args.source, "source")
+    fmt = input_format(path)
+    if fmt == "store":
+        if args.method:
+            raise UsageError("a feature store carries its own map: drop --method")
         from dask_kernels import open_store
 
-        return StoreSource(open_store(path), block_rows=args.block_rows)
+        store = open_store(path)
+        if args.labels:
+            raise UsageError(f"--labels: the store {path} carries its labels (stored by featurize --labels); "
+                             "drop --labels")
+        if store.labels is None:
+            raise UsageError(f"source {path}: the store has no labels; featurize it again with --labels y.npy "
+                             "(.npy input) or from an svmlight file")
+        return StoreSource(store, block_rows=args.block_rows)
     fmap = None
     if args.method:
         params = {"n_components": args.n_components, "seed": args.seed}
@@ -83,20 +95,36 @@ def _source(args):
         fmap = make_map(args.method, params)
     elif args.param:
         raise UsageError("--param needs --method (the map it parameterizes)")
-    if path.endswith(".npy"):
+    if fmt == "npy":
         if not args.labels:
             raise UsageError(f"--labels is required for .npy input ({path})")
+        if is_url(path):
+            raise UsageError(f"source {path}: .npy input must be a local file")
+        from ._inputs import load_labels
+
         X = np.load(path, mmap_mode="r")
-        y = np.load(existing_path(args.labels, "--labels"))
+        y = load_labels(args.labels, X.shape[0] if X.ndim else 0)
+        if fmap is not None:
+            from dask_kernels.io import read_npy
+
+            fmap = resolve_center(fmap, read_npy(path))  # one pass over the file, in blocks
         return ArraySource(X, y, fmap, block_rows=args.block_rows)
+    if fmt == "zarr":
+        raise UsageError(f"source {path}: train reads a feature store, a .npy file or an svmlight file; featurize "
+                         "a Zarr array first (dask-kernels featurize --labels)")
     if args.labels:
         raise UsageError("--labels is for .npy input: svmlight files carry their labels")
-    from dask_kernels.io import read_svmlight
     from dask_kernels.learn import PartitionSource
+
+    from ._inputs import open_rows
 
     # byte-range partitions, parsed block by block
     kw = {} if args.blocksize is None else {"blocksize": args.blocksize}
-    return PartitionSource(read_svmlight(path, zero_based=args.zero_based, **kw), fmap)
+    _, parts = open_rows(path, "svmlight", n_features=args.n_features, zero_based=args.zero_based, **kw,
+                         flag="source")
+    if fmap is not None:
+        fmap = resolve_center(fmap, parts)
+    return PartitionSource(parts, fmap)
 
 
 def _default_eta0(src):

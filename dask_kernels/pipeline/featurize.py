@@ -16,6 +16,7 @@ from sklearn.base import clone
 from sklearn.utils.validation import check_is_fitted
 from sklearn.exceptions import NotFittedError
 
+from .._progress import local_progress, wait_futures
 from ..blocks import validate_block
 from ..io.dense import file_identity, from_array
 from ..io.sparse import SparsePartitions, from_sparse
@@ -210,8 +211,8 @@ def _active_client():
 def run_tasks(tasks, progress=True):
     """Compute delayed tasks on the active scheduler with a progress bar; returns their results.
 
-    A distributed Client, if one is active, gets ``distributed.progress``; otherwise dask's
-    default (threaded) scheduler runs them under a ``dask.diagnostics.ProgressBar``.
+    A distributed Client, if one is active, computes them; otherwise dask's default (threaded)
+    scheduler. Progress is shown as :mod:`dask_kernels._progress` decides.
     """
     if not tasks:
         return []
@@ -220,17 +221,13 @@ def run_tasks(tasks, progress=True):
         futures = client.compute(tasks)
         try:
             if progress:
-                from distributed import progress as dprogress
-
-                dprogress(futures)
+                wait_futures(futures, label="featurize")  # displayed in Jupyter, plain lines in logs
             return client.gather(futures)
         except BaseException:
             client.cancel(futures)
             raise
     if progress:
-        from dask.diagnostics import ProgressBar
-
-        with ProgressBar():
+        with local_progress(label="featurize"):
             return list(dask.compute(*tasks))
     return list(dask.compute(*tasks))
 
@@ -271,7 +268,8 @@ def featurize(X, feature_map, *, labels=None, row_ids=None, store=None, chunks=N
         is refused naming what differs. A job whose store is replaced by another job while it
         runs stops with :class:`~dask_kernels.pipeline.store.LeaseLostError`.
     progress : bool, default True
-        Show ``distributed.progress`` on a Client, else a ``dask.diagnostics.ProgressBar``.
+        Show progress (see :mod:`dask_kernels._progress`): distributed's widget in Jupyter, a
+        text bar on a terminal, a plain line every few seconds in logs.
     storage_options : dict, optional
         fsspec options for ``store``.
 

@@ -1,0 +1,61 @@
+"""A saved model applied lazily to rows named on the command line (computed on the cluster)."""
+
+import dask
+import dask.array as da
+import numpy as np
+
+from ._args import UsageError
+from ._inputs import open_rows
+
+
+def _apply_part(model, method, part):
+    return getattr(model, method)(part[0])
+
+
+def lazy_apply(model, X, method):
+    """``model.<method>(X)`` as a dask array: X a dask array, a feature store, or SparsePartitions
+    (one task per partition)."""
+    if not hasattr(X, "to_delayed") or not hasattr(X, "row_counts"):
+        return getattr(model, method)(X)
+    classes = getattr(model.estimator, "classes_", None)
+    if method == "predict_proba":
+        width, dtype = len(classes), np.dtype(np.float64)
+    else:
+        width, dtype = None, np.asarray(classes).dtype if classes is not None else np.dtype(np.float64)
+    m = dask.delayed(model, pure=True)
+    cols = []
+    for part, n in zip(X.to_delayed(), X.row_counts):
+        shape = (n,) if width is None else (n, width)
+        cols.append(da.from_delayed(dask.delayed(_apply_part)(m, method, part), shape=shape, dtype=dtype))
+    if not cols:
+        return da.empty((0,) if width is None else (0, width), dtype=dtype)
+    return da.concatenate(cols)
+
+
+def open_for_model(model, path, args, flag="input"):
+    """``(rows, labels)`` of ``path`` for ``model``: labels lazily, None when the input has none.
+
+    svmlight input is read with the model's input dimension (a test file's highest index may be
+    smaller than the training file's).
+    """
+    n_features = args.n_features
+    if n_features is None and model.feature_map is not None:
+        n_features = int(model.feature_map.n_features_in_)
+    fmt, X = open_rows(path, args.format, n_features=n_features, zero_based=args.zero_based,
+                       blocksize=args.blocksize, flag=flag)
+    if fmt == "store":
+        return X, X.labels
+    if fmt == "svmlight":
+        return X, X.labels
+    return X, None
+
+
+def check_width(model, X, path):
+    """The input has as many columns as the model was trained on (before any task runs)."""
+    fmap = model.feature_map
+    want = int(fmap.n_features_in_) if fmap is not None else getattr(model.estimator, "n_features_in_", None)
+    if hasattr(X, "feature_map"):  # a store: its map must be the model's (checked by KernelModel)
+        return
+    if want is not None and int(X.shape[1]) != int(want):
+        raise UsageError(f"input {path}: {int(X.shape[1])} columns, but the model was trained on {want} "
+                         "(svmlight: pass --n-features)")

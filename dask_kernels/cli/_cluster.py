@@ -1,0 +1,94 @@
+"""Where a subcommand computes: a running scheduler (``--scheduler`` or ``--scheduler-file``) or
+a LocalCluster it starts and stops.
+
+``--scheduler-file`` waits (at most ``--scheduler-file-timeout`` seconds) for the file that
+``dask scheduler --scheduler-file`` writes once it listens: a job started beside its scheduler
+(deploy/*.sh, compose, Kubernetes) no longer races it.
+"""
+
+import argparse
+import contextlib
+import json
+import os
+import time
+
+from ._args import UsageError, connect, positive_float, positive_int, scheduler_address
+
+#: Default seconds to wait for a scheduler file to appear.
+SCHEDULER_FILE_TIMEOUT = 120.0
+
+
+def add_cluster_arguments(parser):
+    """``--scheduler``, ``--scheduler-file`` (mutually exclusive) and the LocalCluster's size."""
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--scheduler", metavar="ADDRESS", type=scheduler_address,
+                       help="address of a running `dask scheduler` (tcp://host:port or host:port)")
+    where.add_argument("--scheduler-file", metavar="FILE",
+                       help="the file `dask scheduler --scheduler-file FILE` writes (waited for, see "
+                            "--scheduler-file-timeout)")
+    parser.add_argument("--scheduler-file-timeout", type=positive_float, default=SCHEDULER_FILE_TIMEOUT,
+                        metavar="SECONDS", help=f"how long to wait for --scheduler-file (default {SCHEDULER_FILE_TIMEOUT:g})")
+    parser.add_argument("--workers", type=positive_int, default=None,
+                        help="LocalCluster worker processes when no scheduler is given (default: cores)")
+    parser.add_argument("--threads-per-worker", type=positive_int, default=1)
+
+
+def read_scheduler_file(path, timeout=SCHEDULER_FILE_TIMEOUT, poll=0.2):
+    """The address in a scheduler file, waiting up to ``timeout`` seconds for it to appear (and
+    be complete: the scheduler may be writing it)."""
+    deadline = time.monotonic() + timeout
+    last = "it does not exist"
+    while True:
+        try:
+            with open(path) as f:
+                text = f.read()
+            address = json.loads(text)["address"]
+            if not isinstance(address, str):
+                raise TypeError(f"'address' is {address!r}")
+        except FileNotFoundError:
+            last = "it does not exist"
+        except (ValueError, KeyError, TypeError) as e:  # half-written, or not a scheduler file
+            last = f"it holds no scheduler address ({type(e).__name__}: {e})"
+        except IsADirectoryError:
+            raise UsageError(f"--scheduler-file {path}: is a directory") from None
+        else:
+            try:
+                return scheduler_address(address)
+            except argparse.ArgumentTypeError as e:
+                raise UsageError(f"--scheduler-file {path}: {e}") from None
+        if time.monotonic() >= deadline:
+            raise UsageError(f"--scheduler-file {path}: waited {timeout:g} s but {last}; is `dask scheduler "
+                             f"--scheduler-file {path}` running?")
+        time.sleep(poll)
+
+
+def check_scheduler_file_path(path):
+    """Fail now if the scheduler file can never appear (its folder is missing)."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise UsageError(f"--scheduler-file {path}: folder {folder} does not exist")
+
+
+@contextlib.contextmanager
+def client_for(args):
+    """A distributed Client as the arguments say; closes what it started."""
+    from distributed import Client, LocalCluster
+
+    if getattr(args, "scheduler", None):
+        client = connect(args.scheduler)
+        cluster = None
+    elif getattr(args, "scheduler_file", None):
+        check_scheduler_file_path(args.scheduler_file)
+        address = read_scheduler_file(args.scheduler_file, args.scheduler_file_timeout)
+        client = connect(address, flag=f"--scheduler-file {args.scheduler_file}")
+        cluster = None
+    else:
+        cluster = LocalCluster(n_workers=args.workers, threads_per_worker=args.threads_per_worker,
+                               processes=True, dashboard_address=":0")
+        client = Client(cluster)
+    try:
+        yield client
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()

@@ -1,0 +1,98 @@
+"""Paths at the command line's boundary: normalized once, formats told apart by name.
+
+A local path (or a ``file://`` URL) becomes an absolute path with symbolic links resolved, so
+the same file named relatively, absolutely or through a link is the same job (stores fingerprint
+their input's path). Other URLs (``s3://``, ``gs://``, ...) pass through to fsspec unchanged.
+"""
+
+import os
+
+from ._args import UsageError
+
+#: First bytes of compressed files -> compression name.
+MAGIC = ((b"\x1f\x8b", "gzip"), (b"BZh", "bzip2"), (b"\xfd7zXZ\x00", "xz"), (b"\x28\xb5\x2f\xfd", "zstd"))
+
+
+def is_url(path):
+    return "://" in str(path) and not str(path).startswith("file://")
+
+
+def normalize(path):
+    """Absolute, resolved local path; other URLs unchanged."""
+    path = str(path)
+    if path.startswith("file://"):
+        path = path[len("file://"):]
+    if is_url(path):
+        return path
+    return os.path.realpath(os.path.expanduser(path))
+
+
+def exists(path, storage_options=None):
+    if not is_url(path):
+        return os.path.lexists(path)
+    from ..pipeline.store import filesystem
+
+    fs, p = filesystem(path, storage_options)
+    return fs.exists(p)
+
+
+def existing(path, flag):
+    """``normalize(path)``, or a UsageError naming ``flag`` when nothing is there."""
+    p = normalize(path)
+    try:
+        found = exists(p)
+    except (OSError, ValueError, ImportError) as e:
+        raise UsageError(f"{flag} {path}: cannot be reached ({e})") from None
+    if not found:
+        raise UsageError(f"{flag} {path}: no such file or directory")
+    return p
+
+
+def is_store(path):
+    """Whether ``path`` holds a dask_kernels feature store (a directory/prefix with our zarr.json)."""
+    from ..pipeline.store import inspect_path
+
+    try:
+        return inspect_path(path)[0] == "ours"
+    except (OSError, ValueError):
+        return False
+
+
+def input_format(path, fmt="auto"):
+    """"npy", "zarr", "store" or "svmlight" (by name; a feature store by its contents)."""
+    if fmt != "auto":
+        return fmt
+    p = str(path).rstrip("/")
+    if p.endswith(".npy"):
+        return "npy"
+    if is_store(p):
+        return "store"
+    if p.endswith(".zarr"):
+        return "zarr"
+    return "svmlight"
+
+
+def compression(path):
+    """The compression of the file at ``path`` by its first bytes ("gzip", "bzip2", ...) or None."""
+    try:
+        if is_url(path):
+            from ..pipeline.store import filesystem
+
+            fs, p = filesystem(path)
+            with fs.open(p, "rb") as f:
+                head = f.read(8)
+        else:
+            with open(path, "rb") as f:
+                head = f.read(8)
+    except (OSError, ValueError):
+        return None
+    return next((name for magic, name in MAGIC if head.startswith(magic)), None)
+
+
+def compressed_error(path, exc, flag="input"):
+    """A one-line UsageError for a reader's failure on a compressed file, or None."""
+    kind = compression(path)
+    if kind is None:
+        return None
+    return UsageError(f"{flag} {path}: a {kind}-compressed file, which this version's svmlight reader cannot "
+                      f"parse ({type(exc).__name__}); decompress it first, e.g. `{kind} -dk FILE`")

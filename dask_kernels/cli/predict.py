@@ -1,0 +1,131 @@
+"""``dask-kernels predict MODEL INPUT -o OUTPUT``: apply a saved model on the cluster.
+
+Predictions (or ``--proba`` class probabilities) of every input row are computed by the
+workers, partition by partition, and written to ``OUTPUT``: a Zarr array (``.zarr``: written
+by the workers), a Parquet dataset (``.parquet``: written by the workers; needs pyarrow) or a
+``.npy`` file (gathered by the client). An existing ``OUTPUT`` is never replaced: results are
+written under a temporary name beside it and renamed into place.
+"""
+
+import os
+import uuid
+
+from ._args import UsageError
+from ._cluster import add_cluster_arguments, client_for
+from ._inputs import add_input_arguments
+from ._paths import exists, is_url, normalize
+
+help = "predict labels or probabilities of raw rows (or a store) with a saved model; write Zarr, Parquet or .npy"
+
+KINDS = {".zarr": "zarr", ".parquet": "parquet", ".npy": "npy"}
+
+
+def add_arguments(parser):
+    parser.add_argument("model", help="directory of a saved model (dask-kernels train -o)")
+    parser.add_argument("input", help="rows to predict: .npy, Zarr array, svmlight file, or a feature store "
+                                      "made with the model's map")
+    parser.add_argument("-o", "--output", required=True,
+                        help="where to write: NAME.zarr, NAME.parquet or NAME.npy (must not exist)")
+    parser.add_argument("--proba", action="store_true", help="class probabilities instead of labels")
+    add_input_arguments(parser)
+    add_cluster_arguments(parser)
+
+
+def output_kind(path):
+    """"zarr", "parquet" or "npy" from the output's suffix; checked before any work."""
+    kind = KINDS.get(os.path.splitext(str(path).rstrip("/"))[1].lower())
+    if kind is None:
+        raise UsageError(f"-o {path}: unknown output format; use a name ending in .zarr, .parquet or .npy")
+    if kind == "parquet":
+        try:
+            import pyarrow  # noqa: F401
+            import dask.dataframe  # noqa: F401
+        except ImportError:
+            raise UsageError(f"-o {path}: Parquet output needs pyarrow and dask[dataframe] "
+                             "(pip install pyarrow); or write .zarr or .npy") from None
+    if kind == "npy" and is_url(path):
+        raise UsageError(f"-o {path}: .npy output must be a local file; use .zarr for URLs")
+    if exists(path):
+        raise UsageError(f"-o {path}: already exists; refusing to replace it (choose another name or move it away)")
+    if not is_url(path) and not os.path.isdir(os.path.dirname(path)):
+        raise UsageError(f"-o {path}: folder {os.path.dirname(path)} does not exist")
+    return kind
+
+
+def _temporary(path):
+    if is_url(path):  # object stores have no rename: written in place (checked absent above)
+        return path
+    folder, base = os.path.split(path)
+    return os.path.join(folder, f".{base}.dk-tmp-{uuid.uuid4().hex[:8]}")
+
+
+def _publish(tmp, path):
+    """Rename ``tmp`` to ``path`` without replacing anything that appeared there meanwhile."""
+    if tmp == path:
+        return
+    if os.path.isdir(tmp):
+        if os.path.lexists(path):
+            raise UsageError(f"-o {path}: appeared while predicting; results left at {tmp}")
+        os.rename(tmp, path)
+    else:
+        try:
+            os.link(tmp, path)  # fails if path exists: never replaces it
+        except FileExistsError:
+            raise UsageError(f"-o {path}: appeared while predicting; results left at {tmp}") from None
+        os.unlink(tmp)
+
+
+def write(result, path, kind, columns):
+    """Compute ``result`` (a dask array) on the cluster into ``path``."""
+    import numpy as np
+
+    tmp = _temporary(path)
+    try:
+        if kind == "zarr":  # Zarr wants equal chunks (but the last): partitions may differ in size
+            result.rechunk({0: max(result.chunks[0]) if result.shape[0] else 1}).to_zarr(tmp, overwrite=False)
+        elif kind == "parquet":
+            import dask.dataframe as dd
+
+            frame = dd.from_dask_array(result if result.ndim == 2 else result[:, None], columns=columns)
+            frame.to_parquet(tmp, write_index=False)
+        else:
+            np.save(tmp + ".npy", result.compute())
+            os.rename(tmp + ".npy", tmp)
+        _publish(tmp, path)
+    except BaseException:
+        _remove_ours(tmp, path)
+        raise
+
+
+def _remove_ours(tmp, path):
+    import shutil
+
+    if tmp != path and os.path.lexists(tmp):  # our temporary name only
+        shutil.rmtree(tmp) if os.path.isdir(tmp) else os.unlink(tmp)
+    if tmp != path and os.path.lexists(tmp + ".npy"):
+        os.unlink(tmp + ".npy")
+
+
+def run(args):
+    from .. import load_model
+    from ._apply import check_width, lazy_apply, open_for_model
+    from ._paths import existing
+
+    model_path = existing(args.model, "model")
+    output = normalize(args.output)
+    kind = output_kind(output)
+    existing(args.input, "input")
+    model = load_model(model_path)
+    if args.proba and not hasattr(model.estimator, "predict_proba"):
+        raise UsageError(f"--proba: the model's {type(model.estimator).__name__} has no predict_proba "
+                         "(train with --estimator sgd, or a naive Bayes estimator)")
+    method = "predict_proba" if args.proba else "predict"
+    with client_for(args):
+        X, _ = open_for_model(model, args.input, args)
+        check_width(model, X, args.input)
+        result = lazy_apply(model, X, method)
+        columns = ([f"proba_{c}" for c in model.estimator.classes_] if args.proba else ["prediction"])
+        write(result, output, kind, columns)
+    what = "probabilities" if args.proba else "predictions"
+    print(f"{output}: {what} of {int(result.shape[0])} rows ({kind})")
+    return 0

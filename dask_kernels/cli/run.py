@@ -1,0 +1,255 @@
+"""``dask-kernels run job.toml``: a whole batch job from one file (a cron entry is one line).
+
+The job file names the input, the map, the store, and optionally training and prediction
+outputs; each step is the matching subcommand (``featurize``, then ``train`` from the store,
+then ``predict`` per output), with the same checks, so a job file and a command line behave
+alike. Relative paths are relative to the job file's folder. The whole file is checked (unknown
+keys, types, values: messages name the key) before a cluster starts. Re-running a job resumes
+an unfinished store; a finished training output or prediction is refused, not replaced (set
+``overwrite = true`` under ``[training]`` to replace the model).
+
+Example::
+
+    [cluster]                      # optional; --scheduler/--scheduler-file/--workers override it
+    scheduler_file = "/shared/scheduler.json"
+
+    [input]
+    path = "data/train.npy"
+    labels = "data/train_labels.npy"
+
+    [map]
+    method = "gcws"
+    params = { n_components = 256, bits = 8 }
+
+    [store]
+    path = "features/train.zarr"   # or s3://bucket/features/train.zarr
+    chunks = 5000
+
+    [training]                     # optional
+    output = "models/train.dk"
+    epochs = 5
+
+    [[outputs]]                    # optional: predictions of the trained model
+    input = "data/new.npy"
+    path = "predictions/new.zarr"
+"""
+
+import json
+import os
+import sys
+import tomllib
+
+from ._args import UsageError
+from ._cluster import add_cluster_arguments
+
+help = "run a batch job described by a TOML job file: featurize, then optionally train and predict"
+
+# key -> (flag, kind); kind: "path", "str", "int", "num", "bool", "flag-if-false" (True = default)
+CLUSTER = {"scheduler": ("--scheduler", "str"), "scheduler_file": ("--scheduler-file", "path"),
+           "scheduler_file_timeout": ("--scheduler-file-timeout", "num"), "workers": ("--workers", "int"),
+           "threads_per_worker": ("--threads-per-worker", "int")}
+INPUT = {"path": (None, "path"), "format": ("--format", "str"), "labels": ("--labels", "path"),
+         "n_features": ("--n-features", "int"), "zero_based": ("--zero-based", "bool"),
+         "blocksize": ("--blocksize", "int")}
+MAP = {"method": ("--method", "str"), "params": ("--param", "table"), "spec": ("--spec", "path")}
+STORE = {"path": (None, "path"), "chunks": ("--chunks", "int"), "overwrite": ("--overwrite", "bool"),
+         "progress": ("--no-progress", "flag-if-false")}
+TRAINING = {"output": ("-o", "path"), "overwrite": ("--overwrite", "bool"), "estimator": ("--estimator", "str"),
+            "epochs": ("--epochs", "int"), "alpha": ("--alpha", "num"), "eta0": ("--eta0", "num"),
+            "validation": ("--validation", "num"), "patience": ("--patience", "int"),
+            "block_rows": ("--block-rows", "int"), "seed": ("--seed", "int"), "checkpoint": ("--checkpoint", "path"),
+            "checkpoint_every": ("--checkpoint-every", "int"), "resume": ("--no-resume", "flag-if-false")}
+OUTPUT = {"input": (None, "path"), "path": ("-o", "path"), "model": (None, "path"), "proba": ("--proba", "bool"),
+          "format": ("--format", "str"), "n_features": ("--n-features", "int"), "zero_based": ("--zero-based", "bool"),
+          "blocksize": ("--blocksize", "int")}
+SECTIONS = {"cluster": CLUSTER, "input": INPUT, "map": MAP, "store": STORE, "training": TRAINING, "outputs": OUTPUT}
+
+
+def add_arguments(parser):
+    parser.add_argument("job", help="TOML job file (see `dask-kernels run --help` and the README's 'Batch jobs')")
+    add_cluster_arguments(parser)
+    parser.add_argument("--dry-run", action="store_true", help="check the job file and print the steps' command lines")
+
+
+class JobError(UsageError):
+    pass
+
+
+def _check(where, table, keys, base):
+    """``[(key, flag, value-as-text-or-bool)]`` of a table, every key and type checked."""
+    if not isinstance(table, dict):
+        raise JobError(f"{where}: expected a table, got {type(table).__name__}")
+    unknown = sorted(set(table) - set(keys))
+    if unknown:
+        raise JobError(f"{where} {unknown[0]}: unknown key; known: {', '.join(sorted(keys))}")
+    out = []
+    for key, value in table.items():
+        flag, kind = keys[key]
+        name = f"{where} {key}"
+        if kind in ("bool", "flag-if-false"):
+            if not isinstance(value, bool):
+                raise JobError(f"{name}: expected true or false, got {value!r}")
+        elif kind == "int":
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise JobError(f"{name}: expected an integer, got {value!r}")
+        elif kind == "num":
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise JobError(f"{name}: expected a number, got {value!r}")
+        elif kind == "table":
+            if not isinstance(value, dict):
+                raise JobError(f"{name}: expected a table like {{ n_components = 256 }}, got {value!r}")
+        elif not isinstance(value, str) or not value:
+            raise JobError(f"{name}: expected a non-empty string, got {value!r}")
+        if kind == "path" and "://" not in value:
+            value = os.path.normpath(os.path.join(base, os.path.expanduser(value)))
+        out.append((key, flag, value))
+    return out
+
+
+def _argv(items, names, section):
+    """Command-line arguments of checked items; ``names`` maps each flag to its key's name."""
+    argv = []
+    for key, flag, value in items:
+        kind = None
+        if flag is None:
+            continue
+        if isinstance(value, bool):
+            kind = "flag-if-false" if flag.startswith("--no-") else "bool"
+            if (kind == "bool" and value) or (kind == "flag-if-false" and not value):
+                argv.append(flag)
+        elif isinstance(value, dict):
+            for k, v in value.items():
+                argv += [flag, f"{k}={json.dumps(v)}"]
+        else:
+            argv += [flag, str(value)]
+        names[flag] = f"{section} {key}"
+    return argv
+
+
+def load_job(path):
+    """``{section: checked items}`` of a job file, or JobError naming the file and key."""
+    try:
+        with open(path, "rb") as f:
+            job = tomllib.load(f)
+    except FileNotFoundError:
+        raise JobError(f"job {path}: no such file") from None
+    except tomllib.TOMLDecodeError as e:
+        raise JobError(f"job {path}: not valid TOML ({e})") from None
+    base = os.path.dirname(os.path.abspath(path))
+    unknown = sorted(set(job) - set(SECTIONS))
+    if unknown:
+        raise JobError(f"job {path}: [{unknown[0]}]: unknown section; known: {', '.join(SECTIONS)}")
+    for required in ("input", "map", "store"):
+        if required not in job:
+            raise JobError(f"job {path}: [{required}] is missing")
+    checked = {}
+    for section in ("cluster", "input", "map", "store", "training"):
+        if section in job:
+            checked[section] = dict((k, (f, v)) for k, f, v in _check(f"[{section}]", job[section], SECTIONS[section], base))
+    outputs = job.get("outputs", [])
+    if not isinstance(outputs, list):
+        raise JobError("[[outputs]]: expected an array of tables ([[outputs]] ... )")
+    checked["outputs"] = [dict((k, (f, v)) for k, f, v in _check(f"[[outputs]] #{i + 1}", o, OUTPUT, base))
+                          for i, o in enumerate(outputs)]
+    for key in ("path",):
+        for section in ("input", "store"):
+            if key not in checked[section]:
+                raise JobError(f"[{section}] {key}: missing")
+    if "method" not in checked["map"] and "spec" not in checked["map"]:
+        raise JobError("[map]: needs method (with params) or spec")
+    if "training" in checked and "output" not in checked["training"]:
+        raise JobError("[training] output: missing (where to save the model)")
+    for i, o in enumerate(checked["outputs"]):
+        for key in ("input", "path"):
+            if key not in o:
+                raise JobError(f"[[outputs]] #{i + 1} {key}: missing")
+        if "model" not in o and "training" not in checked:
+            raise JobError(f"[[outputs]] #{i + 1} model: missing (no [training] in this job to take it from)")
+    return checked
+
+
+def _items(table):
+    return [(k, f, v) for k, (f, v) in table.items()]
+
+
+def steps(job, cluster_argv):
+    """``[(section name, argv, {flag: key})]``: the subcommands the job runs, in order."""
+    out = []
+    names = {}
+    inp, store = job["input"], job["store"]
+    cluster = cluster_argv if cluster_argv is not None else _argv(_items(job.get("cluster", {})), names, "[cluster]")
+    argv = ["featurize", inp["path"][1], store["path"][1]]
+    argv += (_argv(_items(inp), names, "[input]") + _argv(_items(job["map"]), names, "[map]")
+             + _argv(_items(store), names, "[store]") + cluster)
+    out.append(("[input]/[map]/[store]", argv, names))
+    if "training" in job:
+        names = {}
+        t = job["training"]
+        argv = ["train", store["path"][1]] + _argv(_items(t), names, "[training]")
+        out.append(("[training]", argv, names))
+    for i, o in enumerate(job["outputs"]):
+        names = {}
+        model = o["model"][1] if "model" in o else job["training"]["output"][1]
+        argv = ["predict", model, o["input"][1]] + _argv(_items(o), names, f"[[outputs]] #{i + 1}") + cluster
+        out.append((f"[[outputs]] #{i + 1}", argv, names))
+    return out
+
+
+def _rename(message, names):
+    """A step's message with the CLI's flags replaced by the job file's keys."""
+    for flag, key in sorted(names.items(), key=lambda kv: -len(kv[0])):  # --no-progress before --no
+        message = message.replace(f"argument {flag}", key)
+        message = message.replace(f"{flag} ", f"{key} ").replace(f"{flag}:", f"{key}:")
+    return message
+
+
+def _parse(argv, where, names):
+    """Parse a step with the CLI's own parser; argparse errors name the job file's keys."""
+    from . import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._subparsers._group_actions).choices[argv[0]]
+
+    def error(message):
+        raise JobError(_rename(message, names))
+
+    sub.error = parser.error = error
+    return parser.parse_args(argv)
+
+
+def cluster_override(args):
+    """Cluster flags given to ``run`` itself (they replace the job file's [cluster]), or None."""
+    argv = []
+    if args.scheduler:
+        argv += ["--scheduler", args.scheduler]
+    if args.scheduler_file:
+        argv += ["--scheduler-file", args.scheduler_file,
+                 "--scheduler-file-timeout", str(args.scheduler_file_timeout)]
+    if args.workers:
+        argv += ["--workers", str(args.workers), "--threads-per-worker", str(args.threads_per_worker)]
+    return argv or None
+
+
+def run(args):
+    from .featurize import build_map
+
+    job = load_job(args.job)
+    plan = [(where, _parse(argv, where, names), argv, names) for where, argv, names in steps(job, cluster_override(args))]
+    for where, parsed, argv, names in plan:  # the map too, before a cluster starts
+        if parsed.command == "featurize":
+            try:
+                build_map(parsed)
+            except UsageError as e:
+                raise JobError(_rename(str(e), names)) from None
+    for where, parsed, argv, _ in plan:
+        print(f"== {where}: dask-kernels {' '.join(argv)}", flush=True)
+        if args.dry_run:
+            continue
+        try:
+            rc = parsed._run(parsed)
+        except UsageError as e:
+            raise JobError(f"{where}: {e}") from None
+        sys.stdout.flush()
+        if rc:
+            return rc
+    return 0

@@ -1,0 +1,51 @@
+"""``dask-kernels score MODEL INPUT``: accuracy (classifiers) or R^2 (regressors) of a saved
+model on labelled rows, computed on the cluster. The score is the last field of the last line,
+so scripts read it with ``tail -n1 | awk '{print $NF}'``.
+"""
+
+from ._args import UsageError
+from ._cluster import add_cluster_arguments, client_for
+from ._inputs import add_input_arguments
+
+help = "score a saved model (accuracy or R^2) on labelled rows: svmlight, .npy with --labels, or a store"
+
+
+def add_arguments(parser):
+    parser.add_argument("model", help="directory of a saved model (dask-kernels train -o)")
+    parser.add_argument("input", help="labelled rows: svmlight file, .npy/Zarr rows with --labels, or a "
+                                      "feature store with labels made with the model's map")
+    parser.add_argument("--labels", help=".npy file of labels (for .npy and Zarr input)")
+    add_input_arguments(parser)
+    add_cluster_arguments(parser)
+
+
+def run(args):
+    import dask
+    import numpy as np
+    from sklearn.base import is_regressor
+    from sklearn.metrics import accuracy_score, r2_score
+
+    from .. import load_model
+    from ._apply import check_width, lazy_apply, open_for_model
+    from ._inputs import load_labels
+    from ._paths import existing
+
+    model = load_model(existing(args.model, "model"))
+    existing(args.input, "input")
+    if args.labels:
+        existing(args.labels, "--labels")
+    with client_for(args):
+        X, y = open_for_model(model, args.input, args)
+        if args.labels:
+            if y is not None:
+                raise UsageError(f"--labels: {args.input} carries its labels; drop --labels")
+            y = load_labels(args.labels, int(X.shape[0]))
+        if y is None:
+            raise UsageError(f"input {args.input}: has no labels; pass --labels y.npy")
+        check_width(model, X, args.input)
+        pred, y = dask.compute(lazy_apply(model, X, "predict"), y)
+    y = np.asarray(y)
+    regressor = is_regressor(model.estimator)
+    name, value = ("r2", r2_score(y, pred)) if regressor else ("accuracy", accuracy_score(y, pred))
+    print(f"{args.input}: {len(y)} rows, {name} {float(value):.6f}")
+    return 0

@@ -1,0 +1,120 @@
+"""``dask-kernels run job.toml``: a whole batch job from one file, checked before a cluster
+starts, with messages naming the job file's keys."""
+
+import os
+import textwrap
+
+import numpy as np
+import pytest
+
+from dask_kernels import load_model, open_store
+from dask_kernels.cli import main
+from dask_kernels.cli.run import load_job, steps
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+JOB = """
+[input]
+path = "X.npy"
+labels = "y.npy"
+
+[map]
+method = "gcws"
+params = { n_components = 32, bits = 8 }
+
+[store]
+path = "out/features.zarr"
+chunks = 100
+progress = false
+
+[training]
+output = "out/model.dk"
+epochs = 2
+
+[[outputs]]
+input = "X.npy"
+path = "out/pred.npy"
+"""
+
+
+@pytest.fixture
+def job_dir(tmp_path):
+    rng = np.random.default_rng(0)
+    X = rng.random((300, 5))
+    np.save(tmp_path / "X.npy", X)
+    np.save(tmp_path / "y.npy", (X[:, 0] > 0.5).astype(np.int64))
+    (tmp_path / "out").mkdir()
+    return tmp_path
+
+
+def _write(d, text, name="job.toml"):
+    (d / name).write_text(textwrap.dedent(text))
+    return str(d / name)
+
+
+def test_a_job_file_runs_featurize_train_predict_with_paths_relative_to_it(job_dir, tmp_path_factory, capsys,
+                                                                          monkeypatch):
+    from distributed import LocalCluster
+
+    job = _write(job_dir, JOB)
+    elsewhere = tmp_path_factory.mktemp("cwd")  # cron runs jobs from anywhere
+    monkeypatch.chdir(elsewhere)
+    with LocalCluster(n_workers=1, threads_per_worker=2, processes=True, dashboard_address=None) as cluster:
+        assert main(["run", job, "--scheduler", cluster.scheduler_address]) == 0
+    stdout = capsys.readouterr().out
+    store = open_store(str(job_dir / "out" / "features.zarr"))
+    assert store.complete and store.n_blocks == 3 and store.labels is not None
+    model = load_model(job_dir / "out" / "model.dk")
+    X = np.load(job_dir / "X.npy")
+    assert np.array_equal(np.load(job_dir / "out" / "pred.npy"), model.predict(X))
+    assert [ln.split(":")[0] for ln in stdout.splitlines() if ln.startswith("==")] == [
+        "== [input]/[map]/[store]", "== [training]", "== [[outputs]] #1"]
+    assert not os.listdir(elsewhere)
+
+
+def test_dry_run_prints_the_steps_as_command_lines(job_dir, capsys):
+    job = _write(job_dir, JOB)
+    assert main(["run", job, "--dry-run", "--scheduler", "tcp://10.0.0.1:8786"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == 3
+    assert out[0].endswith(f"featurize {job_dir}/X.npy {job_dir}/out/features.zarr --labels {job_dir}/y.npy "
+                           "--method gcws --param n_components=32 --param bits=8 --chunks 100 --no-progress "
+                           "--scheduler tcp://10.0.0.1:8786")
+    assert "train" in out[1] and "--epochs 2" in out[1] and "--scheduler" not in out[1]
+    assert not (job_dir / "out" / "features.zarr").exists()
+
+
+@pytest.mark.parametrize("edit,expected", [
+    (("chunks = 100", "chnks = 100"), "[store] chnks: unknown key; known: chunks, overwrite, path, progress"),
+    (("chunks = 100", "chunks = 0"), "[store] chunks: must be >= 1, got 0"),
+    (("chunks = 100", 'chunks = "many"'), "[store] chunks: expected an integer, got 'many'"),
+    (("epochs = 2", "epochs = 2\nestimator = \"svm\""), "[training] estimator: invalid choice: 'svm'"),
+    (("epochs = 2", "epochs = true"), "[training] epochs: expected an integer, got True"),
+    (('method = "gcws"', 'method = "nope"'), "[map] method 'nope' is unknown"),
+    (("bits = 8", "bits = 99"), "[map] params: The 'bits' parameter"),
+    (('path = "out/features.zarr"\n', ""), "[store] path: missing"),
+    (("[training]", "[trainng]"), "[trainng]: unknown section"),
+    (('input = "X.npy"\npath = "out/pred.npy"', 'input = "X.npy"'), "[[outputs]] #1 path: missing"),
+    (("progress = false", "progress = 0"), "[store] progress: expected true or false, got 0"),
+])
+def test_job_file_errors_name_the_key_before_a_cluster_starts(job_dir, capsys, edit, expected):
+    job = _write(job_dir, JOB.replace(*edit))
+    assert main(["run", job]) == 1  # no cluster flags: a LocalCluster would start if the file passed
+    out, err = capsys.readouterr()
+    assert not out  # no step started
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "Traceback" not in err, err
+    assert expected in lines[0], lines[0]
+    assert not (job_dir / "out" / "features.zarr").exists()
+
+
+def test_invalid_toml_names_the_file(tmp_path, capsys):
+    job = _write(tmp_path, "[input\npath = 1")
+    assert main(["run", job]) == 1
+    assert f"job {job}: not valid TOML" in capsys.readouterr().err
+
+
+def test_the_deploy_example_job_file_is_valid():
+    job = load_job(os.path.join(ROOT, "deploy", "job.toml"))
+    names = [argv[0] for _, argv, _ in steps(job, ["--scheduler-file", "/run/dask/scheduler.json"])]
+    assert names == ["featurize", "train", "predict"]
