@@ -166,8 +166,8 @@ def test_random_sigkills_then_rerun_give_identical_stores(tmp_path):
     try:
         ref = str(tmp_path / "ref.zarr")
         seconds = {"threads": timed("threads", ref)}
-        for s in range(12):
-            if kills["threads"] >= 12:
+        for s in range(24):  # more rounds only when the machine's load made kills miss the writes
+            if kills["threads"] >= 12 and mid_write >= 3:
                 break
             round_("threads", "threads", str(tmp_path / f"threads-{s}.zarr"))
         with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
@@ -175,8 +175,8 @@ def test_random_sigkills_then_rerun_give_identical_stores(tmp_path):
             target = f"cluster {lc.scheduler_address}"
             seconds["cluster"] = timed(target, str(tmp_path / "cluster-ref.zarr"))
             _assert_identical(str(tmp_path / "cluster-ref.zarr"), ref)
-            for s in range(8):
-                if kills["cluster"] >= 8:
+            for s in range(16):
+                if kills["cluster"] >= 8 and mid_write >= 4:
                     break
                 round_("cluster", target, str(tmp_path / f"cluster-{s}.zarr"))
     finally:
