@@ -39,12 +39,28 @@ def auto_window(src, budget=WINDOW_BYTES):
     return int(max(1, min(src.n_blocks, budget // max(1, rows * src.row_bytes()))))
 
 
-def _stack(parts):
-    if len(parts) == 1:
-        return parts[0]
-    if sp.issparse(parts[0]):
-        return sp.vstack(parts, format="csr")
-    return np.concatenate(parts)
+class _Window:
+    """The stored rows of a window's blocks, indexed as one array without concatenating them:
+    a step's rows are gathered from the blocks straight into the step (one copy)."""
+
+    def __init__(self, parts):
+        self.parts = parts
+        self.starts = np.concatenate([[0], np.cumsum([p.shape[0] for p in parts])]).astype(np.int64)
+        self.shape = (int(self.starts[-1]),) + parts[0].shape[1:]
+        if len(parts) > 1 and sp.issparse(parts[0]):  # raw sparse rows: stack once
+            self.parts, self.starts = [sp.vstack(parts, format="csr")], self.starts[[0, -1]]
+
+    def __getitem__(self, rows):
+        if len(self.parts) == 1:
+            return self.parts[0][rows]
+        owner = np.searchsorted(self.starts, rows, side="right") - 1
+        first = self.parts[0]
+        out = np.empty((rows.size,) + first.shape[1:], dtype=first.dtype)
+        for j, part in enumerate(self.parts):
+            sel = owner == j
+            if sel.any():
+                out[sel] = part[rows[sel] - self.starts[j]]
+        return out
 
 
 class EpochPlan:
@@ -87,7 +103,7 @@ class EpochPlan:
         """Stored rows, labels and per-step row selections of window ``wi``."""
         blocks = [int(b) for b in self.windows[wi]]
         parts = self.src.read_blocks(blocks, [self._rows(b) for b in blocks])
-        X = _stack([X for X, _ in parts])
+        X = _Window([X for X, _ in parts])
         y = None if parts[0][1] is None else np.concatenate([y for _, y in parts])
         perm = np.random.default_rng((self.seed, self.epoch, wi)).permutation(X.shape[0])
         return X, y, np.array_split(perm, len(blocks))
