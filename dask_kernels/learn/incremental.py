@@ -159,15 +159,16 @@ def fit_incremental(
         ``checkpoint_every`` blocks: estimator state, the start-of-epoch model, the position,
         the learning rate and the history.
     checkpoint_every : int, optional
-        Also checkpoint every this many blocks within an epoch.
+        Also checkpoint every this many steps (one per block) within an epoch.
     resume : bool, default=True
         If ``checkpoint`` exists, continue from it (it must come from the same source, seed
         and estimator parameters) instead of starting over.
     classes : array-like, optional
         Classes of a classifier; by default found in one pass over the labels.
     callback : callable, optional
-        Called as ``callback(info)`` after every block with a dict (epoch, position, block,
-        rows); raising from it stops training (the last checkpoint remains).
+        Called as ``callback(info)`` after every step (one ``partial_fit`` call) with a dict
+        (epoch, position: steps done in the epoch, rows); raising from it stops training (the
+        last checkpoint remains).
     progress : bool, default=True
         Print one line per epoch to stderr.
 
@@ -196,12 +197,12 @@ def fit_incremental(
 
     src, kind, classes = _check_inputs(estimator, source, y, feature_map, block_rows, epochs, schedule,
                                        seed, checkpoint, classes)
-    held, fraction = _held_out(validation, src, kind, seed, block_rows)
     metric = default_metric(kind, _probabilistic(estimator)) if metric == "auto" else metric
     if metric not in LOWER_IS_BETTER:
         raise ValueError(f"unknown metric {metric!r}; choose from {sorted(LOWER_IS_BETTER)}")
     sign = 1.0 if LOWER_IS_BETTER[metric] else -1.0
     window = _window(shuffle_window, src)
+    held, fraction = _held_out(validation, src, kind, seed, block_rows)
     rule = Schedule(min_improvement, halve=schedule == "auto" and _halvable(estimator),
                     revert=schedule == "auto" and held is not None, early_stopping=early_stopping,
                     patience=int(patience))
