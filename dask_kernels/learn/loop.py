@@ -106,6 +106,20 @@ class Schedule:
     early_stopping : bool
     patience : int
         Epochs without a new best after which training stops.
+
+    Examples
+    --------
+    >>> from dask_kernels.learn.loop import LoopState, Schedule
+    >>> rule, state = Schedule(halve=True, revert=True), LoopState(eta0=0.1)
+    >>> [rule.step(state, loss, can_revert=True) for loss in (1.0, 0.5, 0.499, 0.7)]
+    ['first', 'keep', 'halve', 'revert']
+    >>> state.eta0, state.prev
+    (0.025, 0.499)
+
+    References
+    ----------
+    May, A. (2018). Kernel Approximation Methods for Speech Recognition. PhD thesis, Columbia
+    University (the learning-rate schedule of its training recipe).
     """
 
     min_improvement: float = 0.01

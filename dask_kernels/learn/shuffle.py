@@ -74,6 +74,19 @@ class EpochPlan:
         Blocks per window (>= 1).
     fraction : float
         Held-out fraction (0: every row trains).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dask_kernels.learn import ArraySource
+    >>> from dask_kernels.learn.shuffle import EpochPlan
+    >>> src = ArraySource(np.zeros((60, 1)), np.arange(60), block_rows=10)
+    >>> plan = EpochPlan(src, seed=0, epoch=0, window=3, fraction=0.0)
+    >>> [w.size for w in plan.windows], plan.n_steps
+    ([3, 3], 6)
+    >>> steps = [y[rows] for _, y, rows in plan.steps(0)]
+    >>> sorted(np.concatenate(steps).tolist()) == list(range(60))  # every row once
+    True
     """
 
     def __init__(self, src, seed, epoch, window, fraction):
