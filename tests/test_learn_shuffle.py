@@ -108,3 +108,8 @@ def test_bad_shuffle_window_is_refused(bad):
     X = np.random.default_rng(0).random((50, 2))
     with pytest.raises(ValueError, match="shuffle_window"):
         fit_incremental(_sgd(), X, (X[:, 0] > 0.5).astype(int), shuffle_window=bad, progress=False)
+
+
+def test_input_without_rows_is_refused_clearly():
+    with pytest.raises(ValueError, match="no rows"):
+        fit_incremental(_sgd(), np.zeros((0, 3)), np.zeros(0), validation=None, classes=[0, 1], progress=False)

@@ -269,6 +269,8 @@ def _check_inputs(estimator, source, y, feature_map, block_rows, epochs, schedul
         raise TypeError(f"{type(estimator).__name__} has no partial_fit: out-of-core training needs "
                         "an incremental estimator (e.g. SGDClassifier, SGDRegressor, MultinomialNB)")
     src = as_source(source, y, feature_map, block_rows)
+    if src.n_rows == 0:
+        raise ValueError("the training input has no rows: nothing to train on")
     kind = _kind(estimator)
     if kind != "clusterer" and not src.has_labels:
         raise ValueError(f"{type(estimator).__name__} needs labels but the source has none "

@@ -35,7 +35,7 @@ def held_out_rows(seed, block, n, fraction):
 
 def auto_window(src, budget=WINDOW_BYTES):
     """Blocks per window so that a window's stored form takes about ``budget`` bytes."""
-    rows = max(b - a for a, b in src.bounds)
+    rows = max((b - a for a, b in src.bounds), default=1)
     return int(max(1, min(src.n_blocks, budget // max(1, rows * src.row_bytes()))))
 
 
@@ -92,7 +92,7 @@ class EpochPlan:
     def __init__(self, src, seed, epoch, window, fraction):
         self.src, self.seed, self.epoch, self.fraction = src, int(seed), int(epoch), float(fraction)
         order = np.random.default_rng((self.seed, self.epoch)).permutation(src.n_blocks)
-        self.windows = [w for w in np.array_split(order, math.ceil(src.n_blocks / window)) if w.size]
+        self.windows = [w for w in np.array_split(order, max(1, math.ceil(src.n_blocks / window))) if w.size]
         self.starts = np.concatenate([[0], np.cumsum([w.size for w in self.windows])])
 
     @property
