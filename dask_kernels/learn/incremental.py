@@ -1,34 +1,34 @@
 """Out-of-core training: ``fit_incremental`` streams row blocks into ``partial_fit``.
 
-Per epoch: the block order is shuffled, each block's rows are shuffled, held-out rows are left
-out, and the next block is read (and expanded) in a background thread while the current one
-trains. After each epoch the held-out set is scored and the thesis' schedule applied
-(ALGORITHMS.md section 5): if the held-out metric improved by less than ``min_improvement``
-(1%) the learning rate ``eta0`` is halved; if it got worse the model is also reverted to the
-start of the epoch. Early stopping ends training after ``patience`` epochs without a new best.
+Per epoch the rows are served in a seeded order that spans several blocks (:mod:`.shuffle`),
+held-out rows left out, while the next window of blocks is read and the next step expanded in
+background threads. After each epoch the held-out set is scored and the thesis' schedule
+applied (:class:`.loop.Schedule`, ALGORITHMS.md section 5). The run's position and the
+schedule's memory live in a :class:`.loop.LoopState`, which :class:`.checkpointer.Checkpointer`
+saves with the estimator.
 
-Determinism: every shuffle comes from ``numpy.random.default_rng((seed, epoch[, block]))``, a
-pure function of its key, so the only state a checkpoint needs besides the estimator is the
-position ``(epoch, block)``. An interrupted run resumed from its checkpoint performs exactly the
-same ``partial_fit`` calls as an uninterrupted one and ends with identical coefficients.
+Determinism: every shuffle comes from ``numpy.random.default_rng`` keyed by ``(seed, epoch[,
+window])``, a pure function of its key, so the only state a checkpoint needs besides the
+estimator is the position ``(epoch, step)``. An interrupted run resumed from its checkpoint
+performs exactly the same ``partial_fit`` calls as an uninterrupted one and ends with identical
+coefficients.
 """
 
 import numbers
-import os
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
-from sklearn.base import clone, is_classifier, is_regressor
+from sklearn.base import is_classifier, is_regressor
 
-from .checkpoint import load_npz, prefixed, read_format, save_npz, unprefixed
+from .checkpointer import Checkpointer
+from .loop import LoopState, Schedule
 from .metrics import LOWER_IS_BETTER, default_metric, evaluate
+from .shuffle import EpochPlan, auto_window, held_out_rows
 from .sources import ArraySource, StoreSource, as_source
-from .state import _unscalar, copy_state, get_state, json_params, set_state
+from .state import copy_state, get_state, set_state
 
-CHECKPOINT_FORMAT = "dask-kernels-checkpoint-1"
-_HELD_OUT_KEY = 0x5EED  # rng key component of the held-out selection (not used by shuffles)
 _HALVABLE = ("constant", "invscaling", "adaptive")
 
 
@@ -78,10 +78,6 @@ class _HeldOut:
                         None if classes is None else np.asarray(classes))
 
 
-def _held_out_rows(seed, block, n, fraction):
-    return np.flatnonzero(np.random.default_rng((seed, _HELD_OUT_KEY, block)).random(n) < fraction)
-
-
 def fit_incremental(
     estimator,
     source,
@@ -92,6 +88,7 @@ def fit_incremental(
     validation=0.1,
     seed=0,
     block_rows=None,
+    shuffle_window="auto",
     prefetch=True,
     schedule="auto",
     min_improvement=0.01,
@@ -131,11 +128,18 @@ def fit_incremental(
         form, e.g. codes); anything else is a separate held-out set (featurized with the same
         map). None disables evaluation, the schedule and early stopping.
     seed : int, default=0
-        Seed of the block-order and row shuffles and of the held-out selection.
+        Seed of the shuffles and of the held-out selection.
     block_rows : int, optional
         Rows per block (default: the store's row chunks or the dask chunks; 10000 for NumPy).
+    shuffle_window : "auto" or int, default="auto"
+        Rows are shuffled across this many blocks at a time (a seeded shuffle buffer, see
+        :mod:`dask_kernels.learn.shuffle`): each step (one ``partial_fit`` call) draws its rows
+        from every block of its window, so label-sorted input trains like shuffled input.
+        "auto" takes as many blocks as fit in about 128 MiB of stored features (every block of
+        a small data set: a global permutation); 1 only shuffles rows within blocks (cheapest).
     prefetch : bool, default=True
-        Read and expand the next block in a background thread while the current one trains.
+        Read the next window and expand the next step in background threads while the current
+        step trains.
     schedule : {"auto", None}, default="auto"
         The thesis' learning-rate schedule: halve ``eta0`` when the held-out metric improved by
         less than ``min_improvement`` (only for estimators with ``eta0`` and a constant,
@@ -155,15 +159,16 @@ def fit_incremental(
         ``checkpoint_every`` blocks: estimator state, the start-of-epoch model, the position,
         the learning rate and the history.
     checkpoint_every : int, optional
-        Also checkpoint every this many blocks within an epoch.
+        Also checkpoint every this many steps (one per block) within an epoch.
     resume : bool, default=True
         If ``checkpoint`` exists, continue from it (it must come from the same source, seed
         and estimator parameters) instead of starting over.
     classes : array-like, optional
         Classes of a classifier; by default found in one pass over the labels.
     callback : callable, optional
-        Called as ``callback(info)`` after every block with a dict (epoch, position, block,
-        rows); raising from it stops training (the last checkpoint remains).
+        Called as ``callback(info)`` after every step (one ``partial_fit`` call) with a dict
+        (epoch, position: steps done in the epoch, rows); raising from it stops training (the
+        last checkpoint remains).
     progress : bool, default=True
         Print one line per epoch to stderr.
 
@@ -190,10 +195,82 @@ def fit_incremental(
     """
     from .model import KernelModel
 
+    src, kind, classes = _check_inputs(estimator, source, y, feature_map, block_rows, epochs, schedule,
+                                       seed, checkpoint, classes)
+    metric = default_metric(kind, _probabilistic(estimator)) if metric == "auto" else metric
+    if metric not in LOWER_IS_BETTER:
+        raise ValueError(f"unknown metric {metric!r}; choose from {sorted(LOWER_IS_BETTER)}")
+    sign = 1.0 if LOWER_IS_BETTER[metric] else -1.0
+    window = _window(shuffle_window, src)
+    held, fraction = _held_out(validation, src, kind, seed, block_rows)
+    rule = Schedule(min_improvement, halve=schedule == "auto" and _halvable(estimator),
+                    revert=schedule == "auto" and held is not None, early_stopping=early_stopping,
+                    patience=int(patience))
+    state, snapshot = LoopState(eta0=estimator.get_params(deep=False).get("eta0")), None
+    ckpt = None
+    if checkpoint is not None:
+        ckpt = Checkpointer(checkpoint, {"source": src.fingerprint(), "seed": int(seed),
+                                         "validation": _vdesc(validation), "shuffle_window": window,
+                                         "estimator": type(estimator).__name__, "epochs": int(epochs)})
+        if resume and ckpt.exists():
+            state, snapshot = ckpt.load(estimator, n_steps=src.n_blocks, epochs=epochs,
+                                        width=_learner_width(src), halvable=_halvable(estimator))
+    fit_args = {"classes": classes} if kind == "classifier" else {}
+
+    def prepare(item):  # runs in the prefetch thread: the step's rows, expanded
+        X, yb, rows = item
+        return (src.expand(X[rows]) if rows.size else None), (None if yb is None else yb[rows]), rows.size
+
+    reader = ThreadPoolExecutor(max_workers=1) if prefetch else None
+    expander = ThreadPoolExecutor(max_workers=1) if prefetch else None
+    try:
+        while not state.done and state.epoch < epochs:
+            epoch, start = state.epoch, state.position
+            plan = EpochPlan(src, seed, epoch, window, fraction)
+            if start == 0:
+                snapshot = copy_state(get_state(estimator)) if _is_fitted(estimator) else None
+                state.epoch_rows, state.epoch_seconds = 0, 0.0
+            t0 = time.perf_counter()
+            for pos, (F, yb, n) in enumerate(_ahead(plan.steps(start, reader), prepare, expander), start):
+                if n:
+                    estimator.partial_fit(F, *(() if kind == "clusterer" else (yb,)), **fit_args)
+                state.epoch_rows += n
+                state.position = pos + 1
+                if ckpt is not None and checkpoint_every and state.position % checkpoint_every == 0 \
+                        and state.position < plan.n_steps:
+                    state.epoch_seconds, t0 = state.epoch_seconds + time.perf_counter() - t0, time.perf_counter()
+                    ckpt.save(estimator, snapshot, state)
+                if callback is not None:
+                    callback({"epoch": epoch, "position": state.position, "rows": n})
+            record = _epoch_record(state, time.perf_counter() - t0, rule.halve)
+            if held is not None:
+                record.update(held.score(estimator, src.expand, kind, classes), metric=metric)
+                record["action"] = rule.step(state, sign * record[metric], can_revert=snapshot is not None)
+                if record["action"] == "revert":
+                    set_state(estimator, *snapshot)
+                if rule.halve:
+                    estimator.set_params(eta0=state.eta0)
+            state.history.append(record)
+            state.epoch, state.position = epoch + 1, 0
+            if ckpt is not None:
+                ckpt.save(estimator, None, state)
+            if progress:
+                _print_record(record)
+    finally:
+        for pool in (reader, expander):
+            if pool is not None:
+                pool.shutdown(wait=True, cancel_futures=True)
+    return KernelModel(src.feature_map, estimator, state.history)
+
+
+def _check_inputs(estimator, source, y, feature_map, block_rows, epochs, schedule, seed, checkpoint, classes):
+    """The source, the estimator's kind and classes; every argument error before any work."""
     if not hasattr(estimator, "partial_fit"):
         raise TypeError(f"{type(estimator).__name__} has no partial_fit: out-of-core training needs "
                         "an incremental estimator (e.g. SGDClassifier, SGDRegressor, MultinomialNB)")
     src = as_source(source, y, feature_map, block_rows)
+    if src.n_rows == 0:
+        raise ValueError("the training input has no rows: nothing to train on")
     kind = _kind(estimator)
     if kind != "clusterer" and not src.has_labels:
         raise ValueError(f"{type(estimator).__name__} needs labels but the source has none "
@@ -209,21 +286,21 @@ def fit_incremental(
         elif not isinstance(params["random_state"], (int, np.integer)) and checkpoint is not None:
             raise ValueError("checkpointed training needs an int random_state (a RandomState "
                              "instance cannot be restored identically)")
-
     if kind == "classifier":
-        if classes is None:
-            classes = src.classes()
-        classes = np.asarray(classes)
+        classes = np.asarray(src.classes() if classes is None else classes)
         if classes.size < 2:
             raise ValueError(f"a classifier needs at least two classes, the labels hold {classes.tolist()}")
+    return src, kind, classes
 
-    # -- held-out set ----------------------------------------------------------------------------
+
+def _held_out(validation, src, kind, seed, block_rows):
+    """``(held-out set or None, held-out fraction of the training source)``."""
     held, fraction = None, 0.0
     if isinstance(validation, numbers.Real) and not isinstance(validation, bool):
         if not 0.0 < validation < 1.0:
             raise ValueError(f"validation fraction must be in (0, 1), got {validation}")
         fraction = float(validation)
-        held = _HeldOut(src.read(i, _held_out_rows(seed, i, b - a, fraction))
+        held = _HeldOut(src.read(i, held_out_rows(seed, i, b - a, fraction))
                         for i, (a, b) in enumerate(src.bounds))
     elif validation is not None:
         if isinstance(validation, tuple):
@@ -236,128 +313,37 @@ def fit_incremental(
         held = _HeldOut(vsrc.read(i) for i in range(vsrc.n_blocks))
     if held is not None and held.n_rows == 0:
         raise ValueError("the held-out set is empty: use a larger validation fraction or more rows")
-
-    metric = default_metric(kind, _probabilistic(estimator)) if metric == "auto" else metric
-    if metric not in LOWER_IS_BETTER:
-        raise ValueError(f"unknown metric {metric!r}; choose from {sorted(LOWER_IS_BETTER)}")
-    sign = 1.0 if LOWER_IS_BETTER[metric] else -1.0
-    halve = schedule == "auto" and _halvable(estimator)
-    revert = schedule == "auto" and held is not None
-
-    # -- loop state (all of it goes into checkpoints) --------------------------------------------
-    loop = {"epoch": 0, "position": 0, "history": [], "prev": None, "best": None, "stale": 0,
-            "done": False, "eta0": params.get("eta0")}
-    snapshot = None  # estimator state at the start of the current epoch (for reverts)
-    fingerprint = {"source": src.fingerprint(), "seed": int(seed), "validation": _vdesc(validation),
-                   "estimator": type(estimator).__name__, "epochs": int(epochs)}
-    if checkpoint is not None:
-        checkpoint = os.fspath(checkpoint)
-        _check_checkpoint_path(checkpoint)
-        if resume and os.path.exists(checkpoint):
-            loop, snapshot = _load_checkpoint(checkpoint, estimator, fingerprint, src, epochs)
-
-    def prepared(epoch, block):
-        """Read, drop held-out rows, shuffle and expand one block (runs in the prefetch thread)."""
-        a, b = src.bounds[block]
-        n = b - a
-        keep = np.ones(n, dtype=bool)
-        if fraction:
-            keep[_held_out_rows(seed, block, n, fraction)] = False
-        rows = np.flatnonzero(keep)
-        rows = rows[np.random.default_rng((seed, epoch, block)).permutation(rows.size)]
-        X, yb = src.read(block, rows)
-        return (src.expand(X) if rows.size else None), yb, rows.size
-
-    def train(F, yb):
-        if kind == "classifier":
-            estimator.partial_fit(F, yb, classes=classes)
-        elif kind == "regressor":
-            estimator.partial_fit(F, yb)
-        else:
-            estimator.partial_fit(F)
-
-    pool = ThreadPoolExecutor(max_workers=1) if prefetch else None
-    try:
-        while not loop["done"] and loop["epoch"] < epochs:
-            epoch = loop["epoch"]
-            order = np.random.default_rng((seed, epoch)).permutation(src.n_blocks)
-            if loop["position"] == 0:
-                snapshot = copy_state(get_state(estimator)) if _is_fitted(estimator) else None
-                loop["epoch_rows"], loop["epoch_seconds"] = 0, 0.0
-            t_start = time.perf_counter()
-            start = loop["position"]
-            blocks = [int(b) for b in order[start:]]
-            for pos, (F, yb, n) in enumerate(_read_ahead(prepared, epoch, blocks, pool), start):
-                if n:
-                    train(F, yb)
-                loop["epoch_rows"] += n
-                loop["position"] = pos + 1
-                if checkpoint is not None and checkpoint_every and (pos + 1) % checkpoint_every == 0 \
-                        and pos + 1 < src.n_blocks:
-                    loop["epoch_seconds"] += time.perf_counter() - t_start
-                    t_start = time.perf_counter()
-                    _save_checkpoint(checkpoint, estimator, snapshot, loop, fingerprint)
-                if callback is not None:
-                    callback({"epoch": epoch, "position": pos + 1, "block": int(order[pos]), "rows": n})
-            seconds = loop["epoch_seconds"] + time.perf_counter() - t_start
-            record = {"epoch": epoch + 1, "rows": int(loop["epoch_rows"]), "seconds": seconds,
-                      "rows_per_s": loop["epoch_rows"] / seconds if seconds > 0 else float("nan"),
-                      "eta0": loop["eta0"] if halve else None}
-            if held is not None:
-                record.update(held.score(estimator, src.expand, kind, classes))
-                record["metric"] = metric
-                loss = sign * record[metric]
-                action = _schedule_action(loop["prev"], loss, min_improvement, revert and snapshot is not None,
-                                          halve)
-                if action == "revert":
-                    set_state(estimator, *snapshot)
-                if action == "halve" or (action == "revert" and halve):
-                    loop["eta0"] = float(loop["eta0"]) / 2.0
-                    estimator.set_params(eta0=loop["eta0"])
-                if action != "revert":
-                    loop["prev"] = loss
-                record["action"] = action
-                if loop["best"] is None or loss < loop["best"]:
-                    loop["best"], loop["stale"] = loss, 0
-                else:
-                    loop["stale"] += 1
-                if early_stopping and loop["stale"] >= patience:
-                    loop["done"] = True
-            loop["history"].append(record)
-            loop["epoch"], loop["position"] = epoch + 1, 0
-            if checkpoint is not None:
-                _save_checkpoint(checkpoint, estimator, None, loop, fingerprint)
-            if progress:
-                _print_record(record)
-    finally:
-        if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)
-    return KernelModel(src.feature_map, estimator, loop["history"])
+    return held, fraction
 
 
-def _schedule_action(prev, loss, min_improvement, can_revert, can_halve):
-    """The thesis' rule on a lower-is-better held-out loss: "first", "keep", "halve" (improved by
-    less than ``min_improvement``, relative) or "revert" (got worse; the rate is halved too)."""
-    if prev is None:
-        return "first"
-    if loss > prev and can_revert:
-        return "revert"
-    if prev - loss < min_improvement * abs(prev) and can_halve:
-        return "halve"
-    return "keep"
+def _window(shuffle_window, src):
+    if isinstance(shuffle_window, str) and shuffle_window == "auto":
+        return auto_window(src)
+    if not isinstance(shuffle_window, (int, np.integer)) or isinstance(shuffle_window, bool) or shuffle_window < 1:
+        raise ValueError(f"shuffle_window must be 'auto' or an integer >= 1, got {shuffle_window!r}")
+    return int(min(shuffle_window, src.n_blocks))
 
 
-def _read_ahead(fn, epoch, blocks, pool):
-    """Yield ``fn(epoch, b)`` for each block in order, computing the next one in ``pool``."""
+def _ahead(items, fn, pool):
+    """Yield ``fn(item)`` for each item in order, computing the next one in ``pool``."""
     if pool is None:
-        for b in blocks:
-            yield fn(epoch, b)
+        yield from map(fn, items)
         return
-    pending = pool.submit(fn, epoch, blocks[0]) if blocks else None
-    for i in range(len(blocks)):
-        result = pending.result()
-        pending = pool.submit(fn, epoch, blocks[i + 1]) if i + 1 < len(blocks) else None
-        yield result
+    pending = None
+    for item in items:
+        nxt = pool.submit(fn, item)
+        if pending is not None:
+            yield pending.result()
+        pending = nxt
+    if pending is not None:
+        yield pending.result()
+
+
+def _epoch_record(state, seconds, halve):
+    seconds += state.epoch_seconds
+    return {"epoch": state.epoch + 1, "rows": int(state.epoch_rows), "seconds": seconds,
+            "rows_per_s": state.epoch_rows / seconds if seconds > 0 else float("nan"),
+            "eta0": state.eta0 if halve else None}
 
 
 def _is_fitted(estimator):
@@ -381,82 +367,6 @@ def _print_record(r):
     print("  ".join(parts), file=sys.stderr)
 
 
-def _save_checkpoint(path, estimator, snapshot, loop, fingerprint):
-    arrays, est_meta = get_state(estimator)
-    payload = prefixed(arrays, "est")
-    snap_meta = None
-    if snapshot is not None:
-        payload.update(prefixed(snapshot[0], "snap"))
-        snap_meta = snapshot[1]
-    meta = {"format": CHECKPOINT_FORMAT, "fingerprint": fingerprint, "params": json_params(estimator),
-            "estimator_state": est_meta, "snapshot_state": snap_meta,
-            "loop": {k: v for k, v in loop.items()}}
-    save_npz(path, payload, meta)
-
-
-def _check_checkpoint_path(path):
-    """A checkpoint path must be absent or a checkpoint: never overwrite anything else."""
-    if os.path.islink(path) or (os.path.lexists(path) and not os.path.isfile(path)):
-        raise ValueError(f"checkpoint {path} exists and is not a file: refusing to use it")
-    if os.path.exists(path) and read_format(path) != CHECKPOINT_FORMAT:
-        raise ValueError(f"checkpoint {path} exists and is not a dask_kernels checkpoint: refusing to "
-                         "overwrite it (choose another checkpoint path)")
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder):
-        raise ValueError(f"checkpoint {path}: folder {folder} does not exist")
-
-
-def _is_int(v, lo=0, hi=None):
-    return isinstance(v, int) and not isinstance(v, bool) and v >= lo and (hi is None or v <= hi)
-
-
-def _is_real(v, positive=False):
-    ok = isinstance(v, (int, float)) and not isinstance(v, bool) and np.isfinite(v)
-    return ok and (not positive or v > 0)
-
-
-def _check_loop(path, loop, n_blocks, epochs, eta0, halvable):
-    """Raise ValueError naming the key unless ``loop`` is a state this run can resume from."""
-    def bad(key, what):
-        raise ValueError(f"checkpoint {path}: loop.{key} {what}; delete the checkpoint or pass "
-                         "resume=False to start over")
-
-    if not isinstance(loop, dict):
-        raise ValueError(f"checkpoint {path}: loop must be an object")
-    for key in ("epoch", "position", "history", "prev", "best", "stale", "done", "eta0"):
-        if key not in loop:
-            bad(key, "is missing")
-    if not _is_int(loop["epoch"], 0, epochs):
-        bad("epoch", f"must be an integer in [0, {epochs}], got {loop['epoch']!r}")
-    if not _is_int(loop["position"], 0, n_blocks - 1):
-        bad("position", f"must be an integer in [0, {n_blocks - 1}] ({n_blocks} blocks), "
-                        f"got {loop['position']!r}")
-    if loop["position"] and loop["epoch"] >= epochs:
-        bad("position", "must be 0 once every epoch is done")
-    hist = loop["history"]
-    if not isinstance(hist, list) or len(hist) != loop["epoch"] or not all(isinstance(r, dict) for r in hist):
-        bad("history", f"must be a list of {loop['epoch']} records (one per finished epoch)")
-    for key in ("prev", "best"):
-        if loop[key] is not None and not _is_real(loop[key]):
-            bad(key, f"must be a finite number or null, got {loop[key]!r}")
-    if not _is_int(loop["stale"]):
-        bad("stale", f"must be a non-negative integer, got {loop['stale']!r}")
-    if not isinstance(loop["done"], bool):
-        bad("done", f"must be true or false, got {loop['done']!r}")
-    if (eta0 is None) != (loop["eta0"] is None) or (eta0 is not None and not _is_eta0(loop["eta0"], halvable)):
-        bad("eta0", f"must be {'null' if eta0 is None else 'the finite learning rate params.eta0'}, "
-                    f"got {loop['eta0']!r}")
-    if loop["position"]:
-        if not _is_int(loop.get("epoch_rows")):
-            bad("epoch_rows", f"must be a non-negative integer, got {loop.get('epoch_rows')!r}")
-        if not _is_real(loop.get("epoch_seconds")) or loop["epoch_seconds"] < 0:
-            bad("epoch_seconds", f"must be a non-negative number, got {loop.get('epoch_seconds')!r}")
-
-
-def _is_eta0(v, halvable):
-    return _is_real(v) and (v > 0 if halvable else v >= 0)
-
-
 def _learner_width(src):
     from .model import learner_width
 
@@ -467,67 +377,3 @@ def _learner_width(src):
     if isinstance(src, ArraySource):
         return int(src.X.shape[1])
     return int(src.parts.n_features)
-
-
-def _load_checkpoint(path, estimator, fingerprint, src, epochs):
-    arrays, meta = load_npz(path)
-    if meta.get("format") != CHECKPOINT_FORMAT:
-        raise ValueError(f"{path} is not a dask_kernels checkpoint ({meta.get('format')!r})")
-    try:
-        old = meta["fingerprint"]
-        for key in fingerprint:
-            if _canon(old.get(key)) != _canon(fingerprint[key]):
-                raise ValueError(f"checkpoint {path} was written for a different {key} "
-                                 f"({_short(old.get(key))} != {_short(fingerprint[key])}); "
-                                 "delete it or pass resume=False to start over")
-        mine = json_params(estimator)
-        theirs = meta["params"]
-        if not isinstance(theirs, dict) or set(theirs) != set(mine):
-            raise ValueError(f"checkpoint {path}: params name other parameters than "
-                             f"{type(estimator).__name__}'s")
-        for k, v in theirs.items():
-            if k != "eta0" and mine.get(k) != v:
-                raise ValueError(f"checkpoint {path} was written by an estimator with {k}={v!r}, "
-                                 f"this one has {mine.get(k)!r}")
-        loop = meta["loop"]
-        eta0 = _unscalar(theirs["eta0"]) if "eta0" in theirs else None
-        if eta0 is not None and not _is_eta0(eta0, _halvable(estimator)):
-            raise ValueError(f"checkpoint {path}: params.eta0 must be a finite learning rate, got {eta0!r}")
-        _check_loop(path, loop, src.n_blocks, int(epochs), eta0, _halvable(estimator))
-        if eta0 is not None:
-            if loop["eta0"] != eta0:
-                raise ValueError(f"checkpoint {path}: params.eta0 {eta0!r} != loop.eta0 {loop['eta0']!r}")
-            estimator.set_params(eta0=eta0)
-        est_state, snap_state = meta["estimator_state"], meta["snapshot_state"]
-    except KeyError as e:
-        raise ValueError(f"checkpoint {path}: missing key {e.args[0]!r}") from None
-    except (TypeError, AttributeError) as e:
-        raise ValueError(f"checkpoint {path}: malformed ({e})") from None
-    for k in [k for k in vars(estimator) if k.endswith("_") and not k.startswith("__")]:
-        delattr(estimator, k)  # drop state of an interrupted in-memory run
-    set_state(estimator, unprefixed(arrays, "est"), est_state, where=f"checkpoint {path} (estimator state)")
-    width = _learner_width(src)
-    n_in = getattr(estimator, "n_features_in_", None)
-    if n_in is not None and n_in != width:
-        raise ValueError(f"checkpoint {path}: the estimator state has {n_in} features, this source "
-                         f"gives {width}")
-    snapshot = None
-    if snap_state is not None:
-        snapshot = (unprefixed(arrays, "snap"), snap_state)
-        probe = clone(estimator)
-        set_state(probe, *snapshot, where=f"checkpoint {path} (start-of-epoch state)")
-        if getattr(probe, "n_features_in_", width) != width:
-            raise ValueError(f"checkpoint {path}: the start-of-epoch state has "
-                             f"{probe.n_features_in_} features, this source gives {width}")
-    return loop, snapshot
-
-
-def _canon(v):
-    import json
-
-    return json.dumps(v, sort_keys=True)
-
-
-def _short(v):
-    s = _canon(v)
-    return s if len(s) < 80 else s[:77] + "..."

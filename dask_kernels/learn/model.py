@@ -8,6 +8,7 @@ import tempfile
 
 import numpy as np
 import scipy.sparse as sp
+from sklearn.base import BaseEstimator, MetaEstimatorMixin
 
 from ..blocks import validate_block
 from ..maps.base import from_spec
@@ -50,24 +51,37 @@ def _is_store(X):
     return hasattr(X, "features") and hasattr(X, "feature_map")
 
 
-class KernelModel:
+class KernelModel(MetaEstimatorMixin, BaseEstimator):
     """A feature map and the estimator trained on its features: predicts on raw rows.
+
+    A scikit-learn estimator: ``get_params``/``set_params`` reach into both parts
+    (``estimator__alpha``, ``feature_map__n_components``), :meth:`fit` fits both in memory, so a
+    ``KernelModel`` can be a ``Pipeline`` step or searched with ``GridSearchCV``; it is a
+    classifier, regressor or clusterer as its estimator is. :func:`dask_kernels.fit_incremental`
+    returns one trained out of core.
 
     Parameters
     ----------
     feature_map : FeatureMap or None
-        Fitted map from raw rows to stored features (None: the estimator sees raw rows).
-    estimator : fitted scikit-learn estimator
+        Map from raw rows to stored features (None: the estimator sees raw rows).
+    estimator : scikit-learn estimator
         Trained on ``feature_map.expand(feature_map.transform(X))``.
     history : list of dict, optional
         Per-epoch records from :func:`dask_kernels.fit_incremental`.
+
+    Attributes
+    ----------
+    classes_ : ndarray
+        The estimator's classes (classifiers).
+    n_features_in_ : int
+        Raw input features.
 
     Notes
     -----
     Methods accept NumPy arrays and SciPy sparse matrices (featurized in blocks of
     ``PREDICT_BLOCK_ROWS`` rows and answered eagerly), dask arrays (answered lazily with
-    ``map_blocks``), and feature stores made with the same map (their stored features are used
-    directly, lazily).
+    ``map_blocks``, block by block on the workers, as dask-ml's ``ParallelPostFit``), and
+    feature stores made with the same map (their stored features are used directly, lazily).
 
     Examples
     --------
@@ -81,14 +95,62 @@ class KernelModel:
     (5,)
     """
 
-    def __init__(self, feature_map, estimator, history=None):
+    def __init__(self, feature_map=None, estimator=None, history=None):
         self.feature_map = feature_map
         self.estimator = estimator
-        self.history = list(history or [])
+        self.history = history
 
-    def __repr__(self):
-        m = "raw" if self.feature_map is None else self.feature_map.method
-        return f"KernelModel({m}, {type(self.estimator).__name__}, {len(self.history)} epochs)"
+    def __repr__(self, N_CHAR_MAX=700):
+        m = "raw" if self.feature_map is None else getattr(self.feature_map, "method", type(self.feature_map).__name__)
+        return f"KernelModel({m}, {type(self.estimator).__name__}, {len(self.history or [])} epochs)"
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        if self.estimator is not None:
+            inner = self.estimator.__sklearn_tags__()
+            tags.estimator_type = inner.estimator_type
+            tags.classifier_tags, tags.regressor_tags = inner.classifier_tags, inner.regressor_tags
+        tags.input_tags.sparse = True
+        return tags
+
+    def __sklearn_is_fitted__(self):
+        return self.estimator is not None and any(
+            k.endswith("_") and not k.startswith("__") for k in vars(self.estimator))
+
+    @property
+    def classes_(self):
+        return self.estimator.classes_
+
+    @property
+    def n_features_in_(self):
+        if self.feature_map is None:
+            return self.estimator.n_features_in_
+        return self.feature_map.n_features_in_
+
+    def fit(self, X, y=None, **fit_params):
+        """Fit the feature map (if any) and then the estimator on in-memory rows ``X``.
+
+        For data that does not fit in memory use :func:`dask_kernels.fit_incremental`.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,), optional
+        **fit_params
+            Passed to ``estimator.fit`` (e.g. ``sample_weight``).
+
+        Returns
+        -------
+        self
+        """
+        if self.estimator is None:
+            raise ValueError("KernelModel.fit needs an estimator")
+        if self.feature_map is not None:
+            self.feature_map.fit(X)
+        F = X if self.feature_map is None else self.features(X)
+        args = () if y is None else (y,)
+        self.estimator.fit(F, *args, **fit_params)
+        return self
 
     # -- features ---------------------------------------------------------------------------
     def features(self, X, row_offset=0):
@@ -223,7 +285,7 @@ class KernelModel:
             "format": MODEL_FORMAT,
             "feature_map": None if self.feature_map is None else self.feature_map.spec(),
             "estimator": {"class": name, "params": json_params(self.estimator), "state": state},
-            "history": self.history,
+            "history": list(self.history or []),
         }
         path = os.fspath(path)
         path = path.rstrip("/") or path

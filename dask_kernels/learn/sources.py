@@ -74,6 +74,18 @@ class BlockSource:
         """``(stored_block, labels_or_None)`` of block ``i``; ``rows`` selects rows within it."""
         raise NotImplementedError
 
+    def read_blocks(self, blocks, rows):
+        """``[read(b, r) for b, r in zip(blocks, rows)]`` (sources may read them together)."""
+        return [self.read(b, r) for b, r in zip(blocks, rows)]
+
+    def row_bytes(self):
+        """Approximate bytes of one row in stored form (sizes the shuffle window)."""
+        fmap = self.feature_map
+        if fmap is not None:
+            return int(fmap.n_output_features_) * np.dtype(fmap.output_dtype_).itemsize
+        X, _ = self.read(0)
+        return max(1, (X.data.nbytes + X.indices.nbytes if sp.issparse(X) else X.nbytes) // max(1, X.shape[0]))
+
     def read_labels(self, i):
         """Labels of block ``i`` only (for finding the classes without reading features)."""
         raise NotImplementedError
@@ -146,6 +158,28 @@ class StoreSource(BlockSource):
             X = X[rows]
             y = None if y is None else y[rows]
         return X, y
+
+    def read_blocks(self, blocks, rows):
+        import dask
+
+        # one compute for all the blocks: the scheduler reads their chunks in parallel
+        parts = []
+        for i in blocks:
+            a, b = self.bounds[i]
+            parts += [self.features[a:b]] + ([self.labels[a:b]] if self.has_labels else [])
+        got = dask.compute(*parts)
+        step = 2 if self.has_labels else 1
+        out = []
+        for j, r in enumerate(rows):
+            X = np.asarray(got[step * j])
+            y = np.asarray(got[step * j + 1]) if self.has_labels else None
+            if r is not None:
+                X, y = X[r], (None if y is None else y[r])
+            out.append((X, y))
+        return out
+
+    def row_bytes(self):
+        return int(self.features.shape[1]) * self.features.dtype.itemsize
 
     def read_labels(self, i):
         a, b = self.bounds[i]

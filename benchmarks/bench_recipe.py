@@ -1,0 +1,114 @@
+"""The README's out-of-core SGD recipe against a converged linear model on the same stored features.
+
+For each dataset the training rows are featurized once into a GCWS feature store (b = 8,
+k = 256) and two models are trained on exactly those stored features:
+
+* the recipe: ``fit_incremental`` with SGDClassifier (log loss, alpha 1e-5, constant rate
+  eta0 = s / E||x||^2, s in {1, 0.1} picked on the held-out 10%), the thesis schedule, early
+  stopping, at most ``--epochs`` epochs; ``--average`` uses averaged SGD (``average=True``),
+  which on the synthetic set closed a third of the gap to the converged model in a trial
+  (0.877 -> 0.881 against 0.893) where a larger alpha or 25-30 epochs did not;
+* the reference: scikit-learn's ``LogisticRegression`` (lbfgs, run to convergence,
+  ``max_iter=5000``) on the one-hot CSR of the same training rows, C in {0.1, 1, 10} picked on
+  the same held-out 10%, then refitted on all training rows.
+
+Test accuracy on untouched rows is printed for both, with the difference in points.
+
+Datasets: scikit-learn's digits; the synthetic 4-class set of ``bench_accuracy.py``; the Palmer
+penguins (PyPI ``palmerpenguins``, bundled in the package: 333 complete rows, 4 measurements
+standardized on the training rows, 3 species).
+
+Run: ``python benchmarks/bench_recipe.py [--epochs 10] [--average]``.
+"""
+
+import argparse
+import os
+import sys
+import tempfile
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+
+import dask.array as da  # noqa: E402
+from sklearn.datasets import load_digits  # noqa: E402
+from sklearn.linear_model import LogisticRegression, SGDClassifier  # noqa: E402
+from sklearn.model_selection import train_test_split  # noqa: E402
+from sklearn.preprocessing import StandardScaler  # noqa: E402
+
+import dask_kernels  # noqa: E402
+from dask_kernels import GCWS, fit_incremental  # noqa: E402
+from dask_kernels.learn.shuffle import held_out_rows  # noqa: E402
+
+
+def digits():
+    X, y = load_digits(return_X_y=True)
+    return X / 16.0, y
+
+
+def synthetic(n=30_000, d=10, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    a = X[:, 0] * X[:, 1] + np.sin(2 * X[:, 2]) > 0
+    b = X[:, 3] ** 2 + X[:, 4] ** 2 > 1.4
+    return X, 2 * a.astype(np.int64) + b.astype(np.int64)
+
+
+def penguins():
+    from palmerpenguins import load_penguins
+
+    df = load_penguins().dropna(subset=["bill_length_mm", "bill_depth_mm", "flipper_length_mm", "body_mass_g"])
+    X = df[["bill_length_mm", "bill_depth_mm", "flipper_length_mm", "body_mass_g"]].to_numpy(np.float64)
+    return X, df["species"].astype("category").cat.codes.to_numpy(np.int64)
+
+
+def recipe(store, epochs, average):
+    src = dask_kernels.learn.StoreSource(store)
+    F = src.expand(src.read(0)[0])
+    sq = float(np.mean(F.multiply(F).sum(axis=1)))
+    models = [fit_incremental(SGDClassifier(loss="log_loss", alpha=1e-5, learning_rate="constant", eta0=s / sq,
+                                            average=average, random_state=0), src, epochs=epochs, validation=0.1, seed=0,
+                              progress=False) for s in (1.0, 0.1)]
+    return max(models, key=lambda m: [r["accuracy"] for r in m.history if r["action"] != "revert"][-1])
+
+
+def reference(store, ytr):
+    """LogisticRegression on the same stored rows; C picked on the recipe's held-out rows."""
+    src = dask_kernels.learn.StoreSource(store)
+    codes = np.concatenate([src.read(i)[0] for i in range(src.n_blocks)])
+    held = np.concatenate([a + held_out_rows(0, i, b - a, 0.1) for i, (a, b) in enumerate(src.bounds)])
+    train = np.setdiff1d(np.arange(codes.shape[0]), held)
+    F = src.expand(codes)
+    best = max((LogisticRegression(C=C, max_iter=5000).fit(F[train], ytr[train]).score(F[held], ytr[held]), C)
+               for C in (0.1, 1.0, 10.0))
+    return LogisticRegression(C=best[1], max_iter=5000).fit(F, ytr), best[1]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--epochs", type=int, default=10)
+    ap.add_argument("--average", action="store_true", help="averaged SGD in the recipe")
+    args = ap.parse_args()
+    tmp = tempfile.mkdtemp(prefix="bench_recipe-")
+    print(f"{'dataset':<34} {'recipe (SGD)':>12} {'LogReg':>8} {'diff (pts)':>10}  C")
+    for name, (X, y) in (("digits", digits()), ("synthetic (30000 rows)", synthetic()), ("penguins", penguins())):
+        Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.25, random_state=0, stratify=y)
+        if name == "penguins":
+            scaler = StandardScaler().fit(Xtr)
+            Xtr, Xte = scaler.transform(Xtr), scaler.transform(Xte)
+        gcws = GCWS(n_components=256, bits=8, seed=0).fit(Xtr)
+        rows = max(64, min(5000, len(ytr) // 8))
+        store = dask_kernels.featurize(da.from_array(Xtr, chunks=(rows, -1)), gcws, labels=ytr,
+                                       store=os.path.join(tmp, f"{name.split()[0]}.zarr"), progress=False)
+        store = dask_kernels.open_store(store.path)
+        Fte = gcws.expand(gcws.transform(Xte))
+        sgd_acc = recipe(store, args.epochs, args.average).estimator.score(Fte, yte)
+        lr, C = reference(store, ytr)
+        lr_acc = lr.score(Fte, yte)
+        print(f"{name + f' ({len(ytr)}/{len(yte)})':<34} {sgd_acc:>12.4f} {lr_acc:>8.4f} "
+              f"{100 * (sgd_acc - lr_acc):>+10.2f}  {C:g}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,142 @@
+"""Training throughput from a feature store: fit_incremental against dask-ml and partial_fit.
+
+One run, one float store (synthetic 4-class data, NRFF k = 256, float32 features, 10000-row
+blocks) written with ``dask_kernels.featurize``; the same SGDClassifier (log loss, constant
+rate) and the same number of epochs for every row:
+
+* ``fit_incremental`` (local, no held-out set, so every row trains as in the peers), with the
+  default cross-block shuffle (``shuffle_window="auto"``) and with the within-block shuffle
+  (``shuffle_window=1``): the difference is the cost of the true shuffle;
+* dask-ml's ``Incremental`` on the store's dask array (its best configuration here: the
+  threaded scheduler reading blocks in parallel, ``shuffle_blocks=True``, the store's row
+  chunks, so the same ``partial_fit`` call sizes), one ``partial_fit`` pass per epoch;
+* ``SGDClassifier.partial_fit`` on the same features held in memory (float64, no reading),
+  looping over the same block size.
+
+Then a GCWS store (b = 8, k = 256) of the same rows: ``fit_incremental`` against ``partial_fit``
+on the same one-hot CSR held in memory. Rows/s count training rows times epochs over the wall
+time of the whole call (classes are passed to every learner, so nobody pays a pass over the
+labels); test accuracy on 20000 untouched rows is printed beside each.
+
+Run: ``python benchmarks/bench_train.py [--rows 200000] [--epochs 3]``. Needs the ``bench``
+extra (dask-ml). On a shared machine the figures are noisy: compare the ratios.
+"""
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+
+import dask.array as da  # noqa: E402
+from sklearn.linear_model import SGDClassifier  # noqa: E402
+
+import dask_kernels  # noqa: E402
+from dask_kernels import GCWS, NRFF, fit_incremental  # noqa: E402
+
+BLOCK = 10_000
+
+
+def synthetic(n, d=10, seed=0):
+    """4 classes from two nonlinear functions of 5 of 10 Gaussian inputs (as bench_accuracy)."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    a = X[:, 0] * X[:, 1] + np.sin(2 * X[:, 2]) > 0
+    b = X[:, 3] ** 2 + X[:, 4] ** 2 > 1.4
+    return X, 2 * a.astype(np.int64) + b.astype(np.int64)
+
+
+def sgd(eta0):
+    return SGDClassifier(loss="log_loss", alpha=1e-5, learning_rate="constant", eta0=eta0, random_state=0)
+
+
+def timed(fn):
+    t0 = time.perf_counter()
+    out = fn()
+    return out, time.perf_counter() - t0
+
+
+def in_memory(F, y, eta0, epochs, classes):
+    est = sgd(eta0)
+    rng = np.random.default_rng(0)
+    starts = np.arange(0, F.shape[0], BLOCK)
+    for _ in range(epochs):
+        for a in starts[rng.permutation(starts.size)]:
+            est.partial_fit(F[a:a + BLOCK], y[a:a + BLOCK], classes=classes)
+    return est
+
+
+def dask_ml_incremental(store, eta0, epochs, classes):
+    from dask_ml.wrappers import Incremental
+
+    inc = Incremental(sgd(eta0), shuffle_blocks=True, random_state=0)
+    F, y = store.features.rechunk({1: -1}), store.labels
+    for _ in range(epochs):
+        inc.partial_fit(F, y, classes=classes)
+    return inc.estimator_
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rows", type=int, default=200_000)
+    ap.add_argument("--epochs", type=int, default=3)
+    args = ap.parse_args()
+    n, epochs = args.rows, args.epochs
+    X, y = synthetic(n + 20_000)
+    Xtr, ytr, Xte, yte = X[:n], y[:n], X[n:], y[n:]
+    classes = np.unique(ytr)
+    tmp = tempfile.mkdtemp(prefix="bench_train-")
+    rows = []
+
+    def row(name, est_or_model, seconds, Fte, ref=None):
+        acc = est_or_model.score(Fte, yte)
+        rps = n * epochs / seconds
+        rows.append((name, rps, acc, "" if ref is None else f"{rps / ref:.2f}x"))
+        return rps
+
+    # -- float store: NRFF k = 256 -------------------------------------------------------------
+    nrff = NRFF(n_components=256, gamma=0.5, seed=0).fit(Xtr)
+    store = dask_kernels.featurize(da.from_array(Xtr, chunks=(BLOCK, -1)), nrff, labels=ytr,
+                                   store=os.path.join(tmp, "nrff.zarr"), progress=False)
+    store = dask_kernels.open_store(store.path)
+    Fte = nrff.transform(Xte)
+    eta0 = 0.5  # NRFF rows have unit norm: eta0 = 0.5 / E||x||^2
+    Fmem = np.asarray(store.features.compute(), dtype=np.float64)
+    est, s = timed(lambda: in_memory(Fmem, ytr, eta0, epochs, classes))
+    ref = row("partial_fit, features in memory (float64)", est, s, Fte)
+    est, s = timed(lambda: dask_ml_incremental(store, eta0, epochs, classes))
+    peer = row("dask-ml Incremental, float store", est, s, Fte, ref)
+    for window, label in (("auto", "cross-block shuffle"), (1, "within-block shuffle")):
+        model, s = timed(lambda: fit_incremental(sgd(eta0), store, epochs=epochs, validation=None,
+                                                 shuffle_window=window, classes=classes, progress=False))
+        rps = row(f"fit_incremental, float store, {label}", model.estimator, s, Fte, ref)
+        rows[-1] = rows[-1][:3] + (f"{rps / ref:.2f}x pf, {rps / peer:.2f}x dask-ml",)
+
+    # -- GCWS store: b = 8, k = 256 ------------------------------------------------------------
+    gcws = GCWS(n_components=256, bits=8, seed=0).fit(Xtr)
+    gstore = dask_kernels.featurize(da.from_array(Xtr, chunks=(BLOCK, -1)), gcws, labels=ytr,
+                                    store=os.path.join(tmp, "gcws.zarr"), progress=False)
+    gstore = dask_kernels.open_store(gstore.path)
+    Gte = gcws.expand(gcws.transform(Xte))
+    geta0 = 0.5 / 256  # one-hot rows have squared norm k
+    Gmem = gcws.expand(np.asarray(gstore.features.compute()))
+    est, s = timed(lambda: in_memory(Gmem, ytr, geta0, epochs, classes))
+    gref = row("partial_fit, one-hot CSR in memory", est, s, Gte)
+    model, s = timed(lambda: fit_incremental(sgd(geta0), gstore, epochs=epochs, validation=None,
+                                                classes=classes, progress=False))
+    row("fit_incremental, GCWS store", model.estimator, s, Gte, gref)
+
+    print(f"\n{n} training rows x {epochs} epochs, blocks of {BLOCK} rows, test on {len(yte)} rows "
+          f"(SGDClassifier log loss, constant eta0)")
+    print(f"{'run':<52} {'rows/s':>12} {'test acc':>9}  ratio")
+    for name, rps, acc, ratio in rows:
+        print(f"{name:<52} {rps:>12,.0f} {acc:>9.4f}  {ratio}")
+
+
+if __name__ == "__main__":
+    main()

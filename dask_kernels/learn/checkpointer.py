@@ -1,0 +1,137 @@
+"""The training checkpoint: one object owns its format, its path rules and its validation.
+
+A checkpoint is a file of :mod:`.checkpoint` (npz + JSON, no pickle, bounded loading, atomic
+replacement) holding the estimator's state (``est/...``), the start-of-epoch state used by
+reverts (``snap/...``), the estimator's parameters, the :class:`~.loop.LoopState` and a
+fingerprint of the run (source, seed, validation, shuffle window, estimator, epochs) that must
+match for a run to resume from it.
+
+Rules: the path must be absent or a dask_kernels checkpoint (a user's file, a directory or a
+link is never overwritten); loading validates every value before it reaches the estimator and
+names the key it refuses. Format 2 (``dask-kernels-checkpoint-2``) added the shuffle window to
+the fingerprint and always stores the epoch counters; format 1 files are refused with a
+message that says so.
+"""
+
+import json
+import os
+
+from sklearn.base import clone
+
+from .checkpoint import load_npz, prefixed, read_format, save_npz, unprefixed
+from .loop import LoopState, is_eta0
+from .state import _unscalar, get_state, json_params, set_state
+
+FORMAT = "dask-kernels-checkpoint-2"
+_OLD_FORMATS = ("dask-kernels-checkpoint-1",)
+
+
+def _canon(v):
+    return json.dumps(v, sort_keys=True)
+
+
+def _short(v):
+    s = _canon(v)
+    return s if len(s) < 80 else s[:77] + "..."
+
+
+class Checkpointer:
+    """Saves and restores one run's checkpoint at ``path``.
+
+    Parameters
+    ----------
+    path : str or path-like
+    fingerprint : dict
+        JSON description of the run; a checkpoint written for another fingerprint is refused.
+    """
+
+    def __init__(self, path, fingerprint):
+        self.path = os.fspath(path)
+        self.fingerprint = fingerprint
+        self._check_path()
+
+    def _check_path(self):
+        path = self.path
+        if os.path.islink(path) or (os.path.lexists(path) and not os.path.isfile(path)):
+            raise ValueError(f"checkpoint {path} exists and is not a file: refusing to use it")
+        if os.path.exists(path):
+            fmt = read_format(path)
+            if fmt in _OLD_FORMATS:
+                raise ValueError(f"checkpoint {path} has the older format {fmt!r}; this version writes "
+                                 f"{FORMAT!r} and cannot resume it: delete it (or choose another path) "
+                                 "to start over")
+            if fmt != FORMAT:
+                raise ValueError(f"checkpoint {path} exists and is not a dask_kernels checkpoint: refusing "
+                                 "to overwrite it (choose another checkpoint path)")
+        folder = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(folder):
+            raise ValueError(f"checkpoint {path}: folder {folder} does not exist")
+
+    def exists(self):
+        return os.path.exists(self.path)
+
+    def save(self, estimator, snapshot, state):
+        """Atomically write the estimator, the start-of-epoch ``snapshot`` (or None) and
+        ``state``."""
+        arrays, est_meta = get_state(estimator)
+        payload = prefixed(arrays, "est")
+        if snapshot is not None:
+            payload.update(prefixed(snapshot[0], "snap"))
+        meta = {"format": FORMAT, "fingerprint": self.fingerprint, "params": json_params(estimator),
+                "estimator_state": est_meta, "snapshot_state": None if snapshot is None else snapshot[1],
+                "loop": state.to_json()}
+        save_npz(self.path, payload, meta)
+
+    def load(self, estimator, *, n_steps, epochs, width, halvable):
+        """Restore ``estimator`` from the checkpoint; return ``(LoopState, snapshot_or_None)``.
+
+        ``n_steps`` is the number of steps per epoch and ``width`` the learner's number of
+        features: the file must agree with both.
+        """
+        path = self.path
+        arrays, meta = load_npz(path)
+        if meta.get("format") != FORMAT:
+            raise ValueError(f"{path} is not a dask_kernels checkpoint ({meta.get('format')!r})")
+        where = f"checkpoint {path}"
+        try:
+            old = meta["fingerprint"]
+            for key in self.fingerprint:
+                if _canon(old.get(key)) != _canon(self.fingerprint[key]):
+                    raise ValueError(f"{where} was written for a different {key} "
+                                     f"({_short(old.get(key))} != {_short(self.fingerprint[key])}); "
+                                     "delete it or pass resume=False to start over")
+            mine, theirs = json_params(estimator), meta["params"]
+            if not isinstance(theirs, dict) or set(theirs) != set(mine):
+                raise ValueError(f"{where}: params name other parameters than {type(estimator).__name__}'s")
+            for k, v in theirs.items():
+                if k != "eta0" and mine.get(k) != v:
+                    raise ValueError(f"{where} was written by an estimator with {k}={v!r}, this one has "
+                                     f"{mine.get(k)!r}")
+            eta0 = _unscalar(theirs["eta0"]) if "eta0" in theirs else None
+            if eta0 is not None and not is_eta0(eta0, halvable):
+                raise ValueError(f"{where}: params.eta0 must be a finite learning rate, got {eta0!r}")
+            state = LoopState.from_json(meta["loop"], where, n_steps, int(epochs), eta0, halvable)
+            if eta0 is not None:
+                if state.eta0 != eta0:
+                    raise ValueError(f"{where}: params.eta0 {eta0!r} != loop.eta0 {state.eta0!r}")
+                estimator.set_params(eta0=eta0)
+            est_state, snap_state = meta["estimator_state"], meta["snapshot_state"]
+        except KeyError as e:
+            raise ValueError(f"{where}: missing key {e.args[0]!r}") from None
+        except (TypeError, AttributeError) as e:
+            raise ValueError(f"{where}: malformed ({e})") from None
+        for k in [k for k in vars(estimator) if k.endswith("_") and not k.startswith("__")]:
+            delattr(estimator, k)  # drop state of an interrupted in-memory run
+        set_state(estimator, unprefixed(arrays, "est"), est_state, where=f"{where} (estimator state)")
+        n_in = getattr(estimator, "n_features_in_", None)
+        if n_in is not None and n_in != width:
+            raise ValueError(f"{where}: the estimator state has {n_in} features, this source gives {width}")
+        snapshot = None
+        if snap_state is not None:
+            snapshot = (unprefixed(arrays, "snap"), snap_state)
+            probe = clone(estimator)
+            set_state(probe, *snapshot, where=f"{where} (start-of-epoch state)")
+            if getattr(probe, "n_features_in_", width) != width:
+                raise ValueError(f"{where}: the start-of-epoch state has {probe.n_features_in_} features, "
+                                 f"this source gives {width}")
+        return state, snapshot

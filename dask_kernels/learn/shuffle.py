@@ -1,0 +1,138 @@
+"""The order rows are trained in: a seeded shuffle buffer spanning several blocks.
+
+Rows sorted by label (as many files ship) are not shuffled by permuting rows within blocks and
+blocks among themselves: every block still holds one or two labels and SGD drifts towards the
+last ones it saw. Here each epoch
+
+1. permutes the blocks (``default_rng((seed, epoch))``),
+2. cuts that order into *windows* of at most ``window`` blocks (sizes differing by at most one),
+3. reads a window's training rows (held-out rows excluded) in stored form, permutes them
+   together (``default_rng((seed, epoch, window_index))``) and serves them as one *step* (one
+   ``partial_fit`` call) per block of the window, of equal size.
+
+So there are as many steps per epoch as blocks, every row is used once per epoch, and a step's
+rows come from every block of its window. With one window holding every block the order is a
+global permutation; ``window=1`` is the cheaper within-block shuffle. Memory: the stored form of
+one window (and the next one, read ahead). Every permutation is a pure function of its key, so
+a run resumed at ``(epoch, step)`` trains on exactly the rows an uninterrupted run would.
+"""
+
+import math
+
+import numpy as np
+import scipy.sparse as sp
+
+_HELD_OUT_KEY = 0x5EED  # rng key component of the held-out selection (not used by shuffles)
+
+#: Stored bytes of one window when the window is chosen automatically.
+WINDOW_BYTES = 128 * 2**20
+
+
+def held_out_rows(seed, block, n, fraction):
+    """Rows of block ``block`` (of ``n`` rows) held out for validation."""
+    return np.flatnonzero(np.random.default_rng((seed, _HELD_OUT_KEY, block)).random(n) < fraction)
+
+
+def auto_window(src, budget=WINDOW_BYTES):
+    """Blocks per window so that a window's stored form takes about ``budget`` bytes."""
+    rows = max((b - a for a, b in src.bounds), default=1)
+    return int(max(1, min(src.n_blocks, budget // max(1, rows * src.row_bytes()))))
+
+
+class _Window:
+    """The stored rows of a window's blocks, indexed as one array without concatenating them:
+    a step's rows are gathered from the blocks straight into the step (one copy)."""
+
+    def __init__(self, parts):
+        self.parts = parts
+        self.starts = np.concatenate([[0], np.cumsum([p.shape[0] for p in parts])]).astype(np.int64)
+        self.shape = (int(self.starts[-1]),) + parts[0].shape[1:]
+        if len(parts) > 1 and sp.issparse(parts[0]):  # raw sparse rows: stack once
+            self.parts, self.starts = [sp.vstack(parts, format="csr")], self.starts[[0, -1]]
+
+    def __getitem__(self, rows):
+        if len(self.parts) == 1:
+            return self.parts[0][rows]
+        owner = np.searchsorted(self.starts, rows, side="right") - 1
+        first = self.parts[0]
+        out = np.empty((rows.size,) + first.shape[1:], dtype=first.dtype)
+        for j, part in enumerate(self.parts):
+            sel = owner == j
+            if sel.any():
+                out[sel] = part[rows[sel] - self.starts[j]]
+        return out
+
+
+class EpochPlan:
+    """The steps of one epoch.
+
+    Parameters
+    ----------
+    src : BlockSource
+    seed, epoch : int
+    window : int
+        Blocks per window (>= 1).
+    fraction : float
+        Held-out fraction (0: every row trains).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dask_kernels.learn import ArraySource
+    >>> from dask_kernels.learn.shuffle import EpochPlan
+    >>> src = ArraySource(np.zeros((60, 1)), np.arange(60), block_rows=10)
+    >>> plan = EpochPlan(src, seed=0, epoch=0, window=3, fraction=0.0)
+    >>> [w.size for w in plan.windows], plan.n_steps
+    ([3, 3], 6)
+    >>> steps = [y[rows] for _, y, rows in plan.steps(0)]
+    >>> sorted(np.concatenate(steps).tolist()) == list(range(60))  # every row once
+    True
+    """
+
+    def __init__(self, src, seed, epoch, window, fraction):
+        self.src, self.seed, self.epoch, self.fraction = src, int(seed), int(epoch), float(fraction)
+        order = np.random.default_rng((self.seed, self.epoch)).permutation(src.n_blocks)
+        self.windows = [w for w in np.array_split(order, max(1, math.ceil(src.n_blocks / window))) if w.size]
+        self.starts = np.concatenate([[0], np.cumsum([w.size for w in self.windows])])
+
+    @property
+    def n_steps(self):
+        return int(self.starts[-1])
+
+    def window_of(self, step):
+        """``(window_index, first_step_of_that_window)`` of ``step``."""
+        wi = int(np.searchsorted(self.starts, step, side="right") - 1)
+        return wi, int(self.starts[wi])
+
+    def _rows(self, block):
+        a, b = self.src.bounds[block]
+        if not self.fraction:
+            return None
+        keep = np.ones(b - a, dtype=bool)
+        keep[held_out_rows(self.seed, block, b - a, self.fraction)] = False
+        return np.flatnonzero(keep)
+
+    def load(self, wi):
+        """Stored rows, labels and per-step row selections of window ``wi``."""
+        blocks = [int(b) for b in self.windows[wi]]
+        parts = self.src.read_blocks(blocks, [self._rows(b) for b in blocks])
+        X = _Window([X for X, _ in parts])
+        y = None if parts[0][1] is None else np.concatenate([y for _, y in parts])
+        perm = np.random.default_rng((self.seed, self.epoch, wi)).permutation(X.shape[0])
+        return X, y, np.array_split(perm, len(blocks))
+
+    def steps(self, start, pool=None):
+        """Yield ``(window_rows, window_labels, selection)`` of steps ``start, start + 1, ...``
+        in order (the step's rows are ``window_rows[selection]``); with a thread ``pool`` the
+        next window is read while the current one is served."""
+        if start >= self.n_steps:
+            return
+        wi, first = self.window_of(start)
+        pending = pool.submit(self.load, wi) if pool is not None else None
+        for w in range(wi, len(self.windows)):
+            X, y, pieces = pending.result() if pool is not None else self.load(w)
+            if pool is not None and w + 1 < len(self.windows):
+                pending = pool.submit(self.load, w + 1)
+            skip = start - first if w == wi else 0
+            for rows in pieces[skip:]:
+                yield X, y, rows
