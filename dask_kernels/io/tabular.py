@@ -228,10 +228,16 @@ def partition_lengths(ddf):
     return tuple(int(n) for n in ddf.map_partitions(len).compute())
 
 
+def _is_number(dtype):
+    from pandas.api.types import is_numeric_dtype  # numbers and booleans (NumPy or pandas dtypes)
+
+    return is_numeric_dtype(dtype)
+
+
 def _check_numeric(ddf, columns, where):
     for c in columns:
         dt = ddf[c].dtype
-        if not (np.issubdtype(dt, np.number) or dt == bool):
+        if not _is_number(dt):
             raise ValueError(f"{where}: column {c!r} has dtype {dt}, not a number; select numeric columns "
                              "with columns=[...]")
 
@@ -266,7 +272,7 @@ def from_dataframe(ddf, *, columns=None, label=None, lengths=None):
     if label is not None and label not in names:
         raise ValueError(f"label column {label!r} not found (columns: {names[:20]})")
     if columns is None:
-        columns = [c for c in names if c != label and (np.issubdtype(ddf[c].dtype, np.number) or ddf[c].dtype == bool)]
+        columns = [c for c in names if c != label and _is_number(ddf[c].dtype)]
         if not columns:
             raise ValueError("the DataFrame has no numeric columns besides the label")
     columns = list(columns)
@@ -283,16 +289,18 @@ def from_dataframe(ddf, *, columns=None, label=None, lengths=None):
 def as_rows(X, y=None):
     """``(X, y)`` with dask DataFrames/Series turned into dask arrays of known row counts
     (everything else is returned as it is); the hook the pipeline and the learners call."""
+    if not (is_dataframe(X) or is_dataframe(y)):
+        return X, y
+    import dask.dataframe as dd  # noqa: PLC0415 - only once a DataFrame is seen
+
     if is_dataframe(X):
-        if hasattr(X, "columns"):
-            lengths = partition_lengths(X)
-            X = from_dataframe(X, lengths=lengths)
-        else:
-            lengths = partition_lengths(X)
-            X = X.to_dask_array(lengths=list(lengths))[:, None].astype(np.float64)
-        if is_dataframe(y) and y.npartitions == len(lengths):
-            y = y.to_dask_array(lengths=list(lengths))
-    if is_dataframe(y):
+        if not isinstance(X, dd.DataFrame):
+            raise ValueError("rows must be a dask DataFrame (or array), got a dask Series; use "
+                             "series.to_frame()")
+        X = from_dataframe(X)
+    if is_dataframe(y):  # its own lengths: its partitions need not be the rows' (slices are global)
+        if not isinstance(y, dd.Series):
+            raise ValueError("labels must be a dask Series, got a DataFrame")
         y = y.to_dask_array(lengths=list(partition_lengths(y)))
     return X, y
 
