@@ -127,10 +127,19 @@ def test_half_made_store_on_s3_is_replaced(s3):
 
 WRITER = textwrap.dedent("""
     import json, sys
+    import time
     import dask, numpy as np
     from dask_kernels import GCWS, featurize
+    from dask_kernels.pipeline import store
     opts = json.loads(sys.argv[1])
-    X = np.abs(np.random.default_rng(5).standard_normal((300, 8)))
+    X = np.abs(np.random.default_rng(5).standard_normal((300, 8)))[:80]
+    check = store.check_lease
+
+    def slow_check(*args):  # ~0.2 s per block: the kill comes mid-job, not after it
+        time.sleep(0.1)
+        return check(*args)
+
+    store.check_lease = slow_check
     with dask.config.set(scheduler="sync"):
         featurize(X, GCWS(n_components=16, seed=7).fit(X[:1]), store=sys.argv[2], chunks=2, shards=None,
                   storage_options=opts, progress=False)
@@ -164,7 +173,7 @@ def test_resume_after_kill_on_s3(s3, tmp_path):
             proc.kill()
     s = open_store(url, storage_options=opts)
     kept = int(s.done.sum())
-    assert 6 <= kept < 150 and not s.complete
-    resumed = featurize(X, G, store=url, chunks=2, shards=None, storage_options=opts, progress=False)
-    assert resumed.run_stats == {"computed": 150 - kept, "skipped": kept}
-    assert resumed.complete and np.array_equal(resumed.features.compute(), REF) and resumed.verify_blocks() == {}
+    assert 6 <= kept < 40 and not s.complete
+    resumed = featurize(X[:80], G, store=url, chunks=2, shards=None, storage_options=opts, progress=False)
+    assert resumed.run_stats == {"computed": 40 - kept, "skipped": kept}
+    assert resumed.complete and np.array_equal(resumed.features.compute(), REF[:80]) and resumed.verify_blocks() == {}
