@@ -91,20 +91,24 @@ def _read_part(url, storage_options, groups, n, columns, dtype, identity):
     return out
 
 
-def _load(loader, i, column=None):
-    block = loader(i)
-    return block if column is None else block[:, 0]
+def _read_column(*args):
+    return _read_part(*args)[:, 0]
 
 
-def _array(name, loader, counts, width, dtype, column=False):
+def _array(name, parts, storage_options, columns, dtype, column=False):
+    """A dask array whose task i reads partition i; each task carries only its own file, row
+    groups and identity (a graph linear in the number of partitions)."""
     from dask.highlevelgraph import HighLevelGraph
 
+    counts = tuple(p[2] for p in parts)
     if column:
-        dsk = {(name, i): (_load, loader, i, 0) for i in range(len(counts))}
-        chunks, meta = (tuple(counts),), np.empty((0,), dtype)
+        dsk = {(name, i): (_read_column, u, storage_options, g, n, columns, dtype, ident)
+               for i, (u, g, n, ident) in enumerate(parts)}
+        chunks, meta = (counts,), np.empty((0,), dtype)
     else:
-        dsk = {(name, i, 0): (_load, loader, i) for i in range(len(counts))}
-        chunks, meta = (tuple(counts), (width,)), np.empty((0, 0), dtype)
+        dsk = {(name, i, 0): (_read_part, u, storage_options, g, n, columns, dtype, ident)
+               for i, (u, g, n, ident) in enumerate(parts)}
+        chunks, meta = (counts, (len(columns),)), np.empty((0, 0), dtype)
     return da.Array(HighLevelGraph.from_collections(name, dsk, dependencies=[]), name, chunks, meta=meta)
 
 
@@ -193,27 +197,13 @@ def read_parquet(path, *, columns=None, label=None, block_rows=None, storage_opt
         if run:
             x_parts.append((u, tuple(run), n, ident))
     token = _hash([(u, f[2].size, f[2].mtime, f[1]) for u, f in zip(urls, footers)], target)
-    counts = [p[2] for p in x_parts]
-    X = _array(f"parquet-{token}-{_hash(columns, dtype.str)}", _PartsLoader(x_parts, storage_options, columns, dtype),
-               counts, len(columns), dtype)
+    X = _array(f"parquet-{token}-{_hash(columns, dtype.str)}", x_parts, storage_options, columns, dtype)
     if label is None:
         return X
     ldtype = np.dtype(schema.field(label).type.to_pandas_dtype())
     ldtype = np.dtype(np.float64) if ldtype.kind not in "iufb" else ldtype
-    y = _array(f"parquet-{token}-label-{_hash(label)}", _PartsLoader(x_parts, storage_options, [label], ldtype),
-               counts, 1, ldtype, column=True)
+    y = _array(f"parquet-{token}-label-{_hash(label)}", x_parts, storage_options, [label], ldtype, column=True)
     return X, y
-
-
-class _PartsLoader:
-    """``loader(i)``: partition i, one of (url, row groups, rows, identity), as a block (picklable)."""
-
-    def __init__(self, parts, storage_options, columns, dtype):
-        self.parts, self.storage_options, self.columns, self.dtype = parts, storage_options, columns, dtype
-
-    def __call__(self, i):
-        u, groups, n, ident = self.parts[i]
-        return _read_part(u, self.storage_options, groups, n, self.columns, self.dtype, ident)
 
 
 # -- dask DataFrames in general --------------------------------------------------------------------
