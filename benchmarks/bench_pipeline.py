@@ -229,8 +229,7 @@ def formats(npy, gcws, block_rows, workers, tmp, repeats):
 
 
 def print_formats(n, rates, objects, kernel, workers):
-    print(f"
-input formats and store layouts, {workers} workers, {n} rows (rows/s, best of each):")
+    print(f"\ninput formats and store layouts, {workers} workers, {n} rows (rows/s, best of each):")
     print(f"{'run':<16} {'end-to-end':>11} {'/ kernel-only':>13} {'feature objects':>15}")
     for name, rate in rates.items():
         print(f"{name:<16} {rate:>11,.0f} {rate / kernel:>13.2f} {objects[name]:>15}")
