@@ -177,3 +177,15 @@ def test_resume_after_kill_on_s3(s3, tmp_path):
     resumed = featurize(X[:80], G, store=url, chunks=2, shards=None, storage_options=opts, progress=False)
     assert resumed.run_stats == {"computed": 40 - kept, "skipped": kept}
     assert resumed.complete and np.array_equal(resumed.features.compute(), REF[:80]) and resumed.verify_blocks() == {}
+
+
+def test_append_on_s3(s3):
+    opts, fs = s3
+    url = "s3://dk-test/stores/a.zarr"
+    for day in range(3):
+        rows = slice(100 * day, 100 * (day + 1))
+        s = featurize(X[rows], G, labels=Y[rows], store=url, mode="append", chunks=40, storage_options=opts,
+                      progress=False)
+    s = open_store(url, storage_options=opts)
+    assert len(s.segments) == 2 and s.n_rows == 300 and s.complete and s.verify_blocks() == {}
+    assert np.array_equal(s.features.compute(), REF) and np.array_equal(s.labels.compute(), Y)
