@@ -190,8 +190,13 @@ def _objects(path, array="features"):
     return sum(len(files) for _, _, files in os.walk(os.path.join(path, array, "c")))
 
 
-def formats(npy, gcws, block_rows, workers, tmp, repeats):
-    """Rates (rows/s) of the .npy path, the Parquet path, and sharded vs unsharded stores."""
+def formats(npy, gcws, workers, tmp, repeats):
+    """Rates (rows/s) of the .npy path, the Parquet path, and sharded vs unsharded stores.
+
+    64 blocks, so the 8 shards of 8 blocks split evenly over the workers: with fewer shards
+    than workers x a few, a sharded store runs fewer, longer tasks (parallelism is the number
+    of shards; "auto" only shards stores of more than 1024 blocks)."""
+    block_rows = -(-np.load(npy, mmap_mode="r").shape[0] // 64)
     from distributed import Client, LocalCluster
 
     from dask_kernels import featurize, read_parquet
@@ -229,7 +234,7 @@ def formats(npy, gcws, block_rows, workers, tmp, repeats):
 
 
 def print_formats(n, rates, objects, kernel, workers):
-    print(f"\ninput formats and store layouts, {workers} workers, {n} rows (rows/s, best of each):")
+    print(f"\ninput formats and store layouts, {workers} workers, {n} rows in 64 blocks (rows/s, best of each):")
     print(f"{'run':<16} {'end-to-end':>11} {'/ kernel-only':>13} {'feature objects':>15}")
     for name, rate in rates.items():
         print(f"{name:<16} {rate:>11,.0f} {rate / kernel:>13.2f} {objects[name]:>15}")
@@ -258,7 +263,7 @@ def main():
             paths[n] = os.path.join(tmp, f"rows-{n}.npy")
             make_rows(paths[n], n)
         if args.formats_only:
-            print_formats(*formats(paths[large], gcws, args.block_rows, cores, tmp, args.repeats), cores)
+            print_formats(*formats(paths[large], gcws, cores, tmp, args.repeats), cores)
             return
         Xk = np.load(paths[small], mmap_mode="r")[:20_000]
         k1 = kernel_rate(gcws, Xk, args.block_rows, 1)
@@ -285,7 +290,7 @@ def main():
               f"checks, {sync_off:,.0f} without: overhead {1 - sync_on / sync_off:.1%}")
         print(f"{cores} workers / 1 worker, end-to-end on {small} rows: {rows[1][2] / rows[0][2]:.2f}x; "
               f"{large} / {small} rows end-to-end rate: {rows[2][2] / rows[1][2]:.2f}")
-        print_formats(*formats(paths[large], gcws, args.block_rows, cores, tmp, args.repeats), cores)
+        print_formats(*formats(paths[large], gcws, cores, tmp, args.repeats), cores)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
