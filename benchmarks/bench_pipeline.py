@@ -22,7 +22,7 @@ Rows are MNIST-like: 784 float32 values, ~20% nonzero. GCWS k=256, b=8 (uint8 co
   Also measured in this process on the synchronous scheduler (20,000 rows, no cluster noise).
 * input formats and store layouts (the last table; ``--formats-only`` runs just it): on one
   LocalCluster of single-threaded worker processes, alternating, best of ``--repeats`` each:
-  the .npy path (the peer), the same rows as a Parquet file (784 float32 columns, one row group
+  the .npy path (the peer) in 64 blocks, the same rows as a Parquet file (784 float32 columns, one row group
   per block) through ``read_parquet``, and the .npy into a store sharded 8 blocks per shard
   (``shards=8``) next to one object per block (``shards=None``). Targets: Parquet end-to-end
   >= 70% of the kernel-only rate; sharding costs <= 5% and cuts the object count 8x.
