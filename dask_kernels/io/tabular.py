@@ -14,7 +14,9 @@ label column chunked the same way.
 * :func:`read_csv` is dask's CSV reader followed by :func:`from_dataframe`.
 """
 
+import functools
 import hashlib
+import json
 
 import dask
 import dask.array as da
@@ -72,14 +74,27 @@ def _footer(url, storage_options):
     return schema, groups, ident
 
 
+@functools.lru_cache(maxsize=64)
+def _metadata(url, options_json, size, mtime):
+    """A file's Parquet footer, parsed once per process and file version: it holds an entry per
+    row group and column, so parsing it in every task would cost O(row groups x columns) each."""
+    import fsspec
+    import pyarrow.parquet as pq
+
+    fs, p = fsspec.core.url_to_fs(url, **json.loads(options_json))
+    with fs.open(p, "rb") as f:
+        return pq.ParquetFile(f).metadata
+
+
 def _read_part(url, storage_options, groups, n, columns, dtype, identity):
     """Row groups ``groups`` (``n`` rows) of one Parquet file, some columns, as a C-contiguous block."""
     import fsspec
     import pyarrow.parquet as pq
 
     fs, p = fsspec.core.url_to_fs(url, **(storage_options or {}))
+    meta = _metadata(url, json.dumps(storage_options or {}, sort_keys=True), identity.size, identity.mtime)
     with fs.open(p, "rb") as f:
-        table = pq.ParquetFile(f).read_row_groups(list(groups), columns=list(columns))
+        table = pq.ParquetFile(f, metadata=meta).read_row_groups(list(groups), columns=list(columns))
     identity.check()  # after the read: these rows came from the file first seen
     if table.num_rows != n:
         raise InputChangedError(f"{url}: row groups {list(groups)} hold {table.num_rows} rows, the file's "
