@@ -20,6 +20,12 @@ Rows are MNIST-like: 784 float32 values, ~20% nonzero. GCWS k=256, b=8 (uint8 co
   each write) and off (the private switch ``dask_kernels.pipeline.store._INTEGRITY = False``,
   which writes what format 1 wrote); the overhead is 1 - (rate on) / (rate off), best of each.
   Also measured in this process on the synchronous scheduler (20,000 rows, no cluster noise).
+* input formats and store layouts (the last table; ``--formats-only`` runs just it): on one
+  LocalCluster of single-threaded worker processes, alternating, best of ``--repeats`` each:
+  the .npy path (the peer) in 64 blocks, the same rows as a Parquet file (784 float32 columns, one row group
+  per block) through ``read_parquet``, and the .npy into a store sharded 8 blocks per shard
+  (``shards=8``) next to one object per block (``shards=None``). Targets: Parquet end-to-end
+  >= 70% of the kernel-only rate; sharding costs <= 5% and cuts the object count 8x.
 * peak RSS per worker: psutil samples every 20 ms during the runs, minus the worker's idle RSS
   (the largest over the runs).
 """
@@ -165,11 +171,85 @@ def in_process(path, gcws, block_rows, tmp, repeats, n_rows):
     return n_rows / seconds[True], n_rows / seconds[False]
 
 
+def make_parquet(npy, path, block_rows):
+    """The rows of a .npy as a Parquet file, one row group per block (written block by block)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    X = np.load(npy, mmap_mode="r")
+    names = [f"p{j}" for j in range(X.shape[1])]
+    schema = pa.schema([(n, pa.float32()) for n in names])
+    with pq.ParquetWriter(path, schema, compression="snappy") as w:
+        for a in range(0, X.shape[0], block_rows):
+            b = np.ascontiguousarray(X[a:a + block_rows])
+            w.write_table(pa.Table.from_arrays([pa.array(b[:, j]) for j in range(b.shape[1])], schema=schema),
+                          row_group_size=block_rows)
+
+
+def _objects(path, array="features"):
+    return sum(len(files) for _, _, files in os.walk(os.path.join(path, array, "c")))
+
+
+def formats(npy, gcws, workers, tmp, repeats):
+    """Rates (rows/s) of the .npy path, the Parquet path, and sharded vs unsharded stores.
+
+    64 blocks, so the 8 shards of 8 blocks split evenly over the workers: with fewer shards
+    than workers x a few, a sharded store runs fewer, longer tasks (parallelism is the number
+    of shards; "auto" only shards stores of more than 1024 blocks)."""
+    block_rows = -(-np.load(npy, mmap_mode="r").shape[0] // 64)
+    from distributed import Client, LocalCluster
+
+    from dask_kernels import featurize, read_parquet
+    from dask_kernels.io import read_npy
+
+    pq_path = os.path.join(tmp, "rows.parquet")
+    make_parquet(npy, pq_path, block_rows)
+    runs = {
+        "npy": lambda out: featurize(read_npy(npy, block_rows=block_rows), gcws, store=out, progress=False, shards=None),
+        "parquet": lambda out: featurize(read_parquet(pq_path, block_rows=block_rows), gcws, store=out,
+                                         progress=False, shards=None),
+        "npy, shards=8": lambda out: featurize(read_npy(npy, block_rows=block_rows), gcws, store=out,
+                                               progress=False, shards=8),
+    }
+    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0",
+                      memory_limit=0) as cluster, Client(cluster) as client:
+        featurize(read_npy(npy, block_rows=200)[: 200 * workers * 2], gcws, store=os.path.join(tmp, "warm.zarr"),
+                  overwrite=True, progress=False)
+        n = np.load(npy, mmap_mode="r").shape[0]
+        kernel = workers_kernel_rate(client, npy, gcws, 20_000, block_rows)
+        best, objects = {k: np.inf for k in runs}, {}
+        for _ in range(repeats):
+            for name, run in runs.items():  # alternating: all see the same machine load
+                out = os.path.join(tmp, "fmt.zarr")
+                shutil.rmtree(out, ignore_errors=True)
+                t0 = time.perf_counter()
+                store = run(out)
+                best[name] = min(best[name], time.perf_counter() - t0)
+                assert store.complete
+                objects[name] = _objects(out)
+        check = store.features[:1000].compute()
+        assert np.array_equal(check, gcws.transform_block(np.load(npy, mmap_mode="r")[:1000]))
+        kernel = max(kernel, workers_kernel_rate(client, npy, gcws, 20_000, block_rows))
+    return n, {k: n / v for k, v in best.items()}, objects, kernel
+
+
+def print_formats(n, rates, objects, kernel, workers):
+    print(f"\ninput formats and store layouts, {workers} workers, {n} rows in 64 blocks (rows/s, best of each):")
+    print(f"{'run':<16} {'end-to-end':>11} {'/ kernel-only':>13} {'feature objects':>15}")
+    for name, rate in rates.items():
+        print(f"{name:<16} {rate:>11,.0f} {rate / kernel:>13.2f} {objects[name]:>15}")
+    print(f"kernel-only (workers): {kernel:,.0f} rows/s; Parquet / .npy end-to-end: "
+          f"{rates['parquet'] / rates['npy']:.2f}; sharding cost: {1 - rates['npy, shards=8'] / rates['npy']:.1%}, "
+          f"objects {objects['npy']} -> {objects['npy, shards=8']} "
+          f"({objects['npy'] / max(1, objects['npy, shards=8']):.1f}x fewer)")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="small datasets (~1 minute)")
     ap.add_argument("--block-rows", type=int, default=5000)
     ap.add_argument("--repeats", type=int, default=3, help="end-to-end runs per row of the table (best is kept)")
+    ap.add_argument("--formats-only", action="store_true", help="only the input formats / store layouts table")
     args = ap.parse_args()
     from dask_kernels import GCWS
 
@@ -182,6 +262,9 @@ def main():
         for n in (small, large):
             paths[n] = os.path.join(tmp, f"rows-{n}.npy")
             make_rows(paths[n], n)
+        if args.formats_only:
+            print_formats(*formats(paths[large], gcws, cores, tmp, args.repeats), cores)
+            return
         Xk = np.load(paths[small], mmap_mode="r")[:20_000]
         k1 = kernel_rate(gcws, Xk, args.block_rows, 1)
         k2 = kernel_rate(gcws, Xk, args.block_rows, cores)
@@ -207,6 +290,7 @@ def main():
               f"checks, {sync_off:,.0f} without: overhead {1 - sync_on / sync_off:.1%}")
         print(f"{cores} workers / 1 worker, end-to-end on {small} rows: {rows[1][2] / rows[0][2]:.2f}x; "
               f"{large} / {small} rows end-to-end rate: {rows[2][2] / rows[1][2]:.2f}")
+        print_formats(*formats(paths[large], gcws, cores, tmp, args.repeats), cores)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

@@ -3,7 +3,7 @@
 from importlib.metadata import PackageNotFoundError, version
 
 from .exact import core_kernel, cosine_rbf_kernel, gmm_kernel, laplacian_kernel, minmax_kernel, rbf_kernel
-from .io import SparsePartitions, read_npy, read_svmlight, read_zarr
+from .io import SparsePartitions, from_dataframe, read_csv, read_npy, read_parquet, read_svmlight, read_zarr
 from .learn import KernelModel, fit_incremental, load_model
 from .maps import FeatureMap, from_spec, registered_maps
 from .maps.core import CoRE
@@ -37,13 +37,16 @@ __all__ = [
     "expand_codes",
     "featurize",
     "fit_incremental",
+    "from_dataframe",
     "from_spec",
     "gmm_kernel",
     "laplacian_kernel",
     "load_model",
     "minmax_kernel",
     "open_store",
+    "read_csv",
     "read_npy",
+    "read_parquet",
     "read_svmlight",
     "read_zarr",
     "rbf_kernel",

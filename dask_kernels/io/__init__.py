@@ -2,6 +2,9 @@
 
 * dense rows: :func:`read_npy` (memory-mapped ``.npy``), :func:`read_zarr`, :func:`from_array`
   (in-memory NumPy) all give a :class:`dask.array.Array` chunked along rows only;
+* tables: :func:`read_parquet` (row counts from the Parquet metadata), :func:`read_csv` and
+  :func:`from_dataframe` (any dask DataFrame) give the numeric columns as dense rows (and the
+  label column);
 * sparse rows: :func:`from_sparse` (in-memory SciPy matrix) and :func:`read_svmlight`
   (svmlight/LIBSVM text split into byte ranges) give a :class:`SparsePartitions`.
 
@@ -14,14 +17,18 @@ from ._identity import InputChangedError
 from .dense import from_array, read_npy, read_zarr
 from .sparse import SparsePartitions, from_sparse
 from .svmlight import SvmlightFormatError, read_svmlight
+from .tabular import from_dataframe, read_csv, read_parquet
 
 __all__ = [
     "InputChangedError",
     "SparsePartitions",
     "SvmlightFormatError",
     "from_array",
+    "from_dataframe",
     "from_sparse",
+    "read_csv",
     "read_npy",
+    "read_parquet",
     "read_svmlight",
     "read_zarr",
 ]

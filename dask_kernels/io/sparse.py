@@ -143,7 +143,12 @@ def from_sparse(X, y=None, *, block_rows=None):
     >>> src.row_counts, src.row_offsets
     ((4, 4, 2), (0, 4, 8))
     """
-    X = sp.csr_matrix(X)
+    from ..blocks import validate_block
+
+    # checked whole, before slicing: slicing a malformed matrix silently drops entries
+    X = validate_block(sp.csr_matrix(X) if sp.issparse(X) else X)
+    if not sp.issparse(X):
+        X = sp.csr_matrix(X)
     n, d = X.shape
     rows = block_rows or max(1, min(n, 65536))
     h = hashlib.blake2b(digest_size=10)

@@ -42,6 +42,14 @@ class _LocalError(Exception):
         )
 
 
+def _compression(path):
+    """"gzip", "bz2", "xz" (by file name suffix .gz, .bz2, .xz) or None."""
+    from fsspec.utils import infer_compression
+
+    comp = infer_compression(str(path))
+    return comp if comp in ("gzip", "bz2", "lzma", "xz") else None
+
+
 def _fs(path, storage_options):
     import fsspec
 
@@ -60,6 +68,10 @@ def _read_range(path, storage_options, start, end):
     "the rest of the line" from every range inside a long line would be quadratic).
     """
     fs, p = _fs(path, storage_options)
+    compression = _compression(path)
+    if compression is not None:  # one partition holds the whole file (no seeking in a stream)
+        with fs.open(p, "rb", compression=compression) as f:
+            return f.read(), 0
     with fs.open(p, "rb") as f:
         if start > 0:
             f.seek(start - 1)
@@ -234,7 +246,9 @@ def read_svmlight(path, n_features=None, *, blocksize=DEFAULT_BLOCKSIZE, zero_ba
     n_features : int, optional
         Input dimension. A row with a larger index is an error naming its line.
     blocksize : int, default 64 MiB
-        Bytes per partition.
+        Bytes per partition. Compressed files (``.gz``, ``.bz2``, ``.xz``, by name) are one
+        partition each, decompressed whole by one task (a compressed stream cannot be split);
+        byte offsets in their errors count decompressed bytes.
     zero_based : bool, default False
         Whether indices start at 0 (LIBSVM files start at 1).
     storage_options : dict, optional
@@ -260,6 +274,8 @@ def read_svmlight(path, n_features=None, *, blocksize=DEFAULT_BLOCKSIZE, zero_ba
     size = int(info["size"])
     blocksize = max(1, int(blocksize))
     ranges = [(a, min(a + blocksize, size)) for a in range(0, size, blocksize)] or [(0, 0)]
+    if _compression(path) is not None:  # a compressed stream cannot be split: one partition
+        ranges = [(0, size)]
     find_dim = n_features is None
     scans = dask.compute(*[
         dask.delayed(_scan_range, pure=True)(path, storage_options, a, b, zero_based, find_dim) for a, b in ranges

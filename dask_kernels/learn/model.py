@@ -163,6 +163,9 @@ class KernelModel(MetaEstimatorMixin, BaseEstimator):
 
     def _apply(self, method, X, width=None, dtype=None):
         fn = getattr(self.estimator, method)
+        from ..io.tabular import as_rows  # dask DataFrames -> dask arrays of known lengths
+
+        X, _ = as_rows(X)
         if _is_store(X):
             return self._apply_store(fn, X, width, dtype)
         if hasattr(X, "dask") and hasattr(X, "map_blocks"):

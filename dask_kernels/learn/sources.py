@@ -333,4 +333,7 @@ def as_source(data, y=None, feature_map=None, block_rows=None):
         from .. import open_store  # noqa: PLC0415  (pipeline layer, present once merged)
 
         return StoreSource(open_store(data), block_rows=block_rows)
+    from ..io.tabular import as_rows  # dask DataFrames/Series -> dask arrays of known lengths
+
+    data, y = as_rows(data, y)
     return ArraySource(data, y, feature_map, block_rows=block_rows)

@@ -21,6 +21,7 @@ from ..blocks import validate_block
 from ..io.dense import file_identity, from_array
 from ..io.sparse import SparsePartitions, from_sparse
 from ..sidecar import graph_arrays, map_arrays, rebuild_with_arrays, write_group
+from ..io.tabular import as_rows
 from . import store as _store
 from ._digest import csr_digest, digest
 from .fingerprint import differences, fingerprint_hash, input_fingerprint, job_fingerprint, job_key, stable_part
@@ -90,45 +91,68 @@ def _input_digest(X):
     return csr_digest(X) if sp.issparse(X) else digest(np.asarray(X))
 
 
-def _write_block(job, i, pieces):
-    """Featurize store block i and write it, then its done record. Returns 1 (0: skipped because
-    the block's recorded input digest equals its input's, see ``job["expect"]``)."""
+def _block_arrays(job, i, pieces, g):
+    """``(arrays, input digest)`` of store block i (``arrays``: name -> block as written), or None
+    when the block's recorded input digest equals its input's (see ``job["expect"]``)."""
     start = i * job["block_rows"]
     stop = min(start + job["block_rows"], job["n_rows"])
     X, y, qid, row_ids = _assemble(pieces)
     if X.shape[0] != stop - start:
         raise RuntimeError(f"block {i}: got {X.shape[0]} rows, expected {stop - start}")
-    checks, path, options = job["checks"], job["path"], job["storage_options"]
-    in_digest = _input_digest(X) if checks else 0
+    in_digest = _input_digest(X) if job["checks"] else 0
     if job["expect"].get(i) == in_digest:
-        return 0  # input rows unchanged since the block was written (and verified): keep it
-    F = transform_rows(_map(job["spec_json"], job.get("arrays")), X, start)
-    if checks and job["input_check"] is not None:
-        job["input_check"].check()  # still the file the job started on: no mix of old and new rows
-    import json
-
-    g = _store_arrays(path, json.dumps(options, sort_keys=True), job["run"])
-    arrays = {"features": F}
+        return None  # input rows unchanged since the block was written (and verified): keep it
+    arrays = {"features": transform_rows(_map(job["spec_json"], job.get("arrays")), X, start)}
     for name, col in (("labels", y), ("qid", qid), ("row_ids", row_ids)):
         if name in job["columns"]:
             arrays[name] = np.ascontiguousarray(col, dtype=g[name].dtype)
+    return arrays, in_digest
+
+
+def _write_blocks(job, blocks):
+    """Featurize consecutive store blocks ``[(i, pieces), ...]`` (one block, or every block of one
+    shard: a shard is one object, written whole by one task) and write them, then their done
+    records. Returns the number of blocks written (0: every block's input rows were unchanged)."""
+    import json
+
+    checks, path, options = job["checks"], job["path"], job["storage_options"]
+    g = _store_arrays(path, json.dumps(options, sort_keys=True), job["run"])
+    got = [_block_arrays(job, i, p, g) for i, p in blocks]
+    if all(r is None for r in got):
+        return 0
+    if any(r is None for r in got):  # part of a shard changed: the shard is rewritten whole
+        again = dict(job, expect={})
+        got = [r if r is not None else _block_arrays(again, i, p, g) for r, (i, p) in zip(got, blocks)]
+    if checks and job["input_check"] is not None:
+        job["input_check"].check()  # still the file the job started on: no mix of old and new rows
+    first, last = blocks[0][0], blocks[-1][0]
+    start, stop = first * job["block_rows"], min((last + 1) * job["block_rows"], job["n_rows"])
     if checks:
-        _store.check_lease(path, options, job["lease"], f"about to write block {i}")
-    for name, block in arrays.items():
-        g[name][start:stop] = block
-    record = _store.make_record(i, stop - start, job["lease"], job["key"], arrays, in_digest, checked=checks)
+        _store.check_lease(path, options, job["lease"], f"about to write block {first}"
+                           + (f"..{last}" if last > first else ""))
+    for name in got[0][0]:
+        parts = [arrays[name] for arrays, _ in got]
+        g[name][start:stop] = parts[0] if len(parts) == 1 else np.concatenate(parts)
+    records = np.concatenate([
+        _store.make_record(i, arrays["features"].shape[0], job["lease"], job["key"], arrays, in_digest, checked=checks)
+        for (i, _), (arrays, in_digest) in zip(blocks, got)])
     if checks:
-        _store.check_lease(path, options, job["lease"], f"writing block {i}")
-    g["done"][i : i + 1] = record
-    return 1
+        _store.check_lease(path, options, job["lease"], f"writing block {first}" + (f"..{last}" if last > first else ""))
+    g["done"][first:last + 1] = records
+    return len(blocks)
 
 
 def _write_dense_chunk(x, *cols, job, names, block_info=None):
-    """map_blocks form of :func:`_write_block` for dense rows: dask fuses it with the read of
-    the block into one task (one task per block, no hand-over of the input block)."""
-    i = block_info[0]["chunk-location"][0]
+    """map_blocks form of :func:`_write_blocks` for dense rows (``x``: the rows of one block, or
+    of one shard): dask fuses it with the read of the rows into one task (no hand-over)."""
+    s = block_info[0]["chunk-location"][0]
+    k, rows = job["shard_blocks"], job["block_rows"]
     col = dict(zip(names, (c[:, 0] for c in cols)))
-    n = _write_block(job, i, [(x, col.get("labels"), None, col.get("row_ids"), 0, x.shape[0])])
+    blocks = []
+    for j, a in enumerate(range(0, x.shape[0], rows)):
+        b = min(a + rows, x.shape[0])
+        blocks.append((s * k + j, [(x, col.get("labels"), None, col.get("row_ids"), a, b)]))
+    n = _write_blocks(job, blocks)
     return np.full(1, n, dtype=np.int64)
 
 
@@ -232,20 +256,44 @@ def run_tasks(tasks, progress=True):
     return list(dask.compute(*tasks))
 
 
+#: "auto" shards stores of more blocks than this (fewer objects for object stores and file systems)
+AUTO_SHARD_MIN_BLOCKS = 1024
+#: ... with up to this many blocks per shard, and shards of at most about this many bytes
+AUTO_SHARD_BLOCKS, AUTO_SHARD_BYTES = 64, 256 * 2**20
+
+
+def shard_blocks(shards, n_blocks, block_bytes):
+    """Blocks per shard for the ``shards`` argument of :func:`featurize` (1: no sharding)."""
+    if shards is None or shards is False:
+        return 1
+    if isinstance(shards, str):
+        if shards != "auto":
+            raise ValueError(f"shards must be 'auto', None or an int >= 1, got {shards!r}")
+        if n_blocks <= AUTO_SHARD_MIN_BLOCKS:
+            return 1
+        return int(max(1, min(AUTO_SHARD_BLOCKS, AUTO_SHARD_BYTES // max(1, block_bytes))))
+    if isinstance(shards, bool) or not isinstance(shards, (int, np.integer)) or not \
+            1 <= shards <= _store.MAX_SHARD_BLOCKS:
+        raise ValueError(f"shards must be 'auto', None or an int in [1, {_store.MAX_SHARD_BLOCKS}], got {shards!r}")
+    return int(shards)
+
+
 def featurize(X, feature_map, *, labels=None, row_ids=None, store=None, chunks=None, compressors="auto",
-              overwrite=False, progress=True, storage_options=None):
+              overwrite=False, progress=True, storage_options=None, shards="auto", mode="write"):
     """Featurize rows on Dask: a lazy dask array, or a resumable Zarr feature store.
 
     Parameters
     ----------
-    X : dask array, ndarray, SciPy sparse matrix or :class:`~dask_kernels.io.SparsePartitions`
+    X : dask array, dask DataFrame, ndarray, SciPy sparse matrix or :class:`~dask_kernels.io.SparsePartitions`
         Rows to featurize. Dask arrays are used as chunked (along rows; column chunks are
-        merged); NumPy/SciPy input is split into blocks of ``chunks`` rows.
+        merged); a dask DataFrame's numeric columns are used partition by partition (their
+        lengths computed once; :func:`~dask_kernels.read_parquet` knows them from the
+        metadata); NumPy/SciPy input is split into blocks of ``chunks`` rows.
     feature_map : FeatureMap
         A fitted map. An unfitted one is fitted, as a clone, on the first block that has rows
         (enough for maps that learn just the input dimension, like GCWS without centering);
         fit maps that learn from data (centering, Nystroem) yourself.
-    labels : array-like of shape (n_rows,), optional
+    labels : array-like, dask array or dask Series of shape (n_rows,), optional
         Stored next to the features. Sparse sources with labels (svmlight) supply their own.
     row_ids : array-like of int of shape (n_rows,), optional
         Stored as ``row_ids``.
@@ -272,6 +320,20 @@ def featurize(X, feature_map, *, labels=None, row_ids=None, store=None, chunks=N
         text bar on a terminal, a plain line every few seconds in logs.
     storage_options : dict, optional
         fsspec options for ``store``.
+    shards : "auto", int or None, default "auto"
+        Blocks per Zarr v3 shard of a new store: ``k`` consecutive blocks of each array share
+        one object (``k`` times fewer objects), featurized and written by one task; checksums
+        and done records stay per block, and reading is unchanged. "auto" shards stores of more
+        than 1024 blocks (up to 64 blocks, about 256 MiB of output, per shard); None or 1 writes
+        one object per block. A resumed store keeps its layout.
+    mode : {"write", "append"}, default "write"
+        "append" adds the rows of ``X`` to the store at ``store`` as a new *segment* (created
+        by the first call if there is no store yet): a store of its own under
+        ``store/segments/``, named by its job fingerprint, so a re-run of the same append
+        resumes (or skips) it instead of adding the rows twice. The map's spec and the columns
+        must be those of the store (refused, naming what differs). :func:`open_store` and
+        training see the rows of every finished segment after the first rows, in the order
+        they were appended. A changed input file is a new input: a new segment.
 
     Returns
     -------
@@ -306,6 +368,7 @@ def featurize(X, feature_map, *, labels=None, row_ids=None, store=None, chunks=N
     >>> store.run_stats
     {'computed': 4, 'skipped': 0}
     """
+    X, labels = as_rows(X, labels)  # dask DataFrames: partitions as blocks, lengths known
     kind, src = _as_source(X, chunks)
     fmap = _fitted(feature_map, kind, src)
     spec_json = fmap.spec_json()
@@ -328,6 +391,15 @@ def featurize(X, feature_map, *, labels=None, row_ids=None, store=None, chunks=N
         row_ids = _as_column(row_ids, "row_ids", n_rows, dtype=np.int64)
         columns["row_ids"] = row_ids.dtype.str
 
+    if mode not in ("write", "append"):
+        raise ValueError(f"mode must be 'write' or 'append', got {mode!r}")
+    root = None
+    if mode == "append":
+        if overwrite:
+            raise ValueError("mode='append' adds rows to a store: it cannot be combined with overwrite=True")
+        root = _append_target(store, storage_options, fmap, columns)
+        if root is not None and chunks is None:
+            chunks = root["block_rows"]  # the segments' blocks are like the first ones
     if chunks is None:
         if kind == "dense":
             chunks = max(src.chunks[0]) if src.chunks[0] else 1
@@ -342,12 +414,24 @@ def featurize(X, feature_map, *, labels=None, row_ids=None, store=None, chunks=N
     info = {"spec": fmap.spec(), "rng_scheme": RNG_SCHEME, "fingerprint": fp, "fingerprint_sha256": fp_sha,
             "package_version": __version__}
 
+    if root is not None and root["fingerprint_sha256"] != fp_sha:  # a new input: a new segment
+        seg = _store.segment_path(store, "seg-" + fp_sha[:16], storage_options, create=True)
+        part = featurize(X, fmap, labels=labels, row_ids=row_ids, store=seg, chunks=block_rows,
+                         compressors=compressors, progress=progress, storage_options=storage_options, shards=shards)
+        _store.add_segment(store, storage_options, root["lease"], "seg-" + fp_sha[:16])
+        fs = _store.open_store(store, storage_options=storage_options)
+        fs.run_stats = dict(part.run_stats, segment=seg)
+        return fs
+
     checks = bool(_store._INTEGRITY)
+    n_blocks = -(-n_rows // block_rows)
+    k = shard_blocks(shards, n_blocks, block_rows * width * out_dtype.itemsize)
     plan = _prepare(store, storage_options, overwrite, fp, checks, n_rows=n_rows, block_rows=block_rows, width=width,
-                    dtype=out_dtype, columns=columns, compressors=compressors, info=info)
+                    dtype=out_dtype, columns=columns, compressors=compressors, info=info, shard_blocks=k)
     if arrays is not None:  # the store keeps the map's fitted arrays (subgroup "fitted")
         write_group(_store.open_group(store, "r+", storage_options), map_arrays(fmap))
-    n_blocks = -(-n_rows // block_rows)
+    if plan["info"] is not None:  # resumed: the store's own layout
+        k = int(plan["info"].get("shard_blocks", 1))
     done, expect = plan["done"], {}
     if checks and done.any():  # resuming: a done block whose chunks do not match its record is rewritten
         reader = _store.BlockReader(store, storage_options, plan["info"])
@@ -362,17 +446,20 @@ def featurize(X, feature_map, *, labels=None, row_ids=None, store=None, chunks=N
         pending = [i for i in range(n_blocks) if not done[i]]
     if pending and plan["resumed"]:
         _store.set_incomplete(store, storage_options, plan["lease"])
+    pending_shards = sorted({i // k for i in pending})  # a shard is written whole
     run = uuid.uuid4().hex[:12]  # side-effecting tasks: never share keys with another run
     job = {"path": store, "storage_options": storage_options, "spec_json": spec_json, "block_rows": block_rows,
            "n_rows": n_rows, "columns": sorted(columns), "run": run, "lease": plan["lease"], "key": job_key(fp),
            "checks": checks, "expect": expect, "input_check": _input_identity(kind, src) if checks else None,
-           "arrays": arrays}
+           "shard_blocks": k, "arrays": arrays}
     if kind == "dense":
-        tasks = _dense_writes(src, job, block_rows, labels, row_ids, pending, run)
+        tasks = _dense_writes(src, job, block_rows * k, labels, row_ids, pending_shards, run)
     else:
         pieces = _block_pieces(src, block_rows, n_rows, labels, row_ids, from_source)
-        tasks = [dask.delayed(_write_block, pure=False)(job, i, pieces(i), dask_key_name=f"dk-write-{run}-{i}")
-                 for i in pending]
+        tasks = [dask.delayed(_write_blocks, pure=False)(
+                     job, [(i, pieces(i)) for i in range(s * k, min((s + 1) * k, n_blocks))],
+                     dask_key_name=f"dk-write-{run}-{s}")
+                 for s in pending_shards]
     computed = int(sum(np.sum(r) for r in run_tasks(tasks, progress)))
     _store.mark_complete(store, storage_options, plan["lease"], checks,
                          info=info if plan["input_changed"] else None)
@@ -405,7 +492,8 @@ def _lazy(kind, src, spec_json, width, out_dtype, arrays=None):
 
 
 def _dense_writes(X, job, block_rows, labels, row_ids, pending, run):
-    """One fused read-featurize-write task per pending block of dense rows (a 1-element list)."""
+    """One fused read-featurize-write task per pending block (or shard: ``block_rows`` is then the
+    shard's rows) of dense rows (a 1-element list)."""
     if not pending:
         return []
     X = X.rechunk({0: block_rows, 1: -1})
@@ -444,6 +532,28 @@ def _block_pieces(src, block_rows, n_rows, labels, row_ids, labels_from_source):
                 if b > start and a < stop and b > a]
 
     return pieces
+
+
+def _append_target(path, storage_options, fmap, columns):
+    """The attributes of the store rows are appended to (None: no store yet, the first rows
+    create it). Refuses a store whose spec or columns differ, or which is unfinished."""
+    kind, detail = _store.inspect_path(path, storage_options)
+    if kind in ("absent", "empty"):
+        return None
+    if kind == "foreign":
+        _store.refuse_foreign(path, detail)
+    g, info = _store.open_checked(path, storage_options, consolidated=False)
+    diff = differences(info["spec"], fmap.spec())
+    if diff:
+        raise ValueError(f"{path}: cannot append rows featurized by another map; what differs: {'; '.join(diff)} "
+                         "(stored vs now). Append with the store's map (open_store(path).feature_map).")
+    if sorted(info["fingerprint"].get("columns", [])) != sorted(columns):
+        raise ValueError(f"{path}: the store holds columns {sorted(info['fingerprint'].get('columns', []))}, the "
+                         f"appended rows have {sorted(columns)}; every segment must have the same columns")
+    if g.attrs.get("complete") is not True:
+        raise ValueError(f"{path}: the store's first rows are not finished; re-run the featurize that created it "
+                         "before appending")
+    return info
 
 
 def _prepare(path, storage_options, overwrite, fp, checks, **create):

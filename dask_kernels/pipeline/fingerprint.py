@@ -5,7 +5,7 @@ on any difference, naming what differs. The fingerprint holds:
 
 * ``spec``: the full spec of the feature map (compared key by key, so a message can say
   ``params.n_components: 64 (stored) != 128 (now)``);
-* ``input``: shape, dtype and a token of the input. Our readers name their output after a cheap
+* ``input``: shape, dtype and a token of the input (file paths made absolute first). Our readers name their output after a cheap
   identity of the source: file path + size + modification time for ``.npy`` and svmlight files
   (like make/rsync: reading a 100 GB file to hash it would cost as much as featurizing it), the
   first and last chunk of a Zarr array, and a full content hash for in-memory NumPy/SciPy data
@@ -25,12 +25,25 @@ rows changed.
 
 import hashlib
 import json
+import os
+
+
+def normalize_path(path):
+    """A local path made absolute (``file://`` URLs too), so the same file named relatively or
+    absolutely is the same job; other URLs as they are."""
+    s = str(path)
+    if s.startswith("file://"):
+        return os.path.abspath(s[len("file://"):])
+    return s if "://" in s else os.path.abspath(s)
 
 
 def input_fingerprint(kind, source):
     """JSON-able identity of the input (a dask array or :class:`~dask_kernels.io.SparsePartitions`)."""
     if kind == "sparse":
-        return dict(source.fingerprint, shape=[int(v) for v in source.shape])
+        fp = dict(source.fingerprint, shape=[int(v) for v in source.shape])
+        if isinstance(fp.get("path"), str):
+            fp["path"] = normalize_path(fp["path"])
+        return fp
     return {"kind": "dask-array", "name": source.name, "shape": [int(v) for v in source.shape],
             "dtype": source.dtype.str}
 

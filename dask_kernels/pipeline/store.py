@@ -14,7 +14,12 @@ Layout of one store (a Zarr v3 group), format 2::
                             consolidated.
 
 Block i is rows ``[i * block_rows, min((i + 1) * block_rows, n_rows))``: exactly one chunk of
-every array, written by exactly one task, which writes its done record after its data. Every
+every array, written by exactly one task, which writes its done record after its data.
+
+Sharded stores (``attrs["dask_kernels"]["shard_blocks"] = k > 1``) keep that chunk grid but put
+``k`` consecutive blocks of each array (and their ``k`` done records) in one Zarr v3 shard: one
+object instead of ``k``. One task featurizes and writes a whole shard (several blocks), then its
+records; checksums, digests and done records stay per block. Every
 chunk ends with a CRC32C (Zarr's ``crc32c`` codec, after compression), and the done record holds
 the store's lease, the job key, the block number and row count, a digest of each array's block
 and of the block's input rows. A block counts as done only if its record is complete and
@@ -42,6 +47,7 @@ featurize does not resume them (``overwrite=True`` replaces them).
 import functools
 import json
 import os
+import re
 import shutil
 import time
 import uuid
@@ -54,13 +60,19 @@ from ._digest import digest
 from .fingerprint import differences, fingerprint_hash, job_key
 
 STORE_FORMAT = 2
-READABLE_FORMATS = (1, 2)
+#: format of sharded stores: format 2 plus ``shard_blocks`` (older versions must not resume
+#: them: they would write blocks of one shard from several tasks at once)
+SHARDED_FORMAT = 3
+READABLE_FORMATS = (1, 2, 3)
 COLUMNS = ("labels", "qid", "row_ids")
 #: Fields of a block's done record (one uint64 each).
 RECORD_FIELDS = ("state", "block", "rows", "lease", "job", "features", "labels", "qid", "row_ids", "input")
 FIELD = {name: i for i, name in enumerate(RECORD_FIELDS)}
 #: ``state`` of a record: digests recorded / written with integrity checks off (benchmarks only)
 DONE, DONE_UNCHECKED = 1, 2
+
+#: Largest number of blocks in one shard (one object, written whole by one task).
+MAX_SHARD_BLOCKS = 4096
 
 #: Integrity checks (chunk checksums, digests, input re-checks, leases) on new runs. Private
 #: switch for benchmarks/bench_pipeline.py, which measures what they cost.
@@ -118,6 +130,7 @@ def inspect_path(path, storage_options=None):
     """``(kind, detail)``: kind is "absent", "empty", "ours" (detail: zarr.json) or "foreign"
     (detail: what it is)."""
     fs, p = filesystem(path, storage_options)
+    fs.invalidate_cache(p)  # object store listings are cached; other jobs may have written since
     if not fs.exists(p):
         return "absent", None
     if not fs.isdir(p):
@@ -161,21 +174,30 @@ def _codecs(compressors, checksums):
     return tuple(base + ([Crc32cCodec()] if checksums else [])) or None
 
 
-def _build(path, storage_options, *, n_rows, block_rows, width, dtype, columns, compressors, info, checksums):
+def _build(path, storage_options, *, n_rows, block_rows, width, dtype, columns, compressors, info, checksums,
+           shard_blocks=1):
     n_blocks = -(-n_rows // block_rows)
-    attrs = {"dask_kernels": dict(info, format=STORE_FORMAT, n_rows=int(n_rows), block_rows=int(block_rows),
-                                  n_blocks=int(n_blocks), width=int(width), dtype=np.dtype(dtype).str),
-             "complete": False}
+    k = int(shard_blocks)
+    meta = dict(info, format=STORE_FORMAT if k == 1 else SHARDED_FORMAT, n_rows=int(n_rows),
+                block_rows=int(block_rows), n_blocks=int(n_blocks), width=int(width), dtype=np.dtype(dtype).str)
+    if k > 1:
+        meta["shard_blocks"] = k
+    attrs = {"dask_kernels": meta, "complete": False}
     # attributes first: a creation killed half-way (fsspec URLs) is still recognisably ours
     g = open_group(path, "w", storage_options, attributes=attrs)
     codecs = _codecs(compressors, checksums)
+
+    def shards(rows, *rest):  # one object holds k blocks (each still its own checksummed chunk)
+        return {"shards": (rows * k,) + rest} if k > 1 else {}
+
     g.create_array("features", shape=(n_rows, width), chunks=(block_rows, width), dtype=dtype,
-                   compressors=codecs, fill_value=0, dimension_names=("row", "feature"))
+                   compressors=codecs, fill_value=0, dimension_names=("row", "feature"), **shards(block_rows, width))
     for name, col_dtype in columns.items():
         g.create_array(name, shape=(n_rows,), chunks=(block_rows,), dtype=col_dtype, compressors=codecs,
-                       fill_value=0, dimension_names=("row",))
+                       fill_value=0, dimension_names=("row",), **shards(block_rows))
     g.create_array("done", shape=(n_blocks, len(RECORD_FIELDS)), chunks=(1, len(RECORD_FIELDS)), dtype="uint64",
-                   fill_value=0, compressors=_codecs(None, checksums), dimension_names=("block", "field"))
+                   fill_value=0, compressors=_codecs(None, checksums), dimension_names=("block", "field"),
+                   **shards(1, len(RECORD_FIELDS)))
     return g
 
 
@@ -304,6 +326,37 @@ def mark_complete(path, storage_options, lease, check, info=None):
         zarr.consolidate_metadata(g.store, path=g.path or None)
 
 
+# -- segments (appended rows) --------------------------------------------------------------------
+#: most segments one store lists (a nightly append for 27 years)
+MAX_SEGMENTS = 10_000
+SEGMENT_NAME = re.compile(r"^seg-[0-9a-f]{16}$")
+
+
+def segment_path(path, name, storage_options=None, create=False):
+    """Path of segment ``name`` of the store at ``path`` (a store of its own, inside it).
+    ``create``: create the ``segments`` Zarr group that holds them if absent."""
+    folder = str(path).rstrip("/") + "/segments"
+    if create:
+        g = open_group(path, "r", storage_options)
+        if "segments" not in g.group_keys():
+            open_group(folder, "a", storage_options)
+    return folder + "/" + name
+
+
+def add_segment(path, storage_options, lease, name):
+    """List a finished segment in the store's attributes (after its rows: the store never lists
+    a segment that is not complete). Appends are meant to run one at a time per store."""
+    check_lease(path, storage_options, lease, "adding a segment")
+    g = open_group(path, "r+", storage_options)
+    info = dict(g.attrs["dask_kernels"])
+    segments = list(info.get("segments", []))
+    if name not in segments:
+        if len(segments) >= MAX_SEGMENTS:
+            raise StoreError(f"{path}: the store already has {MAX_SEGMENTS} segments; start a new store")
+        info["segments"] = segments + [name]
+        g.attrs["dask_kernels"] = info
+
+
 # -- records -------------------------------------------------------------------------------------
 def block_bounds(i, block_rows, n_rows):
     return i * block_rows, min((i + 1) * block_rows, n_rows)
@@ -398,6 +451,13 @@ def validate_info(info, path):
             np.dtype(dtype)
         except TypeError:
             _need(info, "dtype", path, str, lambda v: False, "a NumPy dtype")
+        if "segments" in info:
+            _need(info, "segments", path, list, lambda v: len(v) <= MAX_SEGMENTS and all(
+                isinstance(s, str) and SEGMENT_NAME.match(s) for s in v) and len(set(v)) == len(v),
+                f"a list of at most {MAX_SEGMENTS} distinct segment names 'seg-<16 hex digits>'")
+        if fmt >= SHARDED_FORMAT:
+            _need(info, "shard_blocks", path, int, lambda v: 1 <= v <= MAX_SHARD_BLOCKS,
+                  f"an integer in [1, {MAX_SHARD_BLOCKS}]")
     return info
 
 
@@ -426,6 +486,13 @@ def validate_arrays(group, info, path):
     want = (n_blocks,) if info["format"] == 1 else (n_blocks, len(RECORD_FIELDS))
     if d.shape != want:
         raise StoreError(f"{path}: array 'done' has shape {d.shape}, expected {want}")
+    k = int(info.get("shard_blocks", 1))
+    for name in keys & {"features", "done", *COLUMNS}:
+        shards = group[name].shards
+        rows = (block_rows if name != "done" else 1) * k
+        if (shards is None) != (k == 1) or (shards is not None and shards[0] != rows):
+            raise StoreError(f"{path}: array {name!r} has shards {shards}, attribute dask_kernels['shard_blocks'] "
+                             f"= {k} says {'none' if k == 1 else rows} rows per shard")
 
 
 def open_checked(path, storage_options=None, mode="r", consolidated=None):
@@ -492,6 +559,8 @@ def _chunk_exists(group, name, i):
         from zarr.core.sync import sync
 
         arr = group[name]
+        if arr.shards is not None:  # the object is the shard that holds block i
+            i //= arr.shards[0] // arr.chunks[0]
         key = arr.metadata.encode_chunk_key((i,) + (0,) * (arr.ndim - 1))
         return bool(sync(group.store.exists(f"{arr.path}/{key}")))
     except Exception:  # noqa: BLE001 - only refines a message
@@ -537,7 +606,11 @@ class FeatureStore:
     n_rows, n_blocks, block_rows : int
     fingerprint : dict
     format : int
-        Store format (1: older stores, read without verification; 2: current).
+        Store format (1: older stores, read without verification; 2: current; 3: sharded).
+    segments : list of FeatureStore
+        Rows appended with ``featurize(..., mode="append")``, in order; ``features``, ``labels``,
+        ``n_rows``, ``n_blocks``, ``blocks()``, ``read_block`` and ``done`` cover the store's own
+        rows followed by every segment's.
     run_stats : dict or None
         Set by :func:`~dask_kernels.featurize`: ``{"computed": blocks written by this run,
         "skipped": blocks already done}``.
@@ -581,6 +654,42 @@ class FeatureStore:
         for name in ("features",) + COLUMNS:
             arr = g[name] if name in keys else None
             setattr(self, name, None if arr is None else self._array(name, arr, tag))
+        self.segments = [FeatureStore(segment_path(path, s), storage_options, verify)
+                         for s in self.info.get("segments", [])]
+        self._own_blocks = self.n_blocks
+        if self.segments:
+            self._join_segments()
+
+    def _join_segments(self):
+        """Appended segments: their rows follow the first ones, block numbers run on."""
+        for seg in self.segments:
+            if seg.spec != self.spec:
+                raise StoreError(f"{seg.path}: segment written by another map than its store {self.path}; the store "
+                                 "is damaged or was edited")
+            for name in ("features",) + COLUMNS:
+                if (getattr(seg, name) is None) != (getattr(self, name) is None):
+                    raise StoreError(f"{seg.path}: segment has {'no ' if getattr(seg, name) is None else ''}array "
+                                     f"{name!r}, unlike its store {self.path}")
+        for name in ("features",) + COLUMNS:
+            if getattr(self, name) is not None:
+                setattr(self, name, da.concatenate([getattr(self, name)] + [getattr(s, name) for s in self.segments]))
+        self.complete = self.complete and all(s.complete for s in self.segments)
+        self.n_rows += sum(s.n_rows for s in self.segments)
+        self.n_blocks += sum(s.n_blocks for s in self.segments)
+
+    def _locate(self, i):
+        """``(store or segment, its block number, its first global row)`` of global block i."""
+        if not 0 <= i < self.n_blocks:
+            raise IndexError(f"{self.path}: block {i} out of range ({self.n_blocks} blocks)")
+        if i < self._own_blocks:
+            return self, i, 0
+        i -= self._own_blocks
+        row = self.info["n_rows"]
+        for seg in self.segments:
+            if i < seg.n_blocks:
+                return seg, i, row
+            i -= seg.n_blocks
+            row += seg.n_rows
 
     def _array(self, name, arr, tag):
         if self.format >= 2:
@@ -599,12 +708,14 @@ class FeatureStore:
     @property
     def done(self):
         """Boolean mask of finished blocks (their done records are complete and match)."""
-        return record_ok(read_records(self.group), self.info, np.arange(self.n_blocks), check=False)
+        own = record_ok(read_records(self.group), self.info, np.arange(self._own_blocks), check=False)
+        return np.concatenate([own] + [s.done for s in self.segments])
 
     def read_block(self, i):
         """``{array name: block i}``, each checked against the block's done record."""
-        return {name: self._reader.read(name, i, self.verify)
-                for name in ("features",) + COLUMNS if getattr(self, name) is not None}
+        where, j, _ = self._locate(i)
+        return {name: where._reader.read(name, j, where.verify)
+                for name in ("features",) + COLUMNS if getattr(where, name) is not None}
 
     def verify_blocks(self, blocks=None):
         """Read blocks (all by default) and return ``{block: error message}`` for the bad ones."""
@@ -618,8 +729,11 @@ class FeatureStore:
 
     def blocks(self):
         """Iterate over ``(start, stop)`` row bounds of the stored blocks, in order."""
-        for i in range(self.n_blocks):
-            yield block_bounds(i, self.block_rows, self.n_rows)
+        yield from (block_bounds(i, self.block_rows, self.info["n_rows"]) for i in range(self._own_blocks))
+        row = self.info["n_rows"]
+        for seg in self.segments:
+            yield from ((row + a, row + b) for a, b in seg.blocks())
+            row += seg.n_rows
 
     def __repr__(self):
         return (f"FeatureStore({self.path!r}, method={self.spec['method']!r}, n_rows={self.n_rows}, "

@@ -1,0 +1,331 @@
+"""Numeric columns of tables (Parquet files, CSV, any dask DataFrame) as dense rows.
+
+The result is a dask array chunked along rows with *known* row counts (so global row numbers,
+store blocks and error messages are fixed before any data is read) plus, with ``label=``, the
+label column chunked the same way.
+
+* :func:`read_parquet` reads only the files' footers up front: rows per row group come from the
+  Parquet metadata; a partition is a run of consecutive row groups of one file (about 32 MiB of
+  float64 input), read by one task with pyarrow, only the requested columns. The array is named
+  by the files' paths, sizes and modification times, and each task re-checks its file's size and
+  modification time after reading it (a file rewritten mid-job is an error, not a mix of rows).
+* :func:`from_dataframe` takes any dask DataFrame: partitions become blocks; their lengths are
+  computed once (one pass over the data: dask DataFrames do not know them).
+* :func:`read_csv` is dask's CSV reader followed by :func:`from_dataframe`.
+"""
+
+import functools
+import hashlib
+import json
+
+import dask
+import dask.array as da
+import numpy as np
+
+from ._identity import FileIdentity, InputChangedError
+from .dense import default_block_rows
+
+
+def _hash(*parts):
+    h = hashlib.blake2b(digest_size=10)
+    for p in parts:
+        h.update(repr(p).encode())
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def _numeric_kind(arrow_type):
+    import pyarrow.types as pt
+
+    return pt.is_integer(arrow_type) or pt.is_floating(arrow_type) or pt.is_boolean(arrow_type)
+
+
+def _files(path, storage_options):
+    import fsspec
+
+    fs, _, paths = fsspec.get_fs_token_paths(path, storage_options=storage_options or {})
+    out = []
+    for p in paths:
+        if fs.isdir(p):
+            out.extend(sorted(f for f in fs.find(p) if f.endswith((".parquet", ".parq", ".pq"))))
+        else:
+            out.append(p)
+    if not out:
+        raise FileNotFoundError(f"{path}: no Parquet files found")
+    protocol = fs.protocol[0] if isinstance(fs.protocol, (tuple, list)) else fs.protocol
+    prefix = "" if protocol in ("file", "local") else f"{protocol}://"
+    return fs, [prefix + p if prefix and "://" not in p else p for p in out]
+
+
+def _footer(url, storage_options):
+    """``(schema, rows per row group, size, mtime)`` of one Parquet file (reads the footer only)."""
+    import fsspec
+    import pyarrow.parquet as pq
+
+    fs, p = fsspec.core.url_to_fs(url, **(storage_options or {}))
+    ident = FileIdentity(url, storage_options)
+    with fs.open(p, "rb") as f:
+        try:
+            meta = pq.ParquetFile(f).metadata
+        except Exception as e:  # noqa: BLE001 - pyarrow raises several types for a bad file
+            raise ValueError(f"{url}: not a readable Parquet file ({type(e).__name__}: {e})") from None
+        schema = meta.schema.to_arrow_schema()
+        groups = [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
+    return schema, groups, ident
+
+
+@functools.lru_cache(maxsize=64)
+def _metadata(url, options_json, size, mtime):
+    """A file's Parquet footer, parsed once per process and file version: it holds an entry per
+    row group and column, so parsing it in every task would cost O(row groups x columns) each."""
+    import fsspec
+    import pyarrow.parquet as pq
+
+    fs, p = fsspec.core.url_to_fs(url, **json.loads(options_json))
+    with fs.open(p, "rb") as f:
+        return pq.ParquetFile(f).metadata
+
+
+def _read_part(url, storage_options, groups, n, columns, dtype, identity):
+    """Row groups ``groups`` (``n`` rows) of one Parquet file, some columns, as a C-contiguous block."""
+    import fsspec
+    import pyarrow.parquet as pq
+
+    fs, p = fsspec.core.url_to_fs(url, **(storage_options or {}))
+    meta = _metadata(url, json.dumps(storage_options or {}, sort_keys=True), identity.size, identity.mtime)
+    with fs.open(p, "rb") as f:
+        table = pq.ParquetFile(f, metadata=meta).read_row_groups(list(groups), columns=list(columns))
+    identity.check()  # after the read: these rows came from the file first seen
+    if table.num_rows != n:
+        raise InputChangedError(f"{url}: row groups {list(groups)} hold {table.num_rows} rows, the file's "
+                                f"metadata said {n} when the job started")
+    out = np.empty((n, len(columns)), dtype=dtype)
+    for j, name in enumerate(columns):
+        # nulls become NaN, which input validation refuses naming the row and column
+        out[:, j] = table.column(name).to_numpy(zero_copy_only=False)
+    return out
+
+
+def _read_column(*args):
+    return _read_part(*args)[:, 0]
+
+
+def _array(name, parts, storage_options, columns, dtype, column=False):
+    """A dask array whose task i reads partition i; each task carries only its own file, row
+    groups and identity (a graph linear in the number of partitions)."""
+    from dask.highlevelgraph import HighLevelGraph
+
+    counts = tuple(p[2] for p in parts)
+    if column:
+        dsk = {(name, i): (_read_column, u, storage_options, g, n, columns, dtype, ident)
+               for i, (u, g, n, ident) in enumerate(parts)}
+        chunks, meta = (counts,), np.empty((0,), dtype)
+    else:
+        dsk = {(name, i, 0): (_read_part, u, storage_options, g, n, columns, dtype, ident)
+               for i, (u, g, n, ident) in enumerate(parts)}
+        chunks, meta = (counts, (len(columns),)), np.empty((0, 0), dtype)
+    return da.Array(HighLevelGraph.from_collections(name, dsk, dependencies=[]), name, chunks, meta=meta)
+
+
+def _pick_columns(schema, columns, label, where):
+    names = list(schema.names)
+    if label is not None and label not in names:
+        raise ValueError(f"{where}: label column {label!r} not found (columns: {names[:20]})")
+    if columns is None:
+        columns = [n for n in names if n != label and _numeric_kind(schema.field(n).type)]
+        if not columns:
+            raise ValueError(f"{where}: no numeric columns besides the label")
+    else:
+        columns = list(columns)
+        for c in columns:
+            if c not in names:
+                raise ValueError(f"{where}: column {c!r} not found (columns: {names[:20]})")
+    for c in columns + ([label] if label is not None else []):
+        if not _numeric_kind(schema.field(c).type):
+            raise ValueError(f"{where}: column {c!r} has type {schema.field(c).type}, not a number; select "
+                             "numeric columns with columns=[...]")
+    return columns
+
+
+def read_parquet(path, *, columns=None, label=None, block_rows=None, storage_options=None):
+    """Numeric columns of Parquet files as dense rows (a lazy dask array with known row counts).
+
+    Only the footers are read here (in parallel on the active scheduler): rows per row group come
+    from the metadata. A partition is a run of consecutive row groups of one file holding about
+    ``block_rows`` rows, read by one task (pyarrow, only the selected columns).
+
+    Parameters
+    ----------
+    path : str or list of str
+        A file, a folder of ``*.parquet`` files, a glob, or a list; local or fsspec URL
+        (``s3://...``), readable by every worker.
+    columns : list of str, optional
+        Feature columns, in this order. Default: every numeric column except ``label``.
+    label : str, optional
+        Label column, returned as a second array chunked like the rows.
+    block_rows : int, optional
+        Target rows per partition (row groups are never split); default about 32 MiB of float64
+        input.
+    storage_options : dict, optional
+        fsspec options (e.g. S3 credentials and ``client_kwargs``).
+
+    Returns
+    -------
+    X : dask.array.Array of shape (n_rows, len(columns))
+        Float64 (or the columns' common float type), chunked along rows.
+    y : dask.array.Array of shape (n_rows,)
+        Only when ``label`` is given: ``(X, y)`` is returned.
+
+    Examples
+    --------
+    >>> import os, tempfile, numpy as np, pyarrow as pa, pyarrow.parquet as pq
+    >>> p = os.path.join(tempfile.mkdtemp(), "t.parquet")
+    >>> pq.write_table(pa.table({"a": np.arange(6.0), "b": np.ones(6), "y": [0, 1] * 3}), p, row_group_size=2)
+    >>> X, y = read_parquet(p, label="y", block_rows=4)
+    >>> X.chunks, y.compute().tolist()
+    (((4, 2), (2,)), [0, 1, 0, 1, 0, 1])
+    """
+    fs, urls = _files(path, storage_options)
+    footers = dask.compute(*[dask.delayed(_footer, pure=False)(u, storage_options) for u in urls])
+    schema = footers[0][0]
+    columns = _pick_columns(schema, columns, label, urls[0])
+    for u, (s, _, _) in zip(urls[1:], footers[1:]):
+        for c in columns + ([label] if label is not None else []):
+            if c not in s.names or s.field(c).type != schema.field(c).type:
+                raise ValueError(f"{u}: column {c!r} is missing or has another type than in {urls[0]}")
+    # float32 columns stay float32; anything else (integers, booleans, float64) becomes float64,
+    # which holds integers exactly up to 2**53
+    f32 = all(schema.field(c).type.to_pandas_dtype() == np.float32 for c in columns)
+    dtype = np.dtype(np.float32 if f32 else np.float64)
+    target = int(block_rows or default_block_rows(len(columns)))
+    if target < 1:
+        raise ValueError(f"block_rows must be >= 1, got {block_rows}")
+    x_parts = []
+    for u, (_, groups, ident) in zip(urls, footers):
+        run, n = [], 0
+        for g, rows in enumerate(groups):
+            run.append(g)
+            n += rows
+            if n >= target:
+                x_parts.append((u, tuple(run), n, ident))
+                run, n = [], 0
+        if run:
+            x_parts.append((u, tuple(run), n, ident))
+    token = _hash([(u, f[2].size, f[2].mtime, f[1]) for u, f in zip(urls, footers)], target)
+    X = _array(f"parquet-{token}-{_hash(columns, dtype.str)}", x_parts, storage_options, columns, dtype)
+    if label is None:
+        return X
+    ldtype = np.dtype(schema.field(label).type.to_pandas_dtype())
+    ldtype = np.dtype(np.float64) if ldtype.kind not in "iufb" else ldtype
+    y = _array(f"parquet-{token}-label-{_hash(label)}", x_parts, storage_options, [label], ldtype, column=True)
+    return X, y
+
+
+# -- dask DataFrames in general --------------------------------------------------------------------
+def is_dataframe(X):
+    """Whether ``X`` is a dask DataFrame or Series (without importing dask.dataframe needlessly)."""
+    mod = type(X).__module__ or ""
+    return mod.startswith(("dask.dataframe", "dask_expr")) and hasattr(X, "npartitions")
+
+
+def partition_lengths(ddf):
+    """Rows per partition, computed once (one pass; dask DataFrames do not know them)."""
+    return tuple(int(n) for n in ddf.map_partitions(len).compute())
+
+
+def _is_number(dtype):
+    from pandas.api.types import is_numeric_dtype  # numbers and booleans (NumPy or pandas dtypes)
+
+    return is_numeric_dtype(dtype)
+
+
+def _check_numeric(ddf, columns, where):
+    for c in columns:
+        dt = ddf[c].dtype
+        if not _is_number(dt):
+            raise ValueError(f"{where}: column {c!r} has dtype {dt}, not a number; select numeric columns "
+                             "with columns=[...]")
+
+
+def from_dataframe(ddf, *, columns=None, label=None, lengths=None):
+    """Numeric columns of a dask DataFrame as dense rows: partitions as blocks, lengths known.
+
+    Parameters
+    ----------
+    ddf : dask.dataframe.DataFrame
+    columns : list of str, optional
+        Feature columns; default every numeric column except ``label``.
+    label : str, optional
+        Label column, returned as a second array chunked like the rows.
+    lengths : sequence of int, optional
+        Rows per partition when known; otherwise computed once (one pass over the data).
+
+    Returns
+    -------
+    X : dask.array.Array of shape (n_rows, n_columns), float64, chunked by partition
+    y : dask.array.Array of shape (n_rows,), only with ``label`` (then ``(X, y)``)
+
+    Examples
+    --------
+    >>> import pandas as pd, dask.dataframe as dd
+    >>> ddf = dd.from_pandas(pd.DataFrame({"a": [1.0, 2, 3], "b": [4, 5, 6], "y": [0, 1, 0]}), npartitions=2)
+    >>> X, y = from_dataframe(ddf, label="y")
+    >>> X.chunks, X.compute().tolist()
+    (((2, 1), (2,)), [[1.0, 4.0], [2.0, 5.0], [3.0, 6.0]])
+    """
+    names = list(ddf.columns)
+    if label is not None and label not in names:
+        raise ValueError(f"label column {label!r} not found (columns: {names[:20]})")
+    if columns is None:
+        columns = [c for c in names if c != label and _is_number(ddf[c].dtype)]
+        if not columns:
+            raise ValueError("the DataFrame has no numeric columns besides the label")
+    columns = list(columns)
+    _check_numeric(ddf, columns + ([label] if label is not None else []), "DataFrame")
+    lengths = tuple(lengths) if lengths is not None else partition_lengths(ddf)
+    if len(lengths) != ddf.npartitions:
+        raise ValueError(f"{len(lengths)} partition lengths for {ddf.npartitions} partitions")
+    X = ddf[columns].to_dask_array(lengths=list(lengths)).astype(np.float64)
+    if label is None:
+        return X
+    return X, ddf[label].to_dask_array(lengths=list(lengths))
+
+
+def as_rows(X, y=None):
+    """``(X, y)`` with dask DataFrames/Series turned into dask arrays of known row counts
+    (everything else is returned as it is); the hook the pipeline and the learners call."""
+    if not (is_dataframe(X) or is_dataframe(y)):
+        return X, y
+    import dask.dataframe as dd  # noqa: PLC0415 - only once a DataFrame is seen
+
+    if is_dataframe(X):
+        if not isinstance(X, dd.DataFrame):
+            raise ValueError("rows must be a dask DataFrame (or array), got a dask Series; use "
+                             "series.to_frame()")
+        X = from_dataframe(X)
+    if is_dataframe(y):  # its own lengths: its partitions need not be the rows' (slices are global)
+        if not isinstance(y, dd.Series):
+            raise ValueError("labels must be a dask Series, got a DataFrame")
+        y = y.to_dask_array(lengths=list(partition_lengths(y)))
+    return X, y
+
+
+def read_csv(path, *, columns=None, label=None, blocksize="64MB", storage_options=None, **kwargs):
+    """Numeric columns of CSV files (dask's reader) as dense rows; see :func:`from_dataframe`.
+
+    Partitions are dask's byte ranges (``blocksize``); their row counts are computed once, which
+    parses the files once more than featurizing alone would.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> p = os.path.join(tempfile.mkdtemp(), "t.csv")
+    >>> _ = open(p, "w").write("a,b,y\\n1,2,0\\n3,4,1\\n")
+    >>> X, y = read_csv(p, label="y")
+    >>> X.compute().tolist(), y.compute().tolist()
+    ([[1.0, 2.0], [3.0, 4.0]], [0, 1])
+    """
+    import dask.dataframe as dd
+
+    ddf = dd.read_csv(path, blocksize=blocksize, storage_options=storage_options, **kwargs)
+    return from_dataframe(ddf, columns=columns, label=label)
