@@ -166,11 +166,14 @@ class FeatureMap(TransformerMixin, BaseEstimator):
 
         Returns
         -------
-        ndarray or sparse matrix of shape (n_samples, n_output_features_)
+        ndarray or sparse matrix of shape (n_samples, n_output_features_), or, for a map built
+        with ``output="onehot"`` (GCWS, CoRE), :meth:`expand` of it: the features a linear
+        learner consumes.
         """
         check_is_fitted(self)
         X = self._validate_input(X, reset=False)
-        return transform_rows(self.transform_block, X, getattr(self, "n_jobs", None))
+        out = transform_rows(self.transform_block, X, getattr(self, "n_jobs", None))
+        return self.expand(out) if getattr(self, "output", None) == "onehot" else out
 
     def get_feature_names_out(self, input_features=None):
         """Output feature names ``<method>0, <method>1, ...``."""

@@ -287,21 +287,6 @@ class CoRE(FeatureMap):
             out[a:b, k:] = proj if self.type == 1 else val * np.sqrt(f.astype(np.float64))[:, None]
         return out
 
-    def transform(self, X):
-        """Stored layout of every row (or its expansion when ``output="onehot"``).
-
-        Parameters
-        ----------
-        X : array-like or sparse matrix of shape (n_samples, n_features_in_)
-
-        Returns
-        -------
-        ndarray of float32, shape (n_samples, 2 * n_components), or CSR of shape
-        (n_samples, n_components * 2**bits)
-        """
-        stored = super().transform(X)
-        return self.expand(stored) if self.output == "onehot" else stored
-
     def expand(self, block):
         """The linear features of stored rows: CSR of shape (n, k * 2**bits), float32, k
         entries per row; hash j puts ``value_j / sqrt(k)`` at column ``j * 2**bits + code_j``.

@@ -536,21 +536,6 @@ class GCWS(FeatureMap):
             del spec["params"]["sampler"]
         return spec
 
-    def transform(self, X):
-        """Codes of every row (or their one-hot expansion when ``output="onehot"``).
-
-        Parameters
-        ----------
-        X : array-like or sparse matrix of shape (n_samples, n_features_in_)
-
-        Returns
-        -------
-        ndarray of shape (n_samples, n_components), uint8/uint16, or CSR of shape
-        (n_samples, n_components * 2**bits)
-        """
-        codes = super().transform(X)
-        return self.expand(codes) if self.output == "onehot" else codes
-
     def expand(self, block):
         """One-hot CSR of stored codes, shape (n, n_components * 2**bits): see :func:`expand_codes`."""
         return expand_codes(block, self.bits)
