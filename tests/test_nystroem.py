@@ -422,3 +422,16 @@ def test_dask_scheduler_default_is_used_for_the_fit():
     with dask.config.set(scheduler="sync"):
         a = Nystroem(n_components=12, seed=3).fit(da.from_array(XS, chunks=37))
     assert a.spec() == Nystroem(n_components=12, seed=3).fit(XS).spec()
+
+
+def test_minmax_refuses_negative_rows_in_the_pipeline_and_the_learner():
+    # fitted on nonnegative rows, a min-max map must not silently compute GMM on negative ones
+    ny = Nystroem(n_components=8, kernel="minmax").fit(X)
+    bad = X.copy()
+    bad[211, 3] = -0.5
+    with pytest.raises(ValueError, match="row 211 has a negative"):
+        featurize(da.from_array(bad, chunks=100), ny).compute()
+    with pytest.raises(ValueError, match="row 211 has a negative"):
+        ny.validate_block(bad[200:], row_offset=200)
+    with pytest.raises(ValueError, match="row 211 has a negative"):
+        ny.validate_block(bad[[0, 211]], row_numbers=np.array([0, 211]))

@@ -65,12 +65,14 @@ def _ranks(seed, row_offset, n):
     return rank_array(np.uint64(seed), np.uint64(STREAM_LANDMARK), ids, np.zeros(1, np.uint64))[:, 0]
 
 
-def _check_sign(X, row_offset=0):
+def _check_sign(X, row_offset=0, row_numbers=None):
     """min-max is defined on nonnegative data: name the first row with a negative entry."""
     data = X.data if sp.issparse(X) else X
     if data.size and data.min() < 0:
         rows = (X < 0).nonzero()[0] if sp.issparse(X) else np.nonzero((X < 0).any(axis=1))[0]
-        raise ValueError(f"kernel='minmax' needs nonnegative data: row {row_offset + int(rows.min())} has a "
+        first = int(rows.min())
+        row = int(row_numbers[first]) if row_numbers is not None else row_offset + first
+        raise ValueError(f"kernel='minmax' needs nonnegative data: row {row} has a "
                          "negative entry (use kernel='gmm', which sign-splits)")
 
 
@@ -466,10 +468,12 @@ class Nystroem(FeatureMap):
         self.landmark_rows_ = np.ascontiguousarray(arrays["landmark_rows"])
 
     # -- transforming -----------------------------------------------------------------------------
-    def _validate_input(self, X, reset):
-        X = super()._validate_input(X, reset)
+    def validate_block(self, X, row_offset=0, row_numbers=None):
+        """The input contract of :meth:`FeatureMap.validate_block`; for ``kernel="minmax"`` also
+        nonnegative entries (the kernels compute GMM, which equals min-max only there)."""
+        X = super().validate_block(X, row_offset=row_offset, row_numbers=row_numbers)
         if self.kernel == "minmax":
-            _check_sign(X)
+            _check_sign(X, row_offset, row_numbers)
         return X
 
     def _tables(self):
