@@ -103,7 +103,7 @@ def test_selected_map_in_a_store_on_a_cluster_and_in_training(selected, tmp_path
     from distributed import Client, LocalCluster
 
     ref = selected.transform(X)
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
             Client(cluster):
         featurize(da.from_array(X, chunks=150), selected, labels=Y, store=str(tmp_path / "s.zarr"), progress=False)
     fs = open_store(str(tmp_path / "s.zarr"))
