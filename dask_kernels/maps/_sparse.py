@@ -82,8 +82,9 @@ def _project_row(x, idx, vals, out_row):
         out_row[c] = acc
 
 
-#: Rows per pass of :func:`project_dense`: their transposed block (d x 128 float64) stays in L2.
-ROWS_PER_PASS = 128
+#: Rows per pass of :func:`project_dense`: their transposed block (d x 64 float64) stays in L2
+#: (64 measured fastest of 32, 64, 128 at d = 784).
+ROWS_PER_PASS = 64
 
 
 @njit(nogil=True, cache=True)
@@ -139,9 +140,9 @@ class SparseFrequencies:
     def project(self, X, dtype) -> np.ndarray:
         import scipy.sparse as sp
 
-        out = np.empty((X.shape[0], self.idx.shape[0]))
+        out = np.empty((X.shape[0], self.idx.shape[0]), dtype=dtype)  # each float64 sum rounded once
         if sp.issparse(X):
             project_csr(X.data, X.indices, X.indptr, self.d, self.idx, self.vals, out)
         else:
             project_dense(np.ascontiguousarray(X), self.idx, self.vals, out)
-        return out.astype(dtype, copy=False)
+        return out
