@@ -36,6 +36,18 @@ def test_sparse_kernel_brute_force():
                                laplacian_kernel(X, gamma=0.3), rtol=1e-12)
 
 
+def test_rescaled_gamma_matches_the_gaussian_to_second_order():
+    # k_m(gamma d / m) = 1 - gamma ||delta||^2 + O(||delta||^4), like exp(-gamma ||delta||^2)
+    rng = np.random.default_rng(8)
+    x, y = rng.normal(size=(1, 30)), rng.normal(size=(1, 30))
+    for eps in (1e-1, 1e-2):
+        a, b = x * eps, y * eps
+        r2 = 0.5 * float(((a - b) ** 2).sum())
+        diff = abs(sparse_rbf_kernel(a, b, n_nonzero=6, gamma=0.5 * 30 / 6)[0, 0] - rbf_kernel(a, b, gamma=0.5)[0, 0])
+        assert diff < 5 * r2**2 * 30 / 6  # fourth order: the subset variance of the sum, times (d / m)
+        assert diff > 0.01 * r2**2  # and not better: the kernels differ
+
+
 @pytest.mark.parametrize("kernel", ["rbf", "laplacian"])
 @pytest.mark.parametrize("density", [0.05, 0.25, 0.6])
 def test_unbiased_for_the_sparse_kernel_with_theoretical_variance(kernel, density):

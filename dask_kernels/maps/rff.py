@@ -84,7 +84,9 @@ class RFF(FeatureIds, FloatFeatures, FeatureMap):
         O(k m) instead of O(k d). This approximates the *sparse* kernel
         ``k_m(x, y) = mean over m-subsets F of prod_{i in F} exp(-gamma (x_i - y_i)^2)``
         (or ``exp(-gamma |x_i - y_i|)``), see :func:`dask_kernels.exact.sparse_rbf_kernel`, not
-        the dense Gaussian: no rescaling turns one into the other.
+        the dense Gaussian: no rescaling turns one into the other. With the dense map's gamma,
+        k_m is much flatter (few inputs per feature); ``gamma * d / m`` matches the dense
+        Gaussian to second order in ``||x - y||`` (the same ``E ||w||^2``).
 
     Attributes
     ----------
