@@ -32,6 +32,7 @@ from sklearn.base import BaseEstimator, TransformerMixin, clone
 from sklearn.utils._param_validation import HasMethods, Interval
 from sklearn.utils.validation import check_is_fitted
 
+from .maps.base import FeatureMap
 from .maps.fastfood import Fastfood, padded_dim
 from .maps.nrff import NRFF
 from .maps.rff import RFF
@@ -143,7 +144,16 @@ class RandomFeatureSelector(TransformerMixin, BaseEstimator):
         "seed": [Interval(numbers.Integral, 0, 2**64 - 1, closed="both")],
     }
 
-    def __init__(self, feature_map, *, n_components=1000, subset_rows=None, rounds=10, estimator=None, seed=0):
+    def __init__(
+        self,
+        feature_map: FeatureMap,
+        *,
+        n_components: int = 1000,
+        subset_rows: int | None = None,
+        rounds: int = 10,
+        estimator=None,
+        seed: int = 0,
+    ) -> None:
         self.feature_map = feature_map
         self.n_components = n_components
         self.subset_rows = subset_rows
@@ -164,7 +174,7 @@ class RandomFeatureSelector(TransformerMixin, BaseEstimator):
         return SGDClassifier(loss="log_loss", alpha=1e-5, learning_rate="constant", eta0=eta0,
                              random_state=(int(self.seed) + t) % 2**32)
 
-    def fit(self, X, y):
+    def fit(self, X, y) -> RandomFeatureSelector:
         """Run the selection on rows ``X`` (NumPy, SciPy sparse or Dask array) with labels ``y``.
 
         Only ``rounds`` subsets of ``subset_rows`` rows are read, one per round.
@@ -223,14 +233,14 @@ class RandomFeatureSelector(TransformerMixin, BaseEstimator):
         self.selection_seconds_ = time.perf_counter() - start
         return self
 
-    def transform(self, X):
+    def transform(self, X) -> np.ndarray:
         """The selected features of ``X``: ``feature_map_.transform(X)``."""
         check_is_fitted(self)
         return self.feature_map_.transform(X)
 
 
-def select_features(feature_map, X, y, *, n_components: int = 1000, subset_rows: int | None = None,
-                    rounds: int = 10, estimator=None, seed: int = 0):
+def select_features(feature_map: FeatureMap, X, y, *, n_components: int = 1000, subset_rows: int | None = None,
+                    rounds: int = 10, estimator=None, seed: int = 0) -> FeatureMap:
     """Random feature selection (May 2017, Algorithm 1): a fitted map with the kept features.
 
     Shorthand for ``RandomFeatureSelector(...).fit(X, y).feature_map_``; see

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from sklearn.linear_model import SGDClassifier
 
-from dask_kernels import GCWS, NRFF, RFF, Fastfood, featurize, fit_incremental, open_store, select_features
+from dask_kernels import GCWS, NRFF, RFF, Fastfood, featurize, fit_incremental, load_model, open_store, select_features
 from dask_kernels.select import RandomFeatureSelector, round_rows
 from dask_kernels.sidecar import load_map, save_map
 
@@ -103,7 +103,7 @@ def test_selected_map_in_a_store_on_a_cluster_and_in_training(selected, tmp_path
     from distributed import Client, LocalCluster
 
     ref = selected.transform(X)
-    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster, \
             Client(cluster):
         featurize(da.from_array(X, chunks=150), selected, labels=Y, store=str(tmp_path / "s.zarr"), progress=False)
     fs = open_store(str(tmp_path / "s.zarr"))
@@ -113,5 +113,10 @@ def test_selected_map_in_a_store_on_a_cluster_and_in_training(selected, tmp_path
     assert rebuilt.spec_json() == selected.spec_json()
     assert np.array_equal(rebuilt.transform(X), ref)
     clf = SGDClassifier(loss="log_loss", random_state=0)
-    fit_incremental(clf, X, Y, feature_map=selected, epochs=1, progress=False, block_rows=200)
+    model = fit_incremental(clf, X, Y, feature_map=selected, epochs=1, progress=False, block_rows=200)
     assert clf.coef_.shape == (4, 300)
+    model.save(str(tmp_path / "model"))
+    assert os.path.exists(tmp_path / "model" / "feature_map.npz")  # the ids, beside the model's spec
+    loaded = load_model(str(tmp_path / "model"))
+    assert np.array_equal(loaded.feature_map.feature_ids, selected.feature_ids)
+    assert np.array_equal(loaded.predict(X), model.predict(X))
