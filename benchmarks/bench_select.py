@@ -156,7 +156,8 @@ def main(argv=None):
                           2 if args.quick else 5)
     print(f"total {time.perf_counter() - t0:.0f} s")
     os.makedirs(os.path.join(HERE, "results"), exist_ok=True)
-    path = os.path.join(HERE, "results", f"select{'_sparse' if args.sparse_only else ''}{'_quick' if args.quick else ''}.json")
+    name = f"select{'_sparse' if args.sparse_only else ''}{'_quick' if args.quick else ''}.json"
+    path = os.path.join(HERE, "results", name)
     with open(path, "w") as f:
         json.dump({"selection": sel, "sparse": sparse, "rounds": rounds, "epochs": epochs, "quick": args.quick}, f,
                   indent=1)

@@ -14,18 +14,15 @@ dimension i only on (seed, j, i).
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.utils._param_validation import StrOptions
+from sklearn.utils._param_validation import Interval, StrOptions
 
 import math
-
 import numbers
 
-from sklearn.utils._param_validation import Interval
-
-from ._fourier import CAUCHY_MAX, COMMON_CONSTRAINTS, NORMAL_MAX, POSITIVE_FINITE, FloatFeatures, cached_table
-from ._fourier import cauchy_table
+from ._fourier import CAUCHY_MAX, COMMON_CONSTRAINTS, NORMAL_MAX, POSITIVE_FINITE, FloatFeatures, cauchy_table
 from ._fourier import normal_table, projection_bound, projection_tables, row_chunks
 from ._cos32 import affine_cos32_rows
+from ._fourier import cached_table
 from ._sparse import MAX_NONZEROS, SparseFrequencies, sparse_support, sparse_values
 from ._subset import FEATURE_IDS_CONSTRAINT, FeatureIds, cauchy_columns, normal_columns, phases_of
 from .base import FeatureMap
