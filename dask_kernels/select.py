@@ -61,6 +61,39 @@ def _take_rows(X, rows):
     return np.asarray(X[rows])
 
 
+#: Bytes of input rows one read of Dask input may gather: the rows of several rounds are read
+#: in one pass over the data when they fit (an out-of-core array is read about
+#: ``T R d 8 / GATHER_BYTES`` times, not T times).
+GATHER_BYTES = 256 * 2**20
+
+
+class _RoundRows:
+    """Each round's rows, read from Dask input in as few passes as fit in :data:`GATHER_BYTES`."""
+
+    def __init__(self, X, plans):
+        self.X, self.plans, self.cache, self.passes = X, plans, {}, 0
+        self.lazy = hasattr(X, "dask")
+        self.per_pass = max(1, GATHER_BYTES // (int(X.shape[1]) * 8))  # rows per pass
+
+    def __call__(self, t):
+        rows = self.plans[t]
+        if not self.lazy:
+            return _take_rows(self.X, rows)
+        if t not in self.cache:
+            self.cache.clear()
+            union, rounds = np.empty(0, dtype=np.int64), []
+            for u in range(t, len(self.plans)):
+                merged = np.union1d(union, self.plans[u])
+                if rounds and merged.size > self.per_pass:
+                    break
+                union, rounds = merged, rounds + [u]
+            block = _take_rows(self.X, union)
+            self.passes += 1
+            for u in rounds:
+                self.cache[u] = block[np.searchsorted(union, self.plans[u])]
+        return self.cache.pop(t)
+
+
 def _labels(y):
     if hasattr(y, "dask"):
         return y
@@ -111,6 +144,9 @@ class RandomFeatureSelector(TransformerMixin, BaseEstimator):
         ``sum_c W_jc^2`` of each kept id in the last round (Fastfood: its block's mean).
     n_generated_ : int
         Distinct feature ids generated (about ``D (T + 1) / 2``).
+    n_data_passes_ : int
+        Reads of Dask input (the rows of consecutive rounds are gathered in one pass while they
+        fit in 256 MiB); 0 for in-memory input.
     n_features_in_ : int
     classes_ : ndarray
     selection_seconds_ : float
@@ -207,13 +243,14 @@ class RandomFeatureSelector(TransformerMixin, BaseEstimator):
         R = min(n, int(self.subset_rows) if self.subset_rows is not None else max(2 * int(self.n_components), 1000))
         pool = np.empty(0, dtype=np.int64)  # unit ids
         next_id = 0
+        plans = [None] + [round_rows(int(self.seed), t, n, R) for t in range(1, T + 1)]
+        read = _RoundRows(X, plans)
         for t in range(1, T + 1):
             new = D - pool.size
             pool = np.concatenate([pool, np.arange(next_id, next_id + new, dtype=np.int64)])
             next_id += new
             ids = (pool[:, None] * unit + np.arange(unit)).ravel()
-            rows = round_rows(int(self.seed), t, n, R)
-            Xt, yt = _take_rows(X, rows), y[rows]
+            Xt, yt = read(t), y[plans[t]]
             fmap = clone(base).set_params(n_components=ids.size, feature_ids=ids).fit(Xt)
             Z = fmap.transform(Xt)
             est = self._estimator(Z, t)
@@ -230,6 +267,7 @@ class RandomFeatureSelector(TransformerMixin, BaseEstimator):
                                                     feature_ids=self.feature_ids_)
         self.feature_map_.fit(_take_rows(X, np.arange(min(n, 1))))
         self.n_features_in_ = width
+        self.n_data_passes_ = read.passes
         self.selection_seconds_ = time.perf_counter() - start
         return self
 

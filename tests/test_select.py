@@ -70,6 +70,19 @@ def test_dask_input_selects_the_same_ids(cls):
     assert np.array_equal(a.feature_ids, b.feature_ids)
 
 
+def test_dask_rows_of_several_rounds_are_read_in_one_pass(monkeypatch):
+    import dask_kernels.select as select
+
+    Xd, yd = da.from_array(X, chunks=97), da.from_array(Y, chunks=97)
+    ref = RandomFeatureSelector(RFF(seed=4), n_components=20, rounds=6, subset_rows=150).fit(X, Y)
+    one = RandomFeatureSelector(RFF(seed=4), n_components=20, rounds=6, subset_rows=150).fit(Xd, yd)
+    assert one.n_data_passes_ == 1 and ref.n_data_passes_ == 0
+    monkeypatch.setattr(select, "GATHER_BYTES", 300 * 10 * 8)  # about two rounds' rows per pass
+    few = RandomFeatureSelector(RFF(seed=4), n_components=20, rounds=6, subset_rows=150).fit(Xd, yd)
+    assert 3 <= few.n_data_passes_ <= 6
+    assert np.array_equal(few.feature_ids_, ref.feature_ids_) and np.array_equal(one.feature_ids_, ref.feature_ids_)
+
+
 def test_bad_inputs():
     with pytest.raises(ValueError, match="feature_map must be one of"):
         RandomFeatureSelector(GCWS(), n_components=4).fit(np.abs(X), Y)
