@@ -128,7 +128,8 @@ class RandomFeatureSelector(TransformerMixin, BaseEstimator):
         T, the number of selection rounds (the thesis uses 50).
     estimator : classifier with ``partial_fit`` and ``coef_``, or None, default=None
         The model of each round, cloned for every round; one ``partial_fit`` call on the R rows
-        is the SGD pass. None: ``SGDClassifier(loss="log_loss", alpha=1e-5,
+        is the SGD pass; ``coef_`` holds the weights, (n_classes, n_features) or the transpose
+        (for a low-rank model, the product W = U V, as in the thesis). None: ``SGDClassifier(loss="log_loss", alpha=1e-5,
         learning_rate="constant", eta0=1 / mean ||z||^2)``, the README's recipe (one-vs-rest).
     seed : int, default=0
         Seed of the row subsets (and of the estimator's ``random_state`` when it is None).
@@ -255,7 +256,12 @@ class RandomFeatureSelector(TransformerMixin, BaseEstimator):
             Z = fmap.transform(Xt)
             est = self._estimator(Z, t)
             est.partial_fit(Z, yt, classes=self.classes_)
-            coef = np.asarray(est.coef_, dtype=np.float64)
+            coef = np.atleast_2d(np.asarray(getattr(est, "coef_", np.empty(0)), dtype=np.float64))
+            if coef.shape[-1] != ids.size and coef.shape[0] == ids.size:
+                coef = coef.T  # a (features, classes) layout
+            if coef.shape[-1] != ids.size:
+                raise ValueError(f"estimator {type(est).__name__}: coef_ of shape {coef.shape} after partial_fit, "
+                                 f"expected (n_classes, {ids.size}) weights of the pool's features")
             score = (coef**2).sum(axis=0).reshape(-1, unit).sum(axis=1)
             keep = round(t * D / T)
             order = np.argsort(-score, kind="stable")[:keep]  # pool is increasing: ties keep the lower id

@@ -34,6 +34,24 @@ def test_schedule_and_bookkeeping(D, T):
     assert np.array_equal(again.feature_ids, ids)  # a pure function of the seeds
 
 
+class _FeaturesByClasses(SGDClassifier):
+    """SGD whose coef_ is laid out (features, classes), like a softmax model's W."""
+
+    def partial_fit(self, X, y, classes=None, sample_weight=None):
+        super().partial_fit(X, y, classes=classes, sample_weight=sample_weight)
+        self.coef_ = self.coef_.T.copy()
+        return self
+
+
+def test_estimator_weights_in_either_layout():
+    kw = dict(n_components=24, rounds=3, subset_rows=200)
+    a = RandomFeatureSelector(RFF(seed=6), estimator=SGDClassifier(random_state=0), **kw).fit(X, Y)
+    b = RandomFeatureSelector(RFF(seed=6), estimator=_FeaturesByClasses(random_state=0), **kw).fit(X, Y)
+    assert np.array_equal(a.feature_ids_, b.feature_ids_)
+    c = RandomFeatureSelector(RFF(seed=6), **kw).fit(X, Y)  # the recipe's step size: another selection
+    assert not np.array_equal(a.feature_ids_, c.feature_ids_)
+
+
 def test_round_rows_are_seeded_subsets():
     a, b = round_rows(3, 1, 1000, 100), round_rows(3, 2, 1000, 100)
     assert a.size == 100 and np.unique(a).size == 100 and np.all(np.diff(a) > 0)
@@ -90,6 +108,10 @@ def test_bad_inputs():
         RandomFeatureSelector(RFF(), n_components=4).fit(X, Y[:-1])
     with pytest.raises(ValueError, match="1 class"):
         RandomFeatureSelector(RFF(), n_components=4).fit(X, np.zeros(600))
+    from sklearn.naive_bayes import GaussianNB
+
+    with pytest.raises(ValueError, match=r"estimator GaussianNB: coef_ of shape \(1, 0\)"):
+        RandomFeatureSelector(RFF(), n_components=4, estimator=GaussianNB()).fit(X, Y)
     with pytest.raises(ValueError, match="rounds"):
         RandomFeatureSelector(RFF(), n_components=4, rounds=0).fit(X, Y)
 
