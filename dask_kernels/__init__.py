@@ -14,6 +14,7 @@ from .maps.nystroem import Nystroem
 from .maps.rff import RFF
 from .pipeline import FeatureStore, featurize, open_store
 from .rng import RNG_SCHEME
+from .select import RandomFeatureSelector, select_features
 
 try:
     __version__ = version("dask-kernels")
@@ -31,6 +32,7 @@ __all__ = [
     "Nystroem",
     "RFF",
     "RNG_SCHEME",
+    "RandomFeatureSelector",
     "SparsePartitions",
     "core_kernel",
     "cosine_rbf_kernel",
@@ -51,5 +53,6 @@ __all__ = [
     "read_zarr",
     "rbf_kernel",
     "registered_maps",
+    "select_features",
     "__version__",
 ]

@@ -3,5 +3,7 @@
 from .core import core_kernel
 from .gmm import gmm_kernel, minmax_kernel
 from .rbf import cosine_rbf_kernel, laplacian_kernel, rbf_kernel
+from .sparse import sparse_rbf_kernel
 
-__all__ = ["core_kernel", "cosine_rbf_kernel", "gmm_kernel", "laplacian_kernel", "minmax_kernel", "rbf_kernel"]
+__all__ = ["core_kernel", "cosine_rbf_kernel", "gmm_kernel", "laplacian_kernel", "minmax_kernel", "rbf_kernel",
+           "sparse_rbf_kernel"]

@@ -29,7 +29,8 @@ from numba import njit
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..rng import bits, index_key, normal_array, rank_array, stream_key, unit64
-from ._fourier import COMMON_CONSTRAINTS, POSITIVE_FINITE, FloatFeatures, cached_table, uniform_phases
+from ._fourier import COMMON_CONSTRAINTS, POSITIVE_FINITE, FloatFeatures, cached_table
+from ._subset import FEATURE_IDS_CONSTRAINT, FeatureIds, phases_of
 from ._cos32 import cos32_into
 from ._fwht import fwht_row
 from .base import FeatureMap
@@ -86,22 +87,35 @@ def gamma_draw(ikey, a):
 
 @njit(nogil=True, cache=True)
 def chi_radii(seed, d, k):
-    """``s_j ~ chi(d)`` for j < k: ``sqrt(2 Gamma(d / 2))``."""
-    skey = stream_key(np.uint64(seed), np.uint64(STREAM_S))
-    out = np.empty(k)
-    for j in range(k):
-        out[j] = np.sqrt(2.0 * gamma_draw(index_key(skey, np.uint64(j)), 0.5 * d))
-    return out
+    """``s_j ~ chi(d)`` for j < k (:func:`chi_radii_of` of ``0 .. k-1``)."""
+    return chi_radii_of(seed, d, np.arange(k, dtype=np.uint64))
 
 
 @njit(nogil=True, cache=True)
 def matern_radii(seed, d, k, t):
+    """:func:`matern_radii_of` of the feature ids ``0 .. k-1``."""
+    return matern_radii_of(seed, d, np.arange(k, dtype=np.uint64), t)
+
+
+@njit(nogil=True, cache=True)
+def chi_radii_of(seed, d, ids):
+    """``s_j ~ chi(d)`` for each feature id j in ``ids``: ``sqrt(2 Gamma(d / 2))``."""
+    skey = stream_key(np.uint64(seed), np.uint64(STREAM_S))
+    out = np.empty(ids.size)
+    for c in range(ids.size):
+        out[c] = np.sqrt(2.0 * gamma_draw(index_key(skey, np.uint64(ids[c])), 0.5 * d))
+    return out
+
+
+@njit(nogil=True, cache=True)
+def matern_radii_of(seed, d, ids, t):
     """``s_j = ||xi_1 + ... + xi_t|| sqrt((d + 2) / t)``, xi i.i.d. uniform in the unit ball of R^d.
 
     Exact, in O(t^2) per draw: the t Gaussian directions behind the xi have the Gram matrix
     of a random upper-triangular R (Bartlett / QR): ``R[m, m] ~ chi(d - m)``,
     ``R[m, l] ~ N(0, 1)`` for l > m, rows m < min(d, t). The ball radii are ``U**(1/d)``.
     The factor ``sqrt((d + 2) / t)`` gives the spectrum covariance I, like the Gaussian case.
+    One draw per feature id j in ``ids``.
     """
     skey = stream_key(np.uint64(seed), np.uint64(STREAM_S))
     rkey = stream_key(np.uint64(seed), np.uint64(STREAM_RADIUS))
@@ -109,13 +123,14 @@ def matern_radii(seed, d, k, t):
     rows = min(d, t)
     R = np.zeros((rows, t))
     vec = np.empty(rows)
-    out = np.empty(k)
-    for j in range(k):
-        jr = index_key(rkey, np.uint64(j))
-        jn = index_key(nkey, np.uint64(j))
+    out = np.empty(ids.size)
+    for c in range(ids.size):
+        j = np.uint64(ids[c])
+        jr = index_key(rkey, j)
+        jn = index_key(nkey, j)
         e = 0
         for m in range(rows):
-            ikey = index_key(skey, np.uint64(j * t + m))
+            ikey = index_key(skey, j * np.uint64(t) + np.uint64(m))
             R[m, m] = np.sqrt(2.0 * gamma_draw(ikey, 0.5 * (d - m)))
             for col in range(m + 1, t):
                 R[m, col] = _std_normal(jn, np.uint64(e))
@@ -128,7 +143,7 @@ def matern_radii(seed, d, k, t):
             w = unit64(bits(jr, np.uint64(col))) ** (1.0 / d) / np.sqrt(norm)
             for m in range(rows):
                 vec[m] += R[m, col] * w
-        out[j] = np.sqrt(np.sum(vec * vec) * (d + 2.0) / t)
+        out[c] = np.sqrt(np.sum(vec * vec) * (d + 2.0) / t)
     return out
 
 
@@ -138,21 +153,30 @@ def fastfood_tables(seed, d, k, sigma, radial, matern_t, dtype):
     ``scale[t, i] = s_j / (||G_t||_F sigma sqrt(d))`` folds S and the normalization together.
     """
     n_blocks = -(-k // d)
+    return block_tables(seed, d, np.arange(n_blocks, dtype=np.uint64), np.arange(k, dtype=np.uint64), sigma,
+                        radial, matern_t, dtype)
+
+
+def block_tables(seed, d, blocks, phase_ids, sigma, radial, matern_t, dtype):
+    """:func:`fastfood_tables` of the given block ids (row p of the tables is block ``blocks[p]``,
+    features ``blocks[p] * d + i``), with the phases of the feature ids ``phase_ids``."""
+    n_blocks = blocks.size
     idx = np.arange(d, dtype=np.uint64)
     B = np.empty((n_blocks, d))
     P = np.empty((n_blocks, d), dtype=np.int32)  # d < 2**31; half the memory of int64
     G = np.empty((n_blocks, d))
     for t in range(n_blocks):
-        tt = np.array([t], dtype=np.uint64)
+        tt = blocks[t : t + 1]
         B[t] = 1.0 - 2.0 * (rank_array(np.uint64(seed), np.uint64(STREAM_B), tt, idx)[0] & np.uint64(1))
         P[t] = np.argsort(rank_array(np.uint64(seed), np.uint64(STREAM_P), tt, idx)[0], kind="stable")
         G[t] = normal_array(np.uint64(seed), np.uint64(STREAM_G), tt, idx)[0]
+    ids = (blocks[:, None] * np.uint64(d) + idx).ravel()
     if radial == "gaussian":
-        s = chi_radii(np.uint64(seed), d, n_blocks * d)
+        s = chi_radii_of(np.uint64(seed), d, ids)
     else:
-        s = matern_radii(np.uint64(seed), d, n_blocks * d, int(matern_t))
+        s = matern_radii_of(np.uint64(seed), d, ids, int(matern_t))
     scale = s.reshape(n_blocks, d) / (np.linalg.norm(G, axis=1, keepdims=True) * sigma * math.sqrt(d))
-    phase = uniform_phases(np.uint64(seed), STREAM_PHASE, k)
+    phase = phases_of(np.uint64(seed), STREAM_PHASE, phase_ids)
     return B.astype(dtype), P, G.astype(dtype), scale.astype(dtype), phase.astype(dtype)
 
 
@@ -221,7 +245,7 @@ def padded_dim(n_features):
     return 1 << max(int(n_features) - 1, 0).bit_length()
 
 
-class Fastfood(FloatFeatures, FeatureMap):
+class Fastfood(FeatureIds, FloatFeatures, FeatureMap):
     """Fastfood random features for the Gaussian (or a Matern-type) kernel, O(k log d) per row.
 
     Output feature j < k = ``n_components`` is ``sqrt(2 / k) * cos((V x)_j + b_j)`` where V
@@ -258,6 +282,14 @@ class Fastfood(FloatFeatures, FeatureMap):
         CPU when called from the main thread and one otherwise (never nested inside Dask tasks
         or your own pool), -1 every CPU, -2 all but one. The output is bitwise identical for
         any value; it is not part of :meth:`spec` (it changes speed, not features).
+    feature_ids : array-like of int or None, default=None
+        Compute the features with these ids (distinct integers in ``[0, 2**63)``, exactly
+        ``n_components`` of them) instead of ``0 .. n_components-1``; feature j is row
+        ``j mod d`` of block ``j // d``, as in any wider map, up to the normalization
+        ``sqrt(2 / n_components)``. The cost is that of the distinct blocks the ids touch
+        (each O(d log d) per row), so choose whole blocks: random feature selection
+        (:func:`dask_kernels.select_features`) does. Lists longer than 256 ids are kept
+        beside the spec (a sidecar), not in it.
 
     Attributes
     ----------
@@ -288,6 +320,18 @@ class Fastfood(FloatFeatures, FeatureMap):
     ((2, 6000), dtype('float32'), 4)
     >>> round(float(Z[0] @ Z[1]), 1)  # exp(-0.5) = 0.61
     0.6
+
+    Block 2 alone (features 8 .. 11 of the padded width d = 4):
+
+    >>> Fastfood(n_components=4, feature_ids=[8, 9, 10, 11], seed=1).fit(X).transform(X).shape
+    (2, 4)
+
+    References
+    ----------
+    .. [1] Q. Le, T. Sarlos and A. Smola, "Fastfood: approximating kernel expansions in
+       loglinear time", ICML 2013.
+    .. [2] A. May, "Kernel approximation methods for speech recognition", PhD thesis, Columbia
+       University, 2017, section 5.1 (random feature selection).
     """
 
     method = "fastfood"
@@ -297,6 +341,7 @@ class Fastfood(FloatFeatures, FeatureMap):
         "sigma": [None, POSITIVE_FINITE],
         "radial": [StrOptions({"gaussian", "matern"})],
         "matern_t": [Interval(numbers.Integral, 1, None, closed="left")],
+        **FEATURE_IDS_CONSTRAINT,
     }
 
     def __init__(
@@ -310,6 +355,7 @@ class Fastfood(FloatFeatures, FeatureMap):
         seed=0,
         dtype="float32",
         n_jobs=None,
+        feature_ids=None,
     ):
         self.n_components = n_components
         self.gamma = gamma
@@ -319,8 +365,10 @@ class Fastfood(FloatFeatures, FeatureMap):
         self.seed = seed
         self.dtype = dtype
         self.n_jobs = n_jobs
+        self.feature_ids = feature_ids
 
     def _validate_params_extra(self):
+        super()._validate_params_extra()
         if self.gamma is not None and self.sigma is not None:
             raise ValueError("give gamma or sigma, not both (sigma = 1 / sqrt(2 gamma))")
 
@@ -347,18 +395,37 @@ class Fastfood(FloatFeatures, FeatureMap):
         return float(np.finfo(self.dtype).max) / (4.0 * d * d * g * s)
 
     def _tables(self):
+        """(B, P, G, scale, phase) of the blocks computed; see :func:`fastfood_tables`."""
+        if self.feature_ids is not None:
+            return self._subset_tables()[0]
         d, k = self.padded_dim_, int(self.n_components)
         key = (self.seed, d, k, self.sigma_, self.radial, int(self.matern_t), self.dtype)
         return cached_table(
             self, key, lambda: fastfood_tables(self.seed, d, k, self.sigma_, self.radial, self.matern_t, self.dtype)
         )
 
+    def _subset_tables(self):
+        """(tables, gather): the tables of every block the ids touch, in increasing block order,
+        and the column of each id in their output (None when that is the ids themselves)."""
+        d = self.padded_dim_
+        ids = self.feature_ids_or_range()
+
+        def build():
+            blocks = np.unique(ids // np.uint64(d))
+            layout = (blocks[:, None] * np.uint64(d) + np.arange(d, dtype=np.uint64)).ravel()
+            tables = block_tables(self.seed, d, blocks, layout, self.sigma_, self.radial, self.matern_t, self.dtype)
+            gather = np.searchsorted(layout, ids)
+            return tables, (None if np.array_equal(layout, ids) else gather)
+
+        key = (self.seed, d, self.sigma_, self.radial, int(self.matern_t), self.dtype, ids.tobytes())
+        return cached_table(self, key, build)
+
     def _compute(self, X, row_offset, features):
         B, P, G, scale, b = self._tables()
         if not features:
             b = np.zeros_like(b)
         X = sp.csr_matrix(X) if sp.issparse(X) else np.ascontiguousarray(X)
-        out = np.empty((X.shape[0], int(self.n_components)), dtype=self.output_dtype_)
+        out = np.empty((X.shape[0], b.size), dtype=self.output_dtype_)
         factor = self.output_dtype_.type(math.sqrt(2.0 / self.n_components))
         fused = features and self.cosine_ == "cos32"
         cos_factor = factor if fused else self.output_dtype_.type(0)
@@ -372,7 +439,8 @@ class Fastfood(FloatFeatures, FeatureMap):
             if features and not fused:
                 np.cos(part, out=part)
                 part *= factor
-        return out
+        gather = None if self.feature_ids is None else self._subset_tables()[1]
+        return out if gather is None else out[:, gather]
 
     def projection_block(self, X, row_offset=0):
         """``V x``, before phase and cosine, of a validated block: ndarray (n, n_components)."""

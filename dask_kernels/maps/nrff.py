@@ -16,6 +16,8 @@ import math
 from ._fourier import COMMON_CONSTRAINTS, NORMAL_MAX, POSITIVE_FINITE, FloatFeatures, normal_table, projection_bound
 from ._fourier import projection_tables, row_chunks
 from ._cos32 import cos32_into
+from ._fourier import cached_table
+from ._subset import FEATURE_IDS_CONSTRAINT, FeatureIds, normal_columns, phases_of
 from .base import FeatureMap
 from .rff import projection
 
@@ -81,7 +83,7 @@ def _input_norms(X):
     return np.sqrt(np.einsum("ij,ij->i", X, X, dtype=np.float64))
 
 
-class NRFF(FloatFeatures, FeatureMap):
+class NRFF(FeatureIds, FloatFeatures, FeatureMap):
     """Normalized random Fourier features for ``exp(-gamma (1 - rho))``, rho = cosine similarity.
 
     Each row ``x`` is scaled to ``u = x / ||x||``; features ``X_j = cos(sqrt(gamma) r_j . u + w_j)``
@@ -108,6 +110,12 @@ class NRFF(FloatFeatures, FeatureMap):
         CPU when called from the main thread and one otherwise (never nested inside Dask tasks
         or your own pool), -1 every CPU, -2 all but one. The output is bitwise identical for
         any value; it is not part of :meth:`spec` (it changes speed, not features).
+    feature_ids : array-like of int or None, default=None
+        Compute the features with these ids (distinct integers in ``[0, 2**63)``, exactly
+        ``n_components`` of them) instead of ``0 .. n_components-1``: before the final
+        normalization, feature ``feature_ids[c]`` is column ``feature_ids[c]`` of any wider map
+        with the same parameters; the output row is then normalized over the chosen features.
+        Lists longer than 256 ids are kept beside the spec (a sidecar), not in it.
 
     Attributes
     ----------
@@ -140,20 +148,30 @@ class NRFF(FloatFeatures, FeatureMap):
     1.0
     >>> round(float(Z[0] @ Z[1]), 2)  # exp(-(1 - 0.707)) = 0.75
     0.75
+    >>> NRFF(n_components=2, feature_ids=[9, 4], seed=1).fit(X).transform(X).shape
+    (2, 2)
+
+    References
+    ----------
+    .. [1] P. Li, "Linearized GMM kernels and normalized random Fourier features", KDD 2017.
+    .. [2] A. May, "Kernel approximation methods for speech recognition", PhD thesis, Columbia
+       University, 2017, section 5.1 (random feature selection keeps feature ids).
     """
 
     method = "nrff"
     _parameter_constraints = {
         **COMMON_CONSTRAINTS,
         "gamma": [POSITIVE_FINITE],
+        **FEATURE_IDS_CONSTRAINT,
     }
 
-    def __init__(self, *, n_components=100, gamma=1.0, seed=0, dtype="float32", n_jobs=None):
+    def __init__(self, *, n_components=100, gamma=1.0, seed=0, dtype="float32", n_jobs=None, feature_ids=None):
         self.n_components = n_components
         self.gamma = gamma
         self.seed = seed
         self.dtype = dtype
         self.n_jobs = n_jobs
+        self.feature_ids = feature_ids
 
     @property
     def max_abs_input(self):
@@ -165,6 +183,8 @@ class NRFF(FloatFeatures, FeatureMap):
         return min(projection_bound(self.dtype, d, math.sqrt(float(self.gamma)) * NORMAL_MAX), norm)
 
     def _tables(self):
+        if self.feature_ids is not None:
+            return self._subset_tables()
         seed, gamma = np.uint64(self.seed), float(self.gamma)
         fill = lambda W: normal_table(seed, STREAM_NORMAL, *W.shape, np.sqrt(gamma), W)  # noqa: E731
         return projection_tables(self, (gamma,), fill, STREAM_PHASE)
@@ -185,3 +205,14 @@ class NRFF(FloatFeatures, FeatureMap):
             # numpy's SIMD dot per row (float32 lanes; relative error ~1e-6 at k = 16384)
             _scale_rows(part, 1.0 / np.sqrt(np.einsum("ij,ij->i", part, part).astype(np.float64)))
         return P
+
+    def _subset_tables(self):
+        """(W, phase) of the features ``feature_ids``: the same values as the columns of the full map."""
+        seed, gamma, d = np.uint64(self.seed), float(self.gamma), int(self.n_features_in_)
+        ids = self.feature_ids_or_range()
+
+        def build():
+            W = normal_columns(seed, STREAM_NORMAL, ids, d, np.sqrt(gamma), np.empty((d, ids.size)))
+            return W.astype(self.dtype), phases_of(seed, STREAM_PHASE, ids).astype(self.dtype)
+
+        return cached_table(self, (self.seed, d, self.dtype, gamma, ids.tobytes()), build)

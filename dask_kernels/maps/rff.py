@@ -5,6 +5,7 @@ Random streams under the map's seed (``dask_kernels.rng``, scheme dk-rng-1):
 * stream 21: Gaussian frequencies, ``W[i, j] = sqrt(2 gamma) * normal(seed, 21, j, i)``
 * stream 22: Laplacian frequencies, ``W[i, j] = gamma * tan(pi (uniform(seed, 22, j, i) - 1/2))``
 * stream 23: phases, ``b[j] = 2 pi * unit64(bits(index_key(stream_key(seed, 23), j), 0))``
+* stream 24 (``density < 1`` only): the support of the sparse w_j (:mod:`._sparse`)
 
 Feature j depends only on (seed, j), so a wider map extends a narrower one, and input
 dimension i only on (seed, j, i).
@@ -13,27 +14,34 @@ dimension i only on (seed, j, i).
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.utils._param_validation import StrOptions
+from sklearn.utils._param_validation import Interval, StrOptions
 
 import math
+import numbers
 
 from ._fourier import CAUCHY_MAX, COMMON_CONSTRAINTS, NORMAL_MAX, POSITIVE_FINITE, FloatFeatures, cauchy_table
 from ._fourier import normal_table, projection_bound, projection_tables, row_chunks
 from ._cos32 import affine_cos32_rows
+from ._fourier import cached_table
+from ._sparse import MAX_NONZEROS, SparseFrequencies, sparse_support, sparse_values
+from ._subset import FEATURE_IDS_CONSTRAINT, FeatureIds, cauchy_columns, normal_columns, phases_of
 from .base import FeatureMap
 
 STREAM_GAUSSIAN = 21
 STREAM_CAUCHY = 22
 STREAM_PHASE = 23
+STREAM_SUPPORT = 24
 
 
 def projection(X, W, dtype):
     """``X @ W`` for a dense or CSR block, C-contiguous in ``dtype`` (BLAS for dense input)."""
+    if isinstance(W, SparseFrequencies):
+        return W.project(X, dtype)
     X = X.astype(dtype, copy=False)
     return np.ascontiguousarray(X @ W if not sp.issparse(X) else np.asarray(X @ W), dtype=dtype)
 
 
-class RFF(FloatFeatures, FeatureMap):
+class RFF(FeatureIds, FloatFeatures, FeatureMap):
     """Random Fourier features for ``exp(-gamma ||x - y||^2)`` or ``exp(-gamma ||x - y||_1)``.
 
     ``z_j(x) = sqrt(2 / k) * cos(w_j . x + b_j)`` for j < k = ``n_components``, with
@@ -58,6 +66,24 @@ class RFF(FloatFeatures, FeatureMap):
         CPU when called from the main thread and one otherwise (never nested inside Dask tasks
         or your own pool), -1 every CPU, -2 all but one. The output is bitwise identical for
         any value; it is not part of :meth:`spec` (it changes speed, not features).
+    feature_ids : array-like of int or None, default=None
+        Compute the features with these ids (distinct integers in ``[0, 2**63)``, exactly
+        ``n_components`` of them) instead of ``0 .. n_components-1``. Every parameter of
+        feature j is a pure function of (seed, j), so feature ``feature_ids[c]`` is column
+        ``feature_ids[c]`` of any wider map with the same parameters, up to the normalization
+        ``sqrt(2 / n_components)``. Random feature selection
+        (:func:`dask_kernels.select_features`) returns such maps. Lists longer than 256 ids are
+        kept beside the spec (a sidecar), not in it.
+    density : float in (0, 1], default=1.0
+        Sparse random features (May 2017, section 5.2): with ``density < 1`` each ``w_j`` is
+        nonzero on ``m = max(1, round(density * n_features_in))`` inputs drawn uniformly at
+        random for each feature, with the dense map's values there; a row then costs
+        O(k m) instead of O(k d). This approximates the *sparse* kernel
+        ``k_m(x, y) = mean over m-subsets F of prod_{i in F} exp(-gamma (x_i - y_i)^2)``
+        (or ``exp(-gamma |x_i - y_i|)``), see :func:`dask_kernels.exact.sparse_rbf_kernel`, not
+        the dense Gaussian: no rescaling turns one into the other. With the dense map's gamma,
+        k_m is much flatter (few inputs per feature); ``gamma * d / m`` matches the dense
+        Gaussian to second order in ``||x - y||`` (the same ``E ||w||^2``).
 
     Attributes
     ----------
@@ -65,6 +91,8 @@ class RFF(FloatFeatures, FeatureMap):
     n_output_features_ : int
         ``n_components``.
     output_dtype_ : numpy.dtype
+    n_nonzero_ : int
+        Nonzeros per frequency vector: ``n_features_in_``, or m when ``density < 1``.
 
     Notes
     -----
@@ -75,7 +103,9 @@ class RFF(FloatFeatures, FeatureMap):
     (``finfo(dtype).max / (2 d w_max (1 + d eps))``, beyond which ``w . x`` may overflow: 1.8e34
     for float32, d = 784, gamma = 1; 3.8e19 for the Laplacian kernel); other values raise
     ``ValueError`` naming the row and column. The (d, k) frequency matrix is computed once per process from the
-    seed and cached; it is not part of the spec or of a pickle.
+    seed and cached; it is not part of the spec or of a pickle. With ``density < 1`` the
+    projection is a gather over each feature's support summed in float64 (same values for dense
+    and CSR input, independent of the chunking).
 
     Examples
     --------
@@ -87,6 +117,19 @@ class RFF(FloatFeatures, FeatureMap):
     ((2, 4096), dtype('float32'))
     >>> round(float(Z[0] @ Z[1]), 1)  # exp(-0.5) = 0.61
     0.6
+
+    Any subset of features, from the ids alone (up to the normalization sqrt(2 / k)):
+
+    >>> full = RFF(n_components=64, seed=1).fit(X).transform(X)
+    >>> part = RFF(n_components=2, feature_ids=[40, 3], seed=1).fit(X).transform(X)
+    >>> bool(np.allclose(part, full[:, [40, 3]] * np.sqrt(64 / 2), atol=1e-5))
+    True
+
+    References
+    ----------
+    .. [1] A. Rahimi and B. Recht, "Random features for large-scale kernel machines", NIPS 2007.
+    .. [2] A. May, "Kernel approximation methods for speech recognition", PhD thesis, Columbia
+       University, 2017, sections 5.1-5.2 (feature ids kept by selection; sparse random features).
     """
 
     method = "rff"
@@ -94,15 +137,42 @@ class RFF(FloatFeatures, FeatureMap):
         **COMMON_CONSTRAINTS,
         "gamma": [POSITIVE_FINITE],
         "kernel": [StrOptions({"rbf", "laplacian"})],
+        **FEATURE_IDS_CONSTRAINT,
+        "density": [Interval(numbers.Real, 0, 1, closed="right")],
     }
+    _optional_params = {"feature_ids": None, "density": 1.0}
 
-    def __init__(self, *, n_components=100, gamma=1.0, kernel="rbf", seed=0, dtype="float32", n_jobs=None):
+    def __init__(
+        self,
+        *,
+        n_components=100,
+        gamma=1.0,
+        kernel="rbf",
+        seed=0,
+        dtype="float32",
+        n_jobs=None,
+        feature_ids=None,
+        density=1.0,
+    ):
         self.n_components = n_components
         self.gamma = gamma
         self.kernel = kernel
         self.seed = seed
         self.dtype = dtype
         self.n_jobs = n_jobs
+        self.feature_ids = feature_ids
+        self.density = density
+
+    def _fit(self, X):
+        super()._fit(X)
+        if self.n_nonzero_ * int(self.n_components) > MAX_NONZEROS:
+            raise ValueError(f"density={self.density}: {self.n_nonzero_} nonzeros per feature x n_components="
+                             f"{self.n_components} exceeds {MAX_NONZEROS} stored nonzeros; lower density")
+
+    @property
+    def n_nonzero_(self) -> int:
+        d = int(self.n_features_in_)
+        return d if float(self.density) >= 1.0 else min(d, max(1, round(float(self.density) * d)))
 
     @property
     def max_abs_input(self):
@@ -113,7 +183,12 @@ class RFF(FloatFeatures, FeatureMap):
         return projection_bound(self.dtype, int(self.n_features_in_), w_max)
 
     def _tables(self):
-        """(W of shape (d, k), phase of shape (k,)) in the output dtype; cached per process."""
+        """(W of shape (d, k), phase of shape (k,)) in the output dtype; cached per process.
+
+        With ``feature_ids`` or ``density < 1``, W is built for the given ids (a dense table, or
+        :class:`._sparse.SparseFrequencies`)."""
+        if self.feature_ids is not None or float(self.density) < 1.0:
+            return self._subset_tables()
         seed, gamma = np.uint64(self.seed), float(self.gamma)
 
         def fill(W):
@@ -137,3 +212,22 @@ class RFF(FloatFeatures, FeatureMap):
             np.cos(part, out=part)
             part *= factor
         return P
+
+    def _subset_tables(self):
+        seed, gamma, d = np.uint64(self.seed), float(self.gamma), int(self.n_features_in_)
+        ids = self.feature_ids_or_range()
+        rbf = self.kernel == "rbf"
+        scale = np.sqrt(2.0 * gamma) if rbf else gamma
+        stream = STREAM_GAUSSIAN if rbf else STREAM_CAUCHY
+
+        def build():
+            phase = phases_of(seed, STREAM_PHASE, ids).astype(self.dtype)
+            if float(self.density) < 1.0:
+                idx = sparse_support(seed, STREAM_SUPPORT, ids, d, self.n_nonzero_)
+                return SparseFrequencies(idx, sparse_values(seed, stream, not rbf, ids, idx, scale), d), phase
+            W = np.empty((d, ids.size))
+            (normal_columns if rbf else cauchy_columns)(seed, stream, ids, d, scale, W)
+            return W.astype(self.dtype), phase
+
+        key = (self.seed, d, self.dtype, gamma, self.kernel, float(self.density), ids.tobytes())
+        return cached_table(self, key, build)

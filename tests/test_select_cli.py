@@ -1,0 +1,60 @@
+"""``dask-kernels select``: the selected map as a spec file (ids beside it when many), errors as one line."""
+
+import numpy as np
+import pytest
+
+from dask_kernels import RFF
+from dask_kernels.cli import main
+from dask_kernels.select import RandomFeatureSelector
+from dask_kernels.sidecar import load_map
+
+
+@pytest.fixture()
+def data(tmp_path):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 6))
+    y = (X[:, 0] * X[:, 1] > 0).astype(np.int64)
+    np.save(tmp_path / "X.npy", X)
+    np.save(tmp_path / "y.npy", y)
+    return tmp_path, X, y
+
+
+def test_select_writes_the_same_map_as_the_library(data, capsys):
+    d, X, y = data
+    out = d / "sel.json"
+    assert main(["select", str(d / "X.npy"), str(out), "--labels", str(d / "y.npy"), "--param", "gamma=0.5",
+                 "--n-components", "300", "--rounds", "3", "--subset-rows", "200", "--seed", "2", "--chunks",
+                 "64"]) == 0
+    assert (d / "sel.npz").exists()  # 300 ids > 256: beside the spec
+    assert "300 selected features" in capsys.readouterr().out
+    ref = RandomFeatureSelector(RFF(gamma=0.5), n_components=300, rounds=3, subset_rows=200, seed=2).fit(X, y)
+    fmap = load_map(out)
+    assert np.array_equal(fmap.feature_ids, ref.feature_ids_)
+    assert np.array_equal(fmap.transform(X), ref.transform(X))
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--param", "n_components=5"], "--param n_components: set by the selection"),
+        (["--param", "gamma=-1"], "gamma"),
+        (["--method", "gcws"], "invalid choice"),
+    ],
+)
+def test_user_errors_are_one_line(data, capsys, extra, message):
+    d, _, _ = data
+    argv = ["select", str(d / "X.npy"), str(d / "o.json"), "--labels", str(d / "y.npy"), *extra]
+    try:
+        rc = main(argv)
+    except SystemExit as e:  # argparse's choices
+        rc = e.code
+    err = capsys.readouterr().err
+    assert rc != 0 and message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert not (d / "o.json").exists()
+
+
+def test_existing_output_is_not_overwritten(data, capsys):
+    d, _, _ = data
+    (d / "o.json").write_text("mine")
+    assert main(["select", str(d / "X.npy"), str(d / "o.json"), "--labels", str(d / "y.npy")]) == 1
+    assert "--overwrite" in capsys.readouterr().err and (d / "o.json").read_text() == "mine"
