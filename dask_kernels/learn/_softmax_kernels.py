@@ -136,14 +136,20 @@ def sgd_block(order, mode, X, indptr, indices, data, bits, width, y, A, U, c,
                 gh[a] = z[a]
         s *= 1.0 - eta * alpha
         step = eta / s
-        for q in range(nnz):
-            j = cols[q]
-            v = vals[q] * step
-            for a in range(m):
-                d = -gh[a] * v
-                A[j, a] += d
-                if average:
-                    acc[j, a] += S * d
+        for a in range(m):
+            gh[a] *= -step
+        if average:
+            for q in range(nnz):
+                row, arow, v = A[cols[q]], acc[cols[q]], vals[q]
+                for a in range(m):
+                    d = gh[a] * v
+                    row[a] += d
+                    arow[a] += S * d
+        else:
+            for q in range(nnz):
+                row, v = A[cols[q]], vals[q]
+                for a in range(m):
+                    row[a] += gh[a] * v
         for cc in range(C):
             c[cc] -= eta * z[cc]
         if average:
