@@ -73,7 +73,8 @@ def _gcws_codes(n=400, k=32, bits=4, seed=0):
     return GCWS(n_components=k, bits=bits, seed=seed).fit(X).transform_block(X), y
 
 
-@pytest.mark.parametrize("params", [{}, {"rank": 3}, {"average": True}, {"average": 100, "learning_rate": "invscaling"}])
+@pytest.mark.parametrize("params", [{}, {"rank": 3}, {"average": True},
+                                    {"average": 100, "learning_rate": "invscaling"}])
 def test_codes_equal_one_hot_csr_and_dense(params):
     codes, y = _gcws_codes()
     common = dict(alpha=1e-3, eta0=0.05, max_iter=3, random_state=0, **params)

@@ -102,7 +102,8 @@ def test_load_refuses_a_tampered_state(stored, tmp_path):
     meta = json.loads((out_json := tmp_path / "m.dk" / "model.json").read_text())
     meta["estimator"]["params"]["rank"] = 2  # the arrays are of a full model
     out_json.write_text(json.dumps(meta))
-    with pytest.raises(ValueError, match=r"m\.dk \(estimator state\): weights_ must be a float64 array of shape \(2048, 2\)"):
+    with pytest.raises(ValueError,
+                       match=r"m\.dk \(estimator state\): weights_ must be a float64 array of shape \(2048, 2\)"):
         load_model(out)
     meta["estimator"]["params"]["rank"] = None
     meta["estimator"]["params"]["code_bits"] = 8  # the map has 6 bits

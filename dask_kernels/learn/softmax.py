@@ -162,7 +162,8 @@ class SoftmaxSGD(ClassifierMixin, BaseEstimator):
 
     def __init__(self, *, code_bits: int | None = None, rank: int | None = None, alpha: float = 1e-4,
                  learning_rate: str = "constant", eta0: float = 0.01, power_t: float = 0.5,
-                 max_iter: int = 5, shuffle: bool = True, random_state=None, average: bool | int = False):
+                 max_iter: int = 5, shuffle: bool = True, random_state: int | np.random.RandomState | None = None,
+                 average: bool | int = False):
         self.code_bits = code_bits
         self.rank = rank
         self.alpha = alpha
@@ -197,7 +198,8 @@ class SoftmaxSGD(ClassifierMixin, BaseEstimator):
                     X = X.copy()
                     X.sum_duplicates()
                 return 2, X, X.shape[1]
-            return 1, np.ascontiguousarray(X), X.shape[1]
+            # one Numba specialization per input form: float64, C order, writeable
+            return 1, np.require(X, np.float64, ["C", "W"]), X.shape[1]
         b = int(self.code_bits)
         where = f"{type(self).__name__}(code_bits={b})"
         if sp.issparse(X):
@@ -220,9 +222,7 @@ class SoftmaxSGD(ClassifierMixin, BaseEstimator):
             i, j = np.argwhere(bad)[0]
             raise ValueError(f"{where}: X[{i}, {j}] = {X[i, j]} is not a {b}-bit code (0 <= code < {2**b}): "
                              f"were these codes made with bits={b}?")
-        if X.dtype not in (np.uint8, np.uint16):
-            X = X.astype(np.uint16 if b > 8 else np.uint8)
-        return 0, np.ascontiguousarray(X), X.shape[1] << b
+        return 0, np.require(X, np.uint16 if b > 8 else np.uint8, ["C", "W"]), X.shape[1] << b
 
     def _labels(self, y, n: int) -> np.ndarray:
         y = np.asarray(y)
