@@ -14,6 +14,7 @@ import numbers
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.special import log_softmax, softmax
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions  # noqa: PLC2701  (no public home)
@@ -47,13 +48,6 @@ def feeds_codes(estimator: object, feature_map: object, where: str = "the featur
         raise ValueError(f"{where}: the GCWS map has bits={feature_map.bits} but "
                          f"{type(estimator).__name__} has code_bits={bits}: they must match")
     return True
-
-
-def _softmax(z: np.ndarray) -> np.ndarray:
-    z = z - z.max(axis=1, keepdims=True)
-    np.exp(z, out=z)
-    z /= z.sum(axis=1, keepdims=True)
-    return z
 
 
 class SoftmaxSGD(ClassifierMixin, BaseEstimator):
@@ -385,13 +379,11 @@ class SoftmaxSGD(ClassifierMixin, BaseEstimator):
 
     def predict_proba(self, X) -> np.ndarray:
         """Class probabilities ``softmax(W z + c)``, shape (n, n_classes)."""
-        return _softmax(self._scores(X))
+        return softmax(self._scores(X), axis=1)
 
     def predict_log_proba(self, X) -> np.ndarray:
         """Logarithm of :meth:`predict_proba`."""
-        z = self._scores(X)
-        z -= z.max(axis=1, keepdims=True)
-        return z - np.log(np.exp(z).sum(axis=1, keepdims=True))
+        return log_softmax(self._scores(X), axis=1)
 
     def predict(self, X) -> np.ndarray:
         """The most probable class of every row."""
