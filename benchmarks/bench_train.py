@@ -138,5 +138,84 @@ def main():
         print(f"{name:<52} {rps:>12,.0f} {acc:>9.4f}  {ratio}")
 
 
+
+
+# -- SoftmaxSGD (issue 11): the multinomial softmax on GCWS codes, no one-hot expansion -----------
+def synthetic10(n, d=10, seed=0):
+    """10 classes: quintiles of the product term of :func:`synthetic` times its radius term."""
+    X, _ = synthetic(n, d, seed)
+    t = X[:, 0] * X[:, 1] + np.sin(2 * X[:, 2])
+    q = np.searchsorted(np.quantile(t, [0.2, 0.4, 0.6, 0.8]), t)
+    return X, 2 * q + (X[:, 3] ** 2 + X[:, 4] ** 2 > 1.4)
+
+
+def softmax_main(argv=None):
+    """SoftmaxSGD on codes against SGDClassifier(log_loss) on the one-hot CSR and on dense float32
+    features of the same k: 10 classes, k = 256, b = 8, one epoch, blocks of BLOCK rows, best of
+    3 (the best, not the mean: on a shared machine other jobs only add time). In memory
+    (``partial_fit`` per block, the learner alone) and from the same GCWS store
+    (``fit_incremental``: read + learner input + training). Run alone with
+    ``python benchmarks/bench_train.py --softmax-only [--rows 200000]``."""
+    from _timing import best_time
+
+    from dask_kernels import SoftmaxSGD
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rows", type=int, default=200_000)
+    n = ap.parse_known_args(argv)[0].rows
+    X, y = synthetic10(n + 20_000)
+    Xtr, ytr, Xte, yte = X[:n], y[:n], X[n:], y[n:]
+    classes = np.unique(ytr)
+    k, bits, eta0 = 256, 8, 0.5 / 256  # one-hot rows have squared norm k
+    gcws = GCWS(n_components=k, bits=bits, seed=0).fit(Xtr)
+    codes = gcws.transform(Xtr)
+    onehot = gcws.expand(codes)
+    dense = NRFF(n_components=k, gamma=0.5, seed=0).fit(Xtr)
+    Dtr, Dte = dense.transform(Xtr).astype(np.float32), dense.transform(Xte).astype(np.float32)
+    Cte, Ote = gcws.transform(Xte), gcws.expand(gcws.transform(Xte))
+
+    def per_block(make, F):
+        est = make()
+        for a in range(0, n, BLOCK):
+            est.partial_fit(F[a:a + BLOCK], ytr[a:a + BLOCK], classes=classes)
+        return est
+
+    def softmax(**kw):
+        return SoftmaxSGD(code_bits=bits, alpha=1e-5, eta0=eta0, random_state=0, **kw)
+
+    runs = [
+        ("SGDClassifier(log_loss), one-hot CSR", lambda: per_block(lambda: sgd(eta0), onehot), Ote),
+        ("SGDClassifier(log_loss), dense float32 NRFF", lambda: per_block(lambda: sgd(0.5), Dtr), Dte),
+        ("SoftmaxSGD, codes", lambda: per_block(softmax, codes), Cte),
+        ("SoftmaxSGD(average=True), codes", lambda: per_block(lambda: softmax(average=True), codes), Cte),
+        ("SoftmaxSGD(rank=4), codes", lambda: per_block(lambda: softmax(rank=4), codes), Cte),
+    ]
+    softmax(rank=4, average=True).partial_fit(codes[:10], ytr[:10], classes=classes)  # compile outside timing
+    res = []
+    for name, fn, Fte in runs:
+        out = {}
+        seconds = best_time(lambda: out.update(est=fn()), 3, warmup=False)
+        res.append((f"partial_fit in memory: {name}", n / seconds, out["est"].score(Fte, yte)))
+    tmp = tempfile.mkdtemp(prefix="bench_train_softmax-")
+    store = dask_kernels.featurize(da.from_array(Xtr, chunks=(BLOCK, -1)), gcws, labels=ytr,
+                                   store=os.path.join(tmp, "gcws.zarr"), progress=False)
+    store = dask_kernels.open_store(store.path)
+    for name, make in (("SGDClassifier(log_loss), one-hot", lambda: sgd(eta0)), ("SoftmaxSGD, codes", softmax)):
+        out = {}
+        seconds = best_time(lambda: out.update(m=fit_incremental(make(), store, epochs=1, validation=None,
+                                                                 classes=classes, progress=False)), 3, warmup=False)
+        res.append((f"fit_incremental, GCWS store: {name}", n / seconds, out["m"].score(Xte, yte)))
+    onehot_rps, dense_rps = res[0][1], res[1][1]
+    print(f"\nSoftmaxSGD: {n} rows, {len(classes)} classes, k = {k}, b = {bits}, one epoch, blocks of {BLOCK}, "
+          "best of 3")
+    print(f"{'run':<72} {'rows/s':>10} {'test acc':>9} {'vs one-hot':>10} {'vs dense':>9}")
+    for name, rps, acc in res:
+        print(f"{name:<72} {rps:10,.0f} {acc:9.4f} {rps / onehot_rps:9.2f}x {rps / dense_rps:8.2f}x")
+    sto = [r for r in res if r[0].startswith("fit_incremental")]
+    print(f"from the store: SoftmaxSGD on codes {sto[1][1] / sto[0][1]:.2f}x SGDClassifier on one-hot")
+
+
 if __name__ == "__main__":
-    main()
+    if "--softmax-only" not in sys.argv:
+        main()
+    softmax_main()

@@ -5,6 +5,7 @@ from importlib.metadata import PackageNotFoundError, version
 from .exact import core_kernel, cosine_rbf_kernel, gmm_kernel, laplacian_kernel, minmax_kernel, rbf_kernel
 from .io import SparsePartitions, from_dataframe, read_csv, read_npy, read_parquet, read_svmlight, read_zarr
 from .learn import KernelModel, fit_incremental, load_model
+from .learn.softmax import SoftmaxSGD
 from .maps import FeatureMap, from_spec, registered_maps
 from .maps.core import CoRE
 from .maps.fastfood import Fastfood
@@ -33,6 +34,7 @@ __all__ = [
     "RFF",
     "RNG_SCHEME",
     "RandomFeatureSelector",
+    "SoftmaxSGD",
     "SparsePartitions",
     "core_kernel",
     "cosine_rbf_kernel",

@@ -11,7 +11,7 @@ from ._args import UsageError, fraction, make_map, nonnegative_float, parse_para
 
 help = "train a linear model out of core on a feature store or raw .npy/svmlight rows; save it"
 
-ESTIMATORS = ("sgd", "sgd-hinge", "perceptron", "multinomial-nb", "bernoulli-nb", "sgd-regressor")
+ESTIMATORS = ("sgd", "sgd-hinge", "perceptron", "multinomial-nb", "bernoulli-nb", "sgd-regressor", "softmax")
 
 
 def add_arguments(parser):
@@ -35,7 +35,10 @@ def add_arguments(parser):
                         help="extra map parameter, VALUE as JSON (e.g. --param bits=8 --param gamma=0.5)")
     parser.add_argument("--estimator", choices=ESTIMATORS, default="sgd",
                         help="sgd = SGDClassifier(log_loss) (default); sgd-hinge; perceptron; "
-                        "multinomial-nb; bernoulli-nb; sgd-regressor")
+                        "multinomial-nb; bernoulli-nb; sgd-regressor; softmax = SoftmaxSGD (multinomial, "
+                        "reads GCWS codes without expanding them)")
+    parser.add_argument("--rank", type=positive_int, default=None,
+                        help="softmax: rank r of the linear bottleneck W = U V (default: the full W)")
     parser.add_argument("--alpha", type=nonnegative_float, default=1e-5, help="SGD regularization (default 1e-5)")
     parser.add_argument("--eta0", type=positive_float, default=None,
                         help="initial learning rate (default: 1 / mean squared row norm of the first block)")
@@ -50,9 +53,15 @@ def add_arguments(parser):
     parser.add_argument("--no-resume", action="store_true", help="start over instead of resuming --checkpoint")
 
 
-def _estimator(args, eta0):
+def _estimator(args, eta0, fmap=None):
     from sklearn.linear_model import Perceptron, SGDClassifier, SGDRegressor
     from sklearn.naive_bayes import BernoulliNB, MultinomialNB
+
+    from dask_kernels import SoftmaxSGD
+
+    if args.rank is not None and args.estimator != "softmax":
+        raise UsageError(f"--rank is a parameter of --estimator softmax, not of {args.estimator}")
+    code_bits = fmap.bits if getattr(fmap, "method", None) == "gcws" else None  # GCWS: codes, not one-hot
 
     common = {"alpha": args.alpha, "learning_rate": "constant", "eta0": eta0, "random_state": args.seed}
     return {
@@ -62,6 +71,7 @@ def _estimator(args, eta0):
         "multinomial-nb": MultinomialNB,
         "bernoulli-nb": BernoulliNB,
         "sgd-regressor": lambda: SGDRegressor(**common),
+        "softmax": lambda: SoftmaxSGD(code_bits=code_bits, rank=args.rank, **common),
     }[args.estimator]()
 
 
@@ -149,7 +159,7 @@ def run(args):
     check_model_path(args.output, args.overwrite)  # before training, not after it
     src = _source(args)
     eta0 = args.eta0 if args.eta0 is not None else _default_eta0(src)
-    est = _estimator(args, eta0)
+    est = _estimator(args, eta0, src.feature_map)
     print(f"training {type(est).__name__} on {src.n_rows} rows in {src.n_blocks} blocks"
           + (f" ({src.feature_map.method} features)" if src.feature_map is not None else " (raw rows)"))
     model = fit_incremental(est, src, epochs=args.epochs, validation=args.validation or None,

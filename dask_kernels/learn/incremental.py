@@ -268,7 +268,7 @@ def _check_inputs(estimator, source, y, feature_map, block_rows, epochs, schedul
     if not hasattr(estimator, "partial_fit"):
         raise TypeError(f"{type(estimator).__name__} has no partial_fit: out-of-core training needs "
                         "an incremental estimator (e.g. SGDClassifier, SGDRegressor, MultinomialNB)")
-    src = as_source(source, y, feature_map, block_rows)
+    src = as_source(source, y, feature_map, block_rows).feed(estimator)
     if src.n_rows == 0:
         raise ValueError("the training input has no rows: nothing to train on")
     kind = _kind(estimator)
@@ -371,7 +371,7 @@ def _learner_width(src):
     from .model import learner_width
 
     if src.feature_map is not None:
-        return learner_width(src.feature_map)
+        return int(src.feature_map.n_output_features_) if src.codes else learner_width(src.feature_map)
     if isinstance(src, StoreSource):
         return int(src.features.shape[1])
     if isinstance(src, ArraySource):

@@ -41,6 +41,7 @@ SAVABLE = {
     "ComplementNB": "sklearn.naive_bayes",
     "GaussianNB": "sklearn.naive_bayes",
     "MiniBatchKMeans": "sklearn.cluster",
+    "SoftmaxSGD": "dask_kernels.learn.softmax",
 }
 
 #: Rows featurized at once when predicting on in-memory input (bounds the expanded width).
@@ -159,7 +160,14 @@ class KernelModel(MetaEstimatorMixin, BaseEstimator):
         if self.feature_map is None:
             return X
         fmap = self.feature_map
-        return fmap.expand(fmap.transform_block(fmap.validate_block(X, row_offset), row_offset))
+        return self._learner_input(fmap.transform_block(fmap.validate_block(X, row_offset), row_offset))
+
+    def _learner_input(self, stored):
+        """What the estimator consumes of stored features: GCWS codes as they are for an
+        estimator with ``code_bits`` (e.g. :class:`~dask_kernels.SoftmaxSGD`), else the expansion."""
+        from .softmax import feeds_codes
+
+        return stored if feeds_codes(self.estimator, self.feature_map) else self.feature_map.expand(stored)
 
     def _apply(self, method, X, width=None, dtype=None):
         fn = getattr(self.estimator, method)
@@ -205,7 +213,7 @@ class KernelModel(MetaEstimatorMixin, BaseEstimator):
             raise ValueError(f"the store at {getattr(store, 'path', '?')} was made by a different "
                              "feature map than this model's: predict on raw rows instead")
         F = store.features.rechunk({1: -1})
-        expand = self.feature_map.expand
+        expand = self._learner_input
         probe = np.zeros((1, F.shape[1]), dtype=F.dtype)  # stays lazy: no data is read
         out_dtype, out_w = self._out_meta(fn, expand(probe), width, dtype)
 
@@ -280,7 +288,7 @@ class KernelModel(MetaEstimatorMixin, BaseEstimator):
             If the estimator is not one of the savable classes (``SAVABLE``).
         """
         name = type(self.estimator).__name__
-        if name not in SAVABLE or type(self.estimator).__module__.split(".")[0] != "sklearn":
+        if name not in SAVABLE or getattr(importlib.import_module(SAVABLE[name]), name) is not type(self.estimator):
             raise TypeError(f"cannot save a {name}: saved models hold linear models and naive Bayes "
                             f"only ({', '.join(sorted(SAVABLE))})")
         arrays, state = get_state(self.estimator)
@@ -467,7 +475,12 @@ def load_model(path, *, max_bytes=None):
             fmap = from_spec(spec, arrays=model_arrays(path))
         except (ValueError, TypeError, KeyError, OverflowError) as e:
             raise ValueError(f"{where}: feature_map: {e}") from None
-        width = learner_width(fmap)
+        from .softmax import feeds_codes
+
+        try:
+            width = int(fmap.n_output_features_) if feeds_codes(estimator, fmap, where) else learner_width(fmap)
+        except ValueError as e:
+            raise ValueError(f"{where}: {e}") from None
         n_in = getattr(estimator, "n_features_in_", None)
         if n_in is not None and n_in != width:
             raise ValueError(f"{where}: the estimator was trained on {n_in} features, the feature map "

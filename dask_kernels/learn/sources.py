@@ -94,9 +94,21 @@ class BlockSource:
         """Sorted distinct labels (one pass over the labels only)."""
         return np.unique(np.concatenate([np.unique(self.read_labels(i)) for i in range(self.n_blocks)]))
 
+    #: Feed the stored codes as they are (set by :meth:`feed`: an estimator with ``code_bits``).
+    codes = False
+
+    def feed(self, estimator):
+        """Set what :meth:`expand` gives ``estimator``: GCWS codes as stored if it takes them
+        (``code_bits``, checked against the map's bits), else the expansion."""
+        from .softmax import feeds_codes
+
+        self.codes = feeds_codes(estimator, self.feature_map, getattr(getattr(self, "store", None), "path",
+                                                                     "the feature map"))
+        return self
+
     def expand(self, stored):
         """Learner features of a stored block."""
-        return stored if self.feature_map is None else self.feature_map.expand(stored)
+        return stored if self.feature_map is None or self.codes else self.feature_map.expand(stored)
 
     def fingerprint(self):
         """What must match for a checkpoint of this source to be resumed."""

@@ -153,6 +153,9 @@ def set_state(estimator, arrays, meta, where="state"):
     for name, value in {**restored, **randoms, **scalars}.items():
         setattr(estimator, name, value)
     check_learned_shapes(estimator, where)
+    own = getattr(estimator, "_check_learned_shapes", None)  # estimators of this package check their own
+    if own is not None:
+        own(where)
     return estimator
 
 

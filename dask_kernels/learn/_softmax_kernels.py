@@ -1,0 +1,187 @@
+"""Numba kernels of :class:`~dask_kernels.learn.softmax.SoftmaxSGD`: one SGD pass over one block.
+
+Rows come in one of three forms (``mode``): 0 = b-bit GCWS codes ``(n, k)`` (row ``i`` has a one
+at column ``j * 2**bits + X[i, j]``; no expansion), 1 = dense floats ``(n, d)``, 2 = CSR
+(``indptr``, ``indices``, ``data``). The first layer ``A`` is stored as (features, m) so the m
+weights of one active column are contiguous: a row's scores are a gather of its active rows of
+``A``. Full model: ``A`` = W^T (m = C classes); bottleneck: ``A`` = V^T (m = r) and
+``U`` (C, r), scores = U (V z) + c.
+
+L2 decay of ``A`` is a scalar factor ``s`` (true ``A`` = s * stored ``A``) so that a step only
+touches the row's active columns; averaged SGD keeps the sum of all iterates with the lazy
+update of Xu (2011): sum = S * A - acc, with ``S`` the sum of the scales and ``acc`` fed
+``S_{t-1} * delta`` at every sparse update. Both are folded back before returning, so a block
+starts and ends with plain arrays (what checkpoints store).
+"""
+
+import numpy as np
+from numba import njit
+
+#: Rescale ``A`` when the decay factor falls below this (keeps the stored weights in range).
+_MIN_SCALE = 1e-9
+
+
+@njit(nogil=True, cache=True)
+def _load_row(i, mode, X, indptr, indices, data, bits, cols, vals):
+    """Active columns and values of row ``i`` into ``cols``/``vals``; returns their number."""
+    if mode == 0:
+        k = X.shape[1]
+        for j in range(k):
+            cols[j] = (np.int64(j) << bits) + np.int64(X[i, j])
+        return k
+    if mode == 1:
+        d = X.shape[1]
+        for j in range(d):
+            vals[j] = X[i, j]  # cols is preset to 0..d-1
+        return d
+    a = indptr[i]
+    nnz = indptr[i + 1] - a
+    for q in range(nnz):
+        cols[q] = indices[a + q]
+        vals[q] = data[a + q]
+    return nnz
+
+
+@njit(nogil=True, cache=True)
+def _hidden(nnz, cols, vals, A, h):
+    """h = sum over active columns of value * A[col] (A as stored, unscaled)."""
+    m = A.shape[1]
+    for a in range(m):
+        h[a] = 0.0
+    for q in range(nnz):
+        v = vals[q]
+        row = A[cols[q]]
+        for a in range(m):
+            h[a] += row[a] * v
+
+
+@njit(nogil=True, cache=True)
+def _scores(h, U, c, z):
+    C = c.shape[0]
+    if U.shape[1] == 0:
+        for cc in range(C):
+            z[cc] = h[cc] + c[cc]
+    else:
+        for cc in range(C):
+            acc = c[cc]
+            for a in range(U.shape[1]):
+                acc += U[cc, a] * h[a]
+            z[cc] = acc
+
+
+@njit(nogil=True, cache=True)
+def _softmax_inplace(z):
+    """z <- softmax(z); returns log(sum(exp(z))) of the input."""
+    mx = z[0]
+    for cc in range(1, z.shape[0]):
+        mx = max(mx, z[cc])
+    tot = 0.0
+    for cc in range(z.shape[0]):
+        z[cc] = np.exp(z[cc] - mx)
+        tot += z[cc]
+    for cc in range(z.shape[0]):
+        z[cc] /= tot
+    return mx + np.log(tot)
+
+
+@njit(nogil=True, cache=True)
+def sgd_block(order, mode, X, indptr, indices, data, bits, width, y, A, U, c,
+              acc, U_sum, c_sum, eta0, invscaling, power_t, alpha, t):
+    """One SGD pass over the rows ``order`` of a block, updating ``A``, ``U``, ``c`` in place.
+
+    ``y`` holds class indices. With averaging (``acc`` not empty) ``acc`` comes in holding
+    minus the sum of the previous iterates of ``A`` and leaves holding plus the sum including
+    this block's; ``U_sum``/``c_sum`` are increased by every iterate. Returns the summed
+    training log loss (before each row's update).
+    """
+    C = c.shape[0]
+    m = A.shape[1]
+    lowrank = U.shape[1] > 0
+    average = acc.shape[0] > 0
+    cols = np.empty(width, np.int64)
+    vals = np.ones(width)
+    if mode == 1:
+        for j in range(width):
+            cols[j] = j
+    h = np.empty(m)
+    z = np.empty(C)
+    gh = np.empty(m)
+    s = 1.0   # true A = s * A
+    S = 0.0   # sum of the scales of the iterates so far (averaging)
+    loss = 0.0
+    for ii in range(order.shape[0]):
+        i = order[ii]
+        nnz = _load_row(i, mode, X, indptr, indices, data, bits, cols, vals)
+        _hidden(nnz, cols, vals, A, h)
+        for a in range(m):
+            h[a] *= s
+        _scores(h, U, c, z)
+        yi = y[i]
+        zy = z[yi]
+        loss += _softmax_inplace(z) - zy
+        z[yi] -= 1.0  # z is now the gradient of the loss w.r.t. the scores
+        eta = eta0 / t ** power_t if invscaling else eta0
+        if lowrank:
+            for a in range(m):
+                gh[a] = 0.0
+            for cc in range(C):
+                for a in range(m):
+                    gh[a] += U[cc, a] * z[cc]
+            decay = 1.0 - eta * alpha
+            for cc in range(C):
+                for a in range(m):
+                    U[cc, a] = U[cc, a] * decay - eta * z[cc] * h[a]
+        else:
+            for a in range(m):
+                gh[a] = z[a]
+        s *= 1.0 - eta * alpha
+        step = eta / s
+        for a in range(m):
+            gh[a] *= -step
+        if average:
+            for q in range(nnz):
+                row, arow, v = A[cols[q]], acc[cols[q]], vals[q]
+                for a in range(m):
+                    d = gh[a] * v
+                    row[a] += d
+                    arow[a] += S * d
+        else:
+            for q in range(nnz):
+                row, v = A[cols[q]], vals[q]
+                for a in range(m):
+                    row[a] += gh[a] * v
+        for cc in range(C):
+            c[cc] -= eta * z[cc]
+        if average:
+            S += s
+            for cc in range(C):
+                c_sum[cc] += c[cc]
+            if lowrank:
+                for cc in range(C):
+                    for a in range(m):
+                        U_sum[cc, a] += U[cc, a]
+        t += 1.0
+        if s < _MIN_SCALE:
+            A *= s
+            S /= s
+            s = 1.0
+    if average:
+        for j in range(A.shape[0]):
+            for a in range(m):
+                acc[j, a] = S * A[j, a] - acc[j, a]
+    if s != 1.0:
+        A *= s
+    return loss
+
+
+@njit(nogil=True, cache=True)
+def code_hidden(X, bits, A, out):
+    """out[i] = sum_j A[j * 2**bits + X[i, j]]: the first layer on codes (no expansion)."""
+    m = A.shape[1]
+    for i in range(X.shape[0]):
+        for a in range(m):
+            out[i, a] = 0.0
+        for j in range(X.shape[1]):
+            row = A[(np.int64(j) << bits) + np.int64(X[i, j])]
+            for a in range(m):
+                out[i, a] += row[a]
