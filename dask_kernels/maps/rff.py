@@ -19,7 +19,7 @@ import math
 
 from ._fourier import CAUCHY_MAX, COMMON_CONSTRAINTS, NORMAL_MAX, POSITIVE_FINITE, FloatFeatures, cauchy_table
 from ._fourier import normal_table, projection_bound, projection_tables, row_chunks
-from ._cos32 import affine_cos32_rows
+from ._cos32 import affine_cos32_rows, shift_cos32v2_rows
 from .base import FeatureMap
 
 STREAM_GAUSSIAN = 21
@@ -129,6 +129,9 @@ class RFF(FloatFeatures, FeatureMap):
         W, phase = self._tables()
         P = projection(X, W, self.output_dtype_)
         factor = self.output_dtype_.type(np.sqrt(2.0 / self.n_components))
+        if self.cosine_ == "cos32v2":
+            shift_cos32v2_rows(P, np.ones(P.shape[0]), phase, factor)
+            return P
         if self.cosine_ == "cos32":
             affine_cos32_rows(P, np.ones(P.shape[0]), phase, factor)
             return P
