@@ -217,40 +217,49 @@ _K4 = np.float32(2.4761811800999567e-05)
 _K5 = np.float32(-2.607571332191583e-07)
 
 
+# The intrinsics below also type for float64 so that kernels shared with float64 maps compile
+# (those never call the cos32v2 path at run time); cos32v2 itself is defined on float32.
+def _llvm_float(t):
+    return ir.FloatType() if t == types.float32 else ir.DoubleType()
+
+
 @intrinsic
 def fma32(typingctx, a, b, c):
-    """``a * b + c`` rounded once (IEEE fused multiply-add) on float32: ``llvm.fma.f32``, which
-    LLVM vectorizes (``vfmadd...ps``) and evaluates exactly the same way in every lane."""
-    if not (a == b == c == types.float32):
+    """``a * b + c`` rounded once (IEEE fused multiply-add): ``llvm.fma.f32``, which LLVM
+    vectorizes (``vfmadd...ps``) and evaluates exactly the same way in every lane."""
+    if not (a == b == c and a in (types.float32, types.float64)):
         return None
 
     def codegen(context, builder, sig, args):
-        f32 = ir.FloatType()
-        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(f32, [f32] * 3), "llvm.fma.f32")
+        ft = _llvm_float(sig.return_type)
+        name = "llvm.fma.f32" if sig.return_type == types.float32 else "llvm.fma.f64"
+        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ft, [ft] * 3), name)
         return builder.call(fn, args)
 
-    return types.float32(a, b, c), codegen
+    return a(a, b, c), codegen
 
 
 @intrinsic
 def _sign_of_parity(typingctx, t, v):
-    """``v`` with its sign flipped when the lowest mantissa bit of ``t`` is set (float32)."""
-    if not (t == v == types.float32):
+    """``v`` with its sign flipped when the lowest mantissa bit of ``t`` is set."""
+    if not (t == v and t in (types.float32, types.float64)):
         return None
 
     def codegen(context, builder, sig, args):
-        i32 = ir.IntType(32)
-        tb = builder.bitcast(args[0], i32)
-        vb = builder.bitcast(args[1], i32)
-        flip = builder.shl(tb, ir.Constant(i32, 31))
-        return builder.bitcast(builder.xor(vb, flip), ir.FloatType())
+        bits = sig.return_type.bitwidth
+        it = ir.IntType(bits)
+        tb = builder.bitcast(args[0], it)
+        vb = builder.bitcast(args[1], it)
+        flip = builder.shl(tb, ir.Constant(it, bits - 1))
+        return builder.bitcast(builder.xor(vb, flip), _llvm_float(sig.return_type))
 
-    return types.float32(t, v), codegen
+    return t(t, v), codegen
 
 
 @njit(nogil=True, cache=True, inline="always")
 def cos32v2(x):
     """Cosine of a float32 with ``|x| <= COS32_MAX``, to ``COS32V2_ABS_ERROR`` (float32 result)."""
+    x = np.float32(x)
     t = fma32(x, _INV_PI, _MAGIC)
     n = t - _MAGIC
     r = fma32(n, -_Q1, x)
@@ -276,14 +285,15 @@ def _abs_bits(typingctx, x):
     """The bits of ``|x|`` as an int32 (float32): ordered like |x|, NaN and inf above every finite
     value, so an integer max over a chunk (which vectorizes; a float max with NaN does not) tells
     whether every value is within the domain."""
-    if x != types.float32:
+    if x not in (types.float32, types.float64):
         return None
 
     def codegen(context, builder, sig, args):
-        i32 = ir.IntType(32)
-        return builder.and_(builder.bitcast(args[0], i32), ir.Constant(i32, 0x7FFFFFFF))
+        bits = sig.args[0].bitwidth
+        it = ir.IntType(bits)
+        return builder.and_(builder.bitcast(args[0], it), ir.Constant(it, (1 << (bits - 1)) - 1))
 
-    return types.int32(x), codegen
+    return (types.int32 if x == types.float32 else types.int64)(x), codegen
 
 
 @njit(nogil=True, cache=True, inline="always")

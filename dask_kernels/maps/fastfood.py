@@ -362,12 +362,13 @@ class Fastfood(FloatFeatures, FeatureMap):
             self, key, lambda: fastfood_tables(self.seed, d, k, self.sigma_, self.radial, self.matern_t, self.dtype)
         )
 
-    def _compute(self, X, row_offset, features):
+    def _compute(self, X, row_offset, features, out=None):
         B, P, G, scale, b = self._tables()
         if not features:
             b = np.zeros_like(b)
         X = sp.csr_matrix(X) if sp.issparse(X) else np.ascontiguousarray(X)
-        out = np.empty((X.shape[0], int(self.n_components)), dtype=self.output_dtype_)
+        if out is None:
+            out = np.empty((X.shape[0], int(self.n_components)), dtype=self.output_dtype_)
         factor = self.output_dtype_.type(math.sqrt(2.0 / self.n_components))
         cosine = {"cos32": COS32, "cos32v2": COS32V2}.get(self.cosine_, NO_COSINE) if features else NO_COSINE
         if cosine != NO_COSINE:  # the cosine is fused: one kernel call for the whole block
@@ -394,3 +395,7 @@ class Fastfood(FloatFeatures, FeatureMap):
     def transform_block(self, X, row_offset=0):
         """Features of a validated block: ndarray (n, n_components) of ``output_dtype_``."""
         return self._compute(X, row_offset, features=True)
+
+    def _transform_into(self, X, out, row_offset=0):
+        """:meth:`transform_block` written into ``out`` (C-contiguous rows of the result)."""
+        return self._compute(X, row_offset, features=True, out=out)

@@ -16,6 +16,7 @@ import math
 from ._fourier import COMMON_CONSTRAINTS, NORMAL_MAX, POSITIVE_FINITE, FloatFeatures, normal_table, projection_bound
 from ._fourier import projection_tables, row_chunks
 from ._cos32 import _CHUNK, cos32_into, shift_cos32v2
+from ._parallel import GEMM_BLOCKS
 from .base import FeatureMap
 from .rff import projection
 
@@ -196,11 +197,18 @@ class NRFF(FloatFeatures, FeatureMap):
 
     def transform_block(self, X, row_offset=0):
         """Unit-length features of a validated block: ndarray (n, n_components)."""
+        return self._transform_into(X, None, row_offset)
+
+    #: Row blocks of the public transform: large, for SGEMM's efficiency (see ``GEMM_BLOCKS``).
+    _row_blocks = GEMM_BLOCKS
+
+    def _transform_into(self, X, out, row_offset=0):
+        """:meth:`transform_block` written into ``out`` (or a new array when None)."""
         W, phase = self._tables()
         norms = _input_norms(X)
         inv = np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 0)
         # (X @ W) / ||x|| = W^T u: normalize after the product, the cheaper side.
-        P = projection(X, W, self.output_dtype_)
+        P = projection(X, W, self.output_dtype_, out)
         if self.cosine_ == "cos32v2":
             _cos32v2_unit_rows(P, inv, phase)
             return P
