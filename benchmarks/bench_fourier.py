@@ -5,7 +5,7 @@ Run: ``python benchmarks/bench_fourier.py [--quick] [--threads 2]``
 What is compared, all in one run, with the same number of threads (``--threads``):
 
 * ours: the public ``transform`` with ``n_jobs=--threads`` (row blocks on a thread pool, BLAS
-  held to one thread per block; the float32 cosine is ``cos32``, fused), column ``public``.
+  held to one thread per block; the float32 cosine is ``cos32v2``, fused), column ``public``.
 * RBFSampler, the peer, in the better of two configurations: ``blas`` (one call on the whole
   block, BLAS with ``--threads`` threads: how it is normally used) and ``pool`` (the block cut
   into 256-row chunks on a thread pool, BLAS 1 thread each).

@@ -69,9 +69,31 @@ def check_scheduler_file_path(path):
         raise UsageError(f"--scheduler-file {path}: folder {folder} does not exist")
 
 
+def warm_plugin(args):
+    """The :class:`~dask_kernels.warm.WarmKernels` plugin for the map a command will run (its
+    ``--method``, or the method of its ``--spec`` file), or None when there is no map."""
+    from ..maps import registered_maps
+    from ..warm import WarmKernels
+
+    method = getattr(args, "method", None)
+    spec_path = getattr(args, "spec", None)
+    if spec_path:
+        try:
+            with open(spec_path) as f:
+                method = json.load(f).get("method")
+        except (OSError, ValueError, AttributeError):
+            return None  # the command reports a bad --spec itself, with its own message
+    if not isinstance(method, str) or method not in registered_maps():
+        return None
+    return WarmKernels(methods=[method])
+
+
 @contextlib.contextmanager
 def client_for(args):
-    """A distributed Client as the arguments say; closes what it started."""
+    """A distributed Client as the arguments say; closes what it started.
+
+    Registers :func:`warm_plugin`, so that workers (those present, and any that join later)
+    load the map's Numba kernels at start rather than in their first block."""
     from distributed import Client, LocalCluster
 
     if getattr(args, "scheduler", None):
@@ -87,6 +109,9 @@ def client_for(args):
                                processes=True, dashboard_address=":0")
         client = Client(cluster)
     try:
+        plugin = warm_plugin(args)
+        if plugin is not None:
+            client.register_plugin(plugin)
         yield client
     finally:
         client.close()
