@@ -21,6 +21,7 @@ a LocalCluster's workers inherit the environment of the process that starts them
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Iterable
 
@@ -31,6 +32,8 @@ try:  # distributed is an optional dependency of the pipeline
     from distributed.diagnostics.plugin import WorkerPlugin
 except ImportError:  # pragma: no cover - only without distributed
     WorkerPlugin = object
+
+logger = logging.getLogger(__name__)
 
 #: Width of the tiny warm-up block for a method without a spec.
 _WARM_WIDTH = 8
@@ -110,4 +113,8 @@ class WarmKernels(WorkerPlugin):
         self.seconds = {}
 
     def setup(self, worker) -> None:
-        self.seconds = warm_maps(self.methods, self.specs)
+        try:
+            self.seconds = warm_maps(self.methods, self.specs)
+        except Exception as e:  # warming is an optimization: never fail a worker's start for it
+            logger.warning("dask-kernels: warming %s / %d specs failed (%s: %s); the first block will warm "
+                           "this worker instead", self.methods, len(self.specs), type(e).__name__, e)

@@ -30,6 +30,16 @@ def test_warm_maps_runs_every_method_and_spec():
         warm_maps(["no-such-map"])
 
 
+def test_every_registered_map_warms_and_a_failure_does_not_raise(caplog):
+    from dask_kernels import registered_maps
+
+    methods = sorted(m for m, cls in registered_maps().items() if cls.__module__.startswith("dask_kernels."))
+    assert set(warm_maps(methods)) == set(methods)
+    plugin = WarmKernels(methods=["no-such-map"])
+    plugin.setup(worker=None)  # logged, not raised: the worker starts anyway
+    assert plugin.seconds == {} and "no-such-map" in caplog.text
+
+
 def test_workers_present_and_joining_later_are_warmed():
     with distributed.LocalCluster(n_workers=1, processes=False, threads_per_worker=1, dashboard_address=":0") as cluster:
         with distributed.Client(cluster) as client:
