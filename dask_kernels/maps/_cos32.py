@@ -191,7 +191,7 @@ def cos32_array(x):
 # cos32 above spends ~30 vector operations per 16 values (two polynomials, a select, separate
 # multiplies and adds; about 1.4 ns per value measured, scalar-libm speed). cos32v2 reduces by pi
 # instead of pi/2, so that one even polynomial covers every argument and the quadrant is a sign
-# bit, and it uses fused multiply-adds: 15 operations per vector. Every operation is IEEE-defined
+# bit, and it uses fused multiply-adds: about 15 operations per vector. Every operation is IEEE-defined
 # (fma, add, bit operations: no contraction left to the compiler), so the plain loop that LLVM
 # vectorizes gives the same bits in vector lanes and in the scalar remainder, at any width.
 #
@@ -273,7 +273,8 @@ def cos32v2(x):
     return _sign_of_parity(t, fma32(p, z, np.float32(1.0)))
 
 
-#: Maximum absolute error of :func:`cos32v2` on ``[-COS32_MAX, COS32_MAX]`` (tested).
+#: Maximum absolute error of :func:`cos32v2` on ``[-COS32_MAX, COS32_MAX]`` (tested; a one-off
+#: check of every float32 in ``[0, COS32_MAX]`` found 1.4701e-7, at x = 2690.79).
 COS32V2_ABS_ERROR = 1.5e-7
 #: Values per chunk of the v2 row kernels: 1 KiB of float32, in L1 between the passes.
 _CHUNK = 256
