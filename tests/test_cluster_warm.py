@@ -41,7 +41,8 @@ def test_every_registered_map_warms_and_a_failure_does_not_raise(caplog):
 
 
 def test_workers_present_and_joining_later_are_warmed():
-    with distributed.LocalCluster(n_workers=1, processes=False, threads_per_worker=1, dashboard_address=":0") as cluster:
+    with distributed.LocalCluster(n_workers=1, processes=False, threads_per_worker=1,
+                                  dashboard_address=":0") as cluster:
         with distributed.Client(cluster) as client:
             client.register_plugin(WarmKernels(methods=["gcws"]))
             first = client.run(_warm_seconds)
