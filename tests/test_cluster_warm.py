@@ -8,7 +8,7 @@ import time
 import numpy as np
 import pytest
 
-from dask_kernels.cli._cluster import client_for, warm_plugin
+from dask_kernels.cli._cluster import client_for, warm_plugin, worker_start_method
 from dask_kernels.warm import WarmKernels, warm_maps
 
 distributed = pytest.importorskip("distributed")
@@ -71,4 +71,17 @@ def test_the_cli_registers_the_commands_map(tmp_path):
     assert warm_plugin(argparse.Namespace()) is None  # commands without a map
     with client_for(args) as client:
         seconds = client.run(_warm_seconds)
+        methods = client.run(lambda: __import__("multiprocessing").get_start_method(allow_none=True))
     assert [set(s) for s in seconds.values()] == [{"rff"}]
+    assert list(methods.values()) == [worker_start_method()]  # the worker was started that way
+
+
+def test_workers_start_from_a_forkserver_unless_configured_otherwise():
+    import multiprocessing
+
+    import dask
+
+    expect = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+    assert worker_start_method() == expect
+    with dask.config.set({"distributed.worker.multiprocessing-method": "fork"}):
+        assert worker_start_method() == "fork"  # a user's explicit choice is kept
