@@ -9,7 +9,8 @@ import scipy.sparse as sp
 
 from dask_kernels import from_spec, registered_maps
 from dask_kernels.sidecar import map_arrays
-from dask_kernels.maps._parallel import BLOCK_ROWS, effective_n_jobs, row_blocks, transform_rows
+from dask_kernels.maps._parallel import BLOCK_ROWS, GEMM_BLOCKS, blocks_of, effective_n_jobs, row_blocks
+from dask_kernels.maps._parallel import transform_rows, usable_cpus
 
 #: Small, fast parameters per method; a method not listed is built with its defaults.
 PARAMS = {
@@ -52,7 +53,7 @@ def test_every_map_is_bitwise_identical_for_any_thread_count(cls, params, X):
             out = out.toarray() if sp.issparse(out) else out
             # the first row block computed directly, with no threads at all (the whole block:
             # BLAS-based maps such as Nystroem agree across other block sizes only to rounding)
-            a, b = row_blocks(X.shape[0])[0]
+            a, b = blocks_of(fmap.transform_block, X.shape[0])[0]
             ref = fmap.transform_block(X[a:b], row_offset=a)
             np.testing.assert_array_equal(out[a:b], ref.toarray() if sp.issparse(ref) else ref)
 
@@ -78,6 +79,20 @@ def test_blocks_depend_on_the_row_count_only():
         assert all(b[1] == c[0] for b, c in zip(blocks, blocks[1:]))
         sizes = [b - a for a, b in blocks]
         assert max(sizes) <= BLOCK_ROWS and max(sizes) - min(sizes) <= 1
+
+
+def test_gemm_maps_use_large_blocks_that_still_fill_every_cpu():
+    from dask_kernels import NRFF, RFF
+
+    for cls in (RFF, NRFF):
+        fmap = cls(n_components=8).fit(np.ones((2, 3)))
+        assert blocks_of(fmap.transform_block, 5000) == row_blocks(5000, *GEMM_BLOCKS)
+    block_rows, min_rows = GEMM_BLOCKS
+    for n in (1, min_rows, 2 * min_rows, 1000, 5000):
+        sizes = [b - a for a, b in row_blocks(n, block_rows, min_rows)]
+        assert sum(sizes) == n and max(sizes) <= block_rows and max(sizes) - min(sizes) <= 1
+        assert len(sizes) >= min(usable_cpus(), n // min_rows)
+        assert len(sizes) == 1 or min(sizes) >= min_rows // 2
 
 
 def test_blocks_run_on_several_threads_and_blas_is_held_to_one():

@@ -69,9 +69,57 @@ def check_scheduler_file_path(path):
         raise UsageError(f"--scheduler-file {path}: folder {folder} does not exist")
 
 
+def warm_plugin(args):
+    """The :class:`~dask_kernels.warm.WarmKernels` plugin for the map a command will run (its
+    ``--method``, or the method of its ``--spec`` file), or None when there is no map."""
+    from ..maps import registered_maps
+    from ..warm import WarmKernels
+
+    method = getattr(args, "method", None)
+    spec_path = getattr(args, "spec", None)
+    if spec_path:
+        try:
+            with open(spec_path) as f:
+                method = json.load(f).get("method")
+        except (OSError, ValueError, AttributeError):
+            return None  # the command reports a bad --spec itself, with its own message
+    if not isinstance(method, str) or method not in registered_maps():
+        return None
+    return WarmKernels(methods=[method])
+
+
+#: dask's own default start method for worker processes (``distributed.worker.multiprocessing-method``).
+_DASK_DEFAULT_START = "spawn"
+
+
+def worker_start_method():
+    """How a LocalCluster started by a command starts its worker processes: ``forkserver`` where
+    the platform has it and dask's configuration still says its default, ``spawn``; otherwise
+    what the configuration says.
+
+    Why: a spawned worker re-imports the command's ``__main__`` (the console script, so all of
+    dask_kernels and its dependencies) and took 4 s longer to shut down; forked from a fresh
+    forkserver, which preloads dask's dependencies once, a 2-worker cluster started about 2 s
+    faster, used 1.5 s less CPU per worker and closed in 0.2 s instead of 4.3 s (measured on a
+    loaded 2-core machine, same run). The forkserver itself is a fresh single-threaded process,
+    so it has none of plain ``fork``'s hazards with the client's threads.
+    """
+    import multiprocessing
+
+    import dask
+
+    method = dask.config.get("distributed.worker.multiprocessing-method", _DASK_DEFAULT_START)
+    if method == _DASK_DEFAULT_START and "forkserver" in multiprocessing.get_all_start_methods():
+        return "forkserver"
+    return method
+
+
 @contextlib.contextmanager
 def client_for(args):
-    """A distributed Client as the arguments say; closes what it started."""
+    """A distributed Client as the arguments say; closes what it started.
+
+    Registers :func:`warm_plugin`, so that workers (those present, and any that join later)
+    load the map's Numba kernels at start rather than in their first block."""
     from distributed import Client, LocalCluster
 
     if getattr(args, "scheduler", None):
@@ -83,10 +131,16 @@ def client_for(args):
         client = connect(address, flag=f"--scheduler-file {args.scheduler_file}")
         cluster = None
     else:
-        cluster = LocalCluster(n_workers=args.workers, threads_per_worker=args.threads_per_worker,
-                               processes=True, dashboard_address=":0")
+        import dask
+
+        with dask.config.set({"distributed.worker.multiprocessing-method": worker_start_method()}):
+            cluster = LocalCluster(n_workers=args.workers, threads_per_worker=args.threads_per_worker,
+                                   processes=True, dashboard_address=":0")
         client = Client(cluster)
     try:
+        plugin = warm_plugin(args)
+        if plugin is not None:
+            client.register_plugin(plugin)
         yield client
     finally:
         client.close()

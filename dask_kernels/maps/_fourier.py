@@ -4,11 +4,11 @@
   function, never a second source of truth).
 * Common parameter checks, and row chunking for the elementwise passes.
 
-The cosine: float32 maps fitted by this version use :func:`dask_kernels.maps._cos32.cos32`,
+The cosine: float32 maps fitted by this version use :func:`dask_kernels.maps._cos32.cos32v2`,
 fused into the pass that forms the argument (no temporaries). The fitted state records it
-(``spec["state"]["cosine"] = "cos32"``); a spec without that key (written before cos32, or any
-float64 map) keeps numpy's ``np.cos`` on the block, so every existing spec still produces the
-same bytes.
+(``spec["state"]["cosine"] = "cos32v2"``); a spec that says ``"cos32"`` (the previous version's
+fits) keeps that cosine, and a spec without the key (written before cos32, or any float64 map)
+keeps numpy's ``np.cos`` on the block, so every existing spec still produces the same bytes.
 """
 
 import math
@@ -25,8 +25,10 @@ from ._parallel import N_JOBS_CONSTRAINT
 
 
 #: Cosine implementations a spec can name: "numpy" (``np.cos`` on the block, the default for
-#: specs without the key) and "cos32" (float32 only).
-COSINES = ("numpy", "cos32")
+#: specs without the key), "cos32" and "cos32v2" (float32 only; v2 for new fits).
+COSINES = ("numpy", "cos32", "cos32v2")
+#: The cosine new float32 fits use.
+FLOAT32_COSINE = "cos32v2"
 
 
 class FloatFeatures:
@@ -34,7 +36,7 @@ class FloatFeatures:
     ``dtype`` parameter, and the cosine the map was fitted with (``cosine_``)."""
 
     def _fit(self, X):
-        self.cosine_ = "cos32" if np.dtype(self.dtype) == np.float32 else "numpy"
+        self.cosine_ = FLOAT32_COSINE if np.dtype(self.dtype) == np.float32 else "numpy"
 
     def _fitted_state(self):
         return {"cosine": self.cosine_} if self.cosine_ != "numpy" else {}
@@ -43,10 +45,10 @@ class FloatFeatures:
         if set(state) - {"cosine"}:
             raise ValueError(f"feature-map spec['state']: only the key 'cosine' is known, got {sorted(state)}")
         cosine = state.get("cosine", "numpy")
-        if cosine not in COSINES or (cosine == "cos32" and np.dtype(self.dtype) != np.float32):
+        if cosine not in COSINES or (cosine != "numpy" and np.dtype(self.dtype) != np.float32):
             raise ValueError(
                 f"feature-map spec['state']['cosine']: {cosine!r} is not a cosine of this version for dtype "
-                f"{self.dtype} (known: {list(COSINES)}; cos32 needs float32)"
+                f"{self.dtype} (known: {list(COSINES)}; cos32 and cos32v2 need float32)"
             )
 
     def _set_fitted_state(self, state):

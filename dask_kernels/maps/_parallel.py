@@ -60,15 +60,34 @@ def effective_n_jobs(n_jobs):
     return n_jobs if n_jobs > 0 else max(cpus + 1 + n_jobs, 1)
 
 
-def row_blocks(n_rows, block_rows=BLOCK_ROWS):
+#: Row blocks of the maps whose block kernel is one matrix product (RFF, NRFF): OpenBLAS's
+#: SGEMM runs 1.4x faster per row on 512-1024 rows than on 128 (measured, d = 256-1024,
+#: k = 4096-16384), so their blocks are up to 1024 rows, and at least 256 rows unless that
+#: leaves a usable CPU idle.
+GEMM_BLOCKS = (1024, 256)
+
+
+def row_blocks(n_rows, block_rows=BLOCK_ROWS, min_rows=None):
     """``[(start, stop), ...]``: consecutive blocks of at most ``block_rows`` rows, sizes within one.
 
-    A function of ``n_rows`` only, never of the thread count: that is what keeps the result
-    bitwise identical for any ``n_jobs``.
+    With ``min_rows``, at least ``min(usable_cpus(), n_rows // min_rows)`` blocks, so that
+    large blocks still occupy every CPU. A function of ``n_rows`` (and the CPUs the process may
+    use), never of the thread count: that is what keeps the result bitwise identical for any
+    ``n_jobs``.
     """
     n_blocks = max(-(-n_rows // block_rows), 1)
+    if min_rows:
+        n_blocks = max(n_blocks, min(usable_cpus(), n_rows // min_rows))
     cuts = [i * n_rows // n_blocks for i in range(n_blocks + 1)]
     return list(zip(cuts[:-1], cuts[1:]))
+
+
+def blocks_of(block_fn, n_rows):
+    """The row blocks :func:`transform_rows` cuts ``n_rows`` into for ``block_fn``: a map's
+    ``_row_blocks = (block_rows, min_rows)`` if it has one (see :data:`GEMM_BLOCKS`), else
+    :data:`BLOCK_ROWS`."""
+    sizes = getattr(getattr(block_fn, "__self__", None), "_row_blocks", None)
+    return row_blocks(n_rows, *sizes) if sizes else row_blocks(n_rows)
 
 
 def _one_blas_thread():
@@ -107,7 +126,23 @@ def transform_rows(block_fn, X, n_jobs=None):
            [ 4.,  6.],
            [ 8., 10.]])
     """
-    blocks = row_blocks(X.shape[0])
+    blocks = blocks_of(block_fn, X.shape[0])
+    # A map may offer ``_transform_into(rows, out, row_offset)``, writing a block's features
+    # straight into its rows of the result (no per-block array and copy: ~5 % of RFF at d = 256).
+    into = getattr(getattr(block_fn, "__self__", None), "_transform_into", None)
+    if into is not None:
+        owner = block_fn.__self__
+        out = np.empty((X.shape[0], int(owner.n_output_features_)), dtype=owner.output_dtype_)
+        threads = min(effective_n_jobs(n_jobs), len(blocks))
+        with _one_blas_thread():
+            if threads <= 1:
+                for a, b in blocks:
+                    into(X[a:b], out[a:b], row_offset=a)
+            else:
+                with ThreadPoolExecutor(threads, thread_name_prefix="dask-kernels-transform") as pool:
+                    list(pool.map(lambda blk: into(X[blk[0] : blk[1]], out[blk[0] : blk[1]], row_offset=blk[0]),
+                                  blocks))
+        return out
     if len(blocks) == 1:
         return block_fn(X, row_offset=0)
     threads = min(effective_n_jobs(n_jobs), len(blocks))

@@ -137,10 +137,11 @@ class SparseFrequencies:
     def __init__(self, idx: np.ndarray, vals: np.ndarray, d: int):
         self.idx, self.vals, self.d = idx, vals, int(d)
 
-    def project(self, X, dtype) -> np.ndarray:
+    def project(self, X, dtype, out=None) -> np.ndarray:
         import scipy.sparse as sp
 
-        out = np.empty((X.shape[0], self.idx.shape[0]), dtype=dtype)  # each float64 sum rounded once
+        if out is None:  # each float64 sum rounded once, into out's dtype
+            out = np.empty((X.shape[0], self.idx.shape[0]), dtype=dtype)
         if sp.issparse(X):
             project_csr(X.data, X.indices, X.indptr, self.d, self.idx, self.vals, out)
         else:

@@ -29,9 +29,9 @@ from numba import njit
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..rng import bits, index_key, normal_array, rank_array, stream_key, unit64
+from ._cos32 import affine_cos32v2, cos32_into
 from ._fourier import COMMON_CONSTRAINTS, POSITIVE_FINITE, FloatFeatures, cached_table
 from ._subset import FEATURE_IDS_CONSTRAINT, FeatureIds, phases_of
-from ._cos32 import cos32_into
 from ._fwht import fwht_row
 from .base import FeatureMap
 
@@ -183,12 +183,17 @@ def block_tables(seed, d, blocks, phase_ids, sigma, radial, matern_t, dtype):
 # -- the block kernel ----------------------------------------------------------------------------
 
 
+#: ``cosine`` argument of the block kernels: the projection only, or the cosine fused after the
+#: last Hadamard stage (cos32 of the previous version's specs, cos32v2 of new ones).
+NO_COSINE, COS32, COS32V2 = 0, 1, 2
+
+
 @njit(nogil=True, cache=True)
-def _project_row(x, B, P, G, scale, phase, u, v, out_row, cos_factor):
+def _project_row(x, B, P, G, scale, phase, u, v, out_row, cos_factor, cosine, tmp):
     """``out_row[t d + i] = (V_t x)_i + phase[t d + i]`` for every block t (x zero-padded).
 
-    With ``cos_factor > 0`` each block of d values becomes ``cos_factor * cos32(...)`` right
-    after its last Hadamard stage, while it is still in L1.
+    With ``cosine`` COS32 or COS32V2, each block of d values becomes ``cos_factor * cos(...)``
+    right after its last Hadamard stage, while it is still in L1.
     """
     n_blocks, d = B.shape
     k = out_row.size
@@ -205,7 +210,9 @@ def _project_row(x, B, P, G, scale, phase, u, v, out_row, cos_factor):
         j0 = t * d
         st = scale[t]
         m = min(d, k - j0)
-        if cos_factor > 0:
+        if cosine == COS32V2:
+            affine_cos32v2(v[:m], st[:m], phase[j0 : j0 + m], out_row[j0 : j0 + m], cos_factor, tmp)
+        elif cosine == COS32:
             for i in range(m):
                 v[i] = v[i] * st[i] + phase[j0 + i]
             cos32_into(v, m, out_row, j0, cos_factor)
@@ -215,29 +222,31 @@ def _project_row(x, B, P, G, scale, phase, u, v, out_row, cos_factor):
 
 
 @njit(nogil=True, cache=True)
-def _project_dense(X, B, P, G, scale, phase, out, cos_factor):
+def _project_dense(X, B, P, G, scale, phase, out, cos_factor, cosine):
     d = B.shape[1]
     x = np.zeros(d, dtype=out.dtype)
     u = np.empty(d, dtype=out.dtype)
     v = np.empty(d, dtype=out.dtype)
+    tmp = np.empty(256, dtype=out.dtype)
     for r in range(X.shape[0]):
         for i in range(X.shape[1]):
             x[i] = X[r, i]
-        _project_row(x, B, P, G, scale, phase, u, v, out[r], cos_factor)
+        _project_row(x, B, P, G, scale, phase, u, v, out[r], cos_factor, cosine, tmp)
 
 
 @njit(nogil=True, cache=True)
-def _project_csr(data, indices, indptr, r0, B, P, G, scale, phase, out, cos_factor):
+def _project_csr(data, indices, indptr, r0, B, P, G, scale, phase, out, cos_factor, cosine):
     """Rows ``r0 .. r0 + len(out)`` of a CSR matrix (no scipy slicing: it costs ~30 us)."""
     d = B.shape[1]
     x = np.zeros(d, dtype=out.dtype)
     u = np.empty(d, dtype=out.dtype)
     v = np.empty(d, dtype=out.dtype)
+    tmp = np.empty(256, dtype=out.dtype)
     for r in range(out.shape[0]):
         x[:] = 0
         for p in range(indptr[r0 + r], indptr[r0 + r + 1]):
             x[indices[p]] += data[p]  # sums duplicates, like the dense matrix
-        _project_row(x, B, P, G, scale, phase, u, v, out[r], cos_factor)
+        _project_row(x, B, P, G, scale, phase, u, v, out[r], cos_factor, cosine, tmp)
 
 
 def padded_dim(n_features):
@@ -420,27 +429,38 @@ class Fastfood(FeatureIds, FloatFeatures, FeatureMap):
         key = (self.seed, d, self.sigma_, self.radial, int(self.matern_t), self.dtype, ids.tobytes())
         return cached_table(self, key, build)
 
-    def _compute(self, X, row_offset, features):
+    def _compute(self, X, row_offset, features, out=None):
         B, P, G, scale, b = self._tables()
         if not features:
             b = np.zeros_like(b)
         X = sp.csr_matrix(X) if sp.issparse(X) else np.ascontiguousarray(X)
-        out = np.empty((X.shape[0], b.size), dtype=self.output_dtype_)
+        gather = None if self.feature_ids is None else self._subset_tables()[1]
+        target = out
+        if out is None or gather is not None:  # a subset computes whole blocks, then picks its columns
+            out = np.empty((X.shape[0], b.size), dtype=self.output_dtype_)
         factor = self.output_dtype_.type(math.sqrt(2.0 / self.n_components))
-        fused = features and self.cosine_ == "cos32"
-        cos_factor = factor if fused else self.output_dtype_.type(0)
-        # Small row chunks, so that numpy's cosine and scaling passes find them still in cache.
-        for r0 in range(0, X.shape[0], ROWS_PER_CHUNK):
-            part = out[r0 : r0 + ROWS_PER_CHUNK]
+        cosine = {"cos32": COS32, "cos32v2": COS32V2}.get(self.cosine_, NO_COSINE) if features else NO_COSINE
+        if cosine != NO_COSINE:  # the cosine is fused: one kernel call for the whole block
+            chunk = max(X.shape[0], 1)
+        else:  # small row chunks, so that numpy's cosine and scaling passes find them in cache
+            chunk = ROWS_PER_CHUNK
+        zero = self.output_dtype_.type(0)
+        for r0 in range(0, X.shape[0], chunk):
+            part = out[r0 : r0 + chunk]
             if sp.issparse(X):
-                _project_csr(X.data, X.indices, X.indptr, r0, B, P, G, scale, b, part, cos_factor)
+                _project_csr(X.data, X.indices, X.indptr, r0, B, P, G, scale, b, part, factor if cosine else zero,
+                             cosine)
             else:
-                _project_dense(X[r0 : r0 + ROWS_PER_CHUNK], B, P, G, scale, b, part, cos_factor)
-            if features and not fused:
+                _project_dense(X[r0 : r0 + chunk], B, P, G, scale, b, part, factor if cosine else zero, cosine)
+            if features and cosine == NO_COSINE:
                 np.cos(part, out=part)
                 part *= factor
-        gather = None if self.feature_ids is None else self._subset_tables()[1]
-        return out if gather is None else out[:, gather]
+        if gather is None:
+            return out
+        if target is None:
+            return out[:, gather]
+        np.take(out, gather, axis=1, out=target)
+        return target
 
     def projection_block(self, X, row_offset=0):
         """``V x``, before phase and cosine, of a validated block: ndarray (n, n_components)."""
@@ -449,3 +469,7 @@ class Fastfood(FeatureIds, FloatFeatures, FeatureMap):
     def transform_block(self, X, row_offset=0):
         """Features of a validated block: ndarray (n, n_components) of ``output_dtype_``."""
         return self._compute(X, row_offset, features=True)
+
+    def _transform_into(self, X, out, row_offset=0):
+        """:meth:`transform_block` written into ``out`` (C-contiguous rows of the result)."""
+        return self._compute(X, row_offset, features=True, out=out)

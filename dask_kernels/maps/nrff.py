@@ -15,8 +15,9 @@ import math
 
 from ._fourier import COMMON_CONSTRAINTS, NORMAL_MAX, POSITIVE_FINITE, FloatFeatures, normal_table, projection_bound
 from ._fourier import projection_tables, row_chunks
-from ._cos32 import cos32_into
+from ._cos32 import _CHUNK, cos32_into, shift_cos32v2
 from ._fourier import cached_table
+from ._parallel import GEMM_BLOCKS
 from ._subset import FEATURE_IDS_CONSTRAINT, FeatureIds, normal_columns, phases_of
 from .base import FeatureMap
 from .rff import projection
@@ -59,6 +60,31 @@ def _cos32_unit_rows(P, inv, phase):
         for j in range(row.size):
             row[j] = row[j] * f + phase[j]
         cos32_into(row, row.size, row, 0, np.float32(1.0))
+        acc[:] = 0.0
+        n16 = row.size - row.size % 16
+        for j0 in range(0, n16, 16):
+            for m in range(16):
+                v = np.float64(row[j0 + m])
+                acc[m] += v * v
+        total = 0.0
+        for m in range(16):
+            total += acc[m]
+        for j in range(n16, row.size):
+            total += np.float64(row[j]) * np.float64(row[j])
+        g = np.float32(1.0 / np.sqrt(total))
+        for j in range(row.size):
+            row[j] *= g
+
+
+@njit(nogil=True, cache=True)
+def _cos32v2_unit_rows(P, inv, phase):
+    """:func:`_cos32_unit_rows` with :func:`dask_kernels.maps._cos32.cos32v2`, the argument
+    formed in the same pass (``shift_cos32v2``)."""
+    acc = np.zeros(16)
+    tmp = np.empty(_CHUNK, dtype=np.float32)
+    for i in range(P.shape[0]):
+        row = P[i]
+        shift_cos32v2(row, np.float32(inv[i]), phase, row, np.float32(1.0), tmp)
         acc[:] = 0.0
         n16 = row.size - row.size % 16
         for j0 in range(0, n16, 16):
@@ -191,11 +217,21 @@ class NRFF(FeatureIds, FloatFeatures, FeatureMap):
 
     def transform_block(self, X, row_offset=0):
         """Unit-length features of a validated block: ndarray (n, n_components)."""
+        return self._transform_into(X, None, row_offset)
+
+    #: Row blocks of the public transform: large, for SGEMM's efficiency (see ``GEMM_BLOCKS``).
+    _row_blocks = GEMM_BLOCKS
+
+    def _transform_into(self, X, out, row_offset=0):
+        """:meth:`transform_block` written into ``out`` (or a new array when None)."""
         W, phase = self._tables()
         norms = _input_norms(X)
         inv = np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 0)
         # (X @ W) / ||x|| = W^T u: normalize after the product, the cheaper side.
-        P = projection(X, W, self.output_dtype_)
+        P = projection(X, W, self.output_dtype_, out)
+        if self.cosine_ == "cos32v2":
+            _cos32v2_unit_rows(P, inv, phase)
+            return P
         if self.cosine_ == "cos32":
             _cos32_unit_rows(P, inv, phase)
             return P

@@ -21,8 +21,9 @@ import numbers
 
 from ._fourier import CAUCHY_MAX, COMMON_CONSTRAINTS, NORMAL_MAX, POSITIVE_FINITE, FloatFeatures, cauchy_table
 from ._fourier import normal_table, projection_bound, projection_tables, row_chunks
-from ._cos32 import affine_cos32_rows
+from ._cos32 import affine_cos32_rows, shift_cos32v2_rows
 from ._fourier import cached_table
+from ._parallel import GEMM_BLOCKS
 from ._sparse import MAX_NONZEROS, SparseFrequencies, sparse_support, sparse_values
 from ._subset import FEATURE_IDS_CONSTRAINT, FeatureIds, cauchy_columns, normal_columns, phases_of
 from .base import FeatureMap
@@ -33,12 +34,19 @@ STREAM_PHASE = 23
 STREAM_SUPPORT = 24
 
 
-def projection(X, W, dtype):
-    """``X @ W`` for a dense or CSR block, C-contiguous in ``dtype`` (BLAS for dense input)."""
+def projection(X, W, dtype, out=None):
+    """``X @ W`` for a dense or CSR block, C-contiguous in ``dtype`` (BLAS for dense input);
+    into ``out`` (C-contiguous, of that shape and dtype) when given."""
     if isinstance(W, SparseFrequencies):
-        return W.project(X, dtype)
+        return W.project(X, dtype, out)
     X = X.astype(dtype, copy=False)
-    return np.ascontiguousarray(X @ W if not sp.issparse(X) else np.asarray(X @ W), dtype=dtype)
+    if out is None:
+        return np.ascontiguousarray(X @ W if not sp.issparse(X) else np.asarray(X @ W), dtype=dtype)
+    if sp.issparse(X):
+        out[...] = X @ W
+    else:
+        np.matmul(X, W, out=out)
+    return out
 
 
 class RFF(FeatureIds, FloatFeatures, FeatureMap):
@@ -201,9 +209,19 @@ class RFF(FeatureIds, FloatFeatures, FeatureMap):
 
     def transform_block(self, X, row_offset=0):
         """Features of a validated block: ndarray (n, n_components) of ``output_dtype_``."""
+        return self._transform_into(X, None, row_offset)
+
+    #: Row blocks of the public transform: large, for SGEMM's efficiency (see ``GEMM_BLOCKS``).
+    _row_blocks = GEMM_BLOCKS
+
+    def _transform_into(self, X, out, row_offset=0):
+        """:meth:`transform_block` written into ``out`` (or a new array when None)."""
         W, phase = self._tables()
-        P = projection(X, W, self.output_dtype_)
+        P = projection(X, W, self.output_dtype_, out)
         factor = self.output_dtype_.type(np.sqrt(2.0 / self.n_components))
+        if self.cosine_ == "cos32v2":
+            shift_cos32v2_rows(P, np.ones(P.shape[0]), phase, factor)
+            return P
         if self.cosine_ == "cos32":
             affine_cos32_rows(P, np.ones(P.shape[0]), phase, factor)
             return P

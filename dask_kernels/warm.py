@@ -1,0 +1,120 @@
+"""Warm Dask workers: load a map's Numba kernels before its first block arrives.
+
+A fresh worker process pays, on the first block of a map, for importing the package and for
+loading (or, without a cache, compiling) the map's Numba kernels: 1-3 s here, the same order as
+a whole block. :class:`WarmKernels` is a ``distributed`` worker plugin that does this at worker
+start, on every worker present when it is registered and on every worker that joins later
+(an adaptive cluster growing), so no block waits for it.
+
+What it runs: for each method name, the map with default parameters fitted and applied to a
+tiny all-zero block, dense and CSR (the kernels are compiled per argument type, not per size,
+so this loads exactly the code the real blocks use); for each full spec (a fitted map's
+:meth:`~dask_kernels.maps.base.FeatureMap.spec`), that map on a tiny block, which also builds
+its parameter tables. A failure is logged by the worker and changes nothing: the first block
+then warms the worker as before.
+
+Numba's on-disk cache (``NUMBA_CACHE_DIR``, or ``__pycache__`` beside the package) is shared
+by every process of one machine, so workers load compiled kernels instead of compiling them;
+a LocalCluster's workers inherit the environment of the process that starts them.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Iterable
+
+import numpy as np
+import scipy.sparse as sp
+
+try:  # distributed is an optional dependency of the pipeline
+    from distributed.diagnostics.plugin import WorkerPlugin
+except ImportError:  # pragma: no cover - only without distributed
+    WorkerPlugin = object
+
+logger = logging.getLogger(__name__)
+
+#: Width of the tiny warm-up block for a method without a spec.
+_WARM_WIDTH = 8
+
+
+def warm_maps(methods: Iterable[str] = (), specs: Iterable[str | dict] = ()) -> dict[str, float]:
+    """Run each map once on a tiny block in this process; return seconds per map.
+
+    Parameters
+    ----------
+    methods : iterable of str
+        Registered map methods (``"gcws"``, ``"rff"``, ...), warmed with default parameters.
+    specs : iterable of dict or JSON str
+        Full specs of fitted maps (without a sidecar), warmed as they are.
+
+    Returns
+    -------
+    dict mapping ``method`` (or ``"spec:<method>"``) to the seconds it took.
+
+    Examples
+    --------
+    >>> from dask_kernels.warm import warm_maps
+    >>> sorted(warm_maps(["rff"]))
+    ['rff']
+    """
+    from .maps import from_spec, registered_maps
+
+    seconds = {}
+    maps = registered_maps()
+    for method in methods:
+        t0 = time.perf_counter()
+        X = np.zeros((2, _WARM_WIDTH))
+        X[0, 0] = 1.0  # one nonzero row: the sampling kernels' main path, not only the empty-row exit
+        fmap = maps[method]().fit(X)
+        fmap.transform(X)
+        if fmap.accepts_sparse:
+            fmap.transform(sp.csr_matrix(X))
+        seconds[method] = time.perf_counter() - t0
+    for spec in specs:
+        t0 = time.perf_counter()
+        fmap = from_spec(spec)
+        d = int(fmap.n_features_in_)
+        X = sp.csr_matrix((1, d)) if d > 65536 and fmap.accepts_sparse else np.zeros((1, d))
+        fmap.transform_block(fmap.validate_block(X))
+        method = (json.loads(spec) if isinstance(spec, (str, bytes)) else spec)["method"]
+        seconds[f"spec:{method}"] = time.perf_counter() - t0
+    return seconds
+
+
+class WarmKernels(WorkerPlugin):
+    """Worker plugin: :func:`warm_maps` at worker start (present and future workers).
+
+    Parameters
+    ----------
+    methods : iterable of str
+        Map methods to warm with default parameters.
+    specs : iterable of dict or JSON str
+        Full specs of fitted maps to warm (their parameter tables are built too).
+
+    Attributes
+    ----------
+    seconds : dict
+        After ``setup`` on a worker: what :func:`warm_maps` returned there.
+
+    Examples
+    --------
+    On a client of any cluster (``dask-kernels`` commands that start one do this themselves)::
+
+        client.register_plugin(WarmKernels(methods=["gcws"]))
+    """
+
+    name = "dask-kernels-warm"
+
+    def __init__(self, methods: Iterable[str] = (), specs: Iterable[str | dict] = ()):
+        self.methods = list(methods)
+        self.specs = [s if isinstance(s, str) else json.dumps(s) for s in specs]
+        self.seconds = {}
+
+    def setup(self, worker) -> None:
+        try:
+            self.seconds = warm_maps(self.methods, self.specs)
+        except Exception as e:  # warming is an optimization: never fail a worker's start for it
+            logger.warning("dask-kernels: warming %s / %d specs failed (%s: %s); the first block will warm "
+                           "this worker instead", self.methods, len(self.specs), type(e).__name__, e)

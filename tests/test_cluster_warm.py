@@ -1,0 +1,87 @@
+"""WarmKernels: workers load a map's kernels at start, including workers that join later; the
+CLI's cluster registers it for the command's map."""
+
+import argparse
+import json
+import time
+
+import numpy as np
+import pytest
+
+from dask_kernels.cli._cluster import client_for, warm_plugin, worker_start_method
+from dask_kernels.warm import WarmKernels, warm_maps
+
+distributed = pytest.importorskip("distributed")
+
+
+def _warm_seconds(dask_worker):
+    plugin = dask_worker.plugins.get(WarmKernels.name)
+    return None if plugin is None else dict(plugin.seconds)
+
+
+def test_warm_maps_runs_every_method_and_spec():
+    from dask_kernels import GCWS
+
+    spec = GCWS(n_components=16, sampler="dart").fit(np.ones((3, 5))).spec()
+    seconds = warm_maps(["gcws", "fastfood"], [spec, json.dumps(spec)])
+    assert set(seconds) == {"gcws", "fastfood", "spec:gcws"}
+    assert all(s >= 0 for s in seconds.values())
+    with pytest.raises(KeyError):
+        warm_maps(["no-such-map"])
+
+
+def test_every_registered_map_warms_and_a_failure_does_not_raise(caplog):
+    from dask_kernels import registered_maps
+
+    methods = sorted(m for m, cls in registered_maps().items() if cls.__module__.startswith("dask_kernels."))
+    assert set(warm_maps(methods)) == set(methods)
+    plugin = WarmKernels(methods=["no-such-map"])
+    plugin.setup(worker=None)  # logged, not raised: the worker starts anyway
+    assert plugin.seconds == {} and "no-such-map" in caplog.text
+
+
+def test_workers_present_and_joining_later_are_warmed():
+    with distributed.LocalCluster(n_workers=1, processes=False, threads_per_worker=1,
+                                  dashboard_address=":0") as cluster:
+        with distributed.Client(cluster) as client:
+            client.register_plugin(WarmKernels(methods=["gcws"]))
+            first = client.run(_warm_seconds)
+            assert [set(s) for s in first.values()] == [{"gcws"}]
+            cluster.scale(2)  # a worker joining after the plugin was registered
+            client.wait_for_workers(2, timeout=60)
+            deadline = time.monotonic() + 60
+            while True:
+                seen = client.run(_warm_seconds)
+                if len(seen) == 2 and all(s and "gcws" in s for s in seen.values()):
+                    break
+                assert time.monotonic() < deadline, seen
+                time.sleep(0.2)
+            assert set(seen) - set(first)  # the new worker ran the plugin too
+
+
+def test_the_cli_registers_the_commands_map(tmp_path):
+    args = argparse.Namespace(method="rff", spec=None, workers=1, threads_per_worker=1)
+    assert warm_plugin(args).methods == ["rff"]
+    spec = tmp_path / "s.json"
+    spec.write_text(json.dumps({"method": "fastfood", "params": {}}))
+    assert warm_plugin(argparse.Namespace(method="gcws", spec=str(spec))).methods == ["fastfood"]
+    spec.write_text("not json")
+    assert warm_plugin(argparse.Namespace(method="gcws", spec=str(spec))) is None  # the command says why
+    assert warm_plugin(argparse.Namespace(method="nope", spec=None)) is None
+    assert warm_plugin(argparse.Namespace()) is None  # commands without a map
+    with client_for(args) as client:
+        seconds = client.run(_warm_seconds)
+        methods = client.run(lambda: __import__("multiprocessing").get_start_method(allow_none=True))
+    assert [set(s) for s in seconds.values()] == [{"rff"}]
+    assert list(methods.values()) == [worker_start_method()]  # the worker was started that way
+
+
+def test_workers_start_from_a_forkserver_unless_configured_otherwise():
+    import multiprocessing
+
+    import dask
+
+    expect = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+    assert worker_start_method() == expect
+    with dask.config.set({"distributed.worker.multiprocessing-method": "fork"}):
+        assert worker_start_method() == "fork"  # a user's explicit choice is kept
