@@ -106,6 +106,17 @@ def test_fastfood_subset_projection_is_the_full_columns_bitwise(name, dtype):
                                atol=tol)
 
 
+@pytest.mark.parametrize("name", sorted(MAPS))
+def test_subset_maps_are_bitwise_the_same_on_every_thread_count(name):
+    # the thread pool writes each row block into the result (_transform_into); a subset that is
+    # not whole Fastfood blocks must still land its picked columns there
+    rows = np.random.default_rng(1).normal(size=(700, 11))
+    ids = [199, 3, 50, 48, 0]
+    one = MAPS[name](n_components=len(ids), feature_ids=ids, n_jobs=1).fit(rows).transform(rows)
+    two = MAPS[name](n_components=len(ids), feature_ids=ids, n_jobs=2).fit(rows).transform(rows)
+    assert one.shape == (700, len(ids)) and np.array_equal(one, two)
+
+
 def test_fastfood_whole_blocks_need_no_gather():
     d = 16
     ids = np.r_[5 * d : 6 * d, 9 * d : 10 * d]  # blocks 5 and 9
