@@ -112,7 +112,7 @@ class FeatureMap(TransformerMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like or sparse matrix of shape (n_rows, n_features_in_)
+        X : array-like or sparse matrix of shape (n_rows, n_features)
         row_offset : int, default=0
             Global row number of ``X[0]``, for messages.
         row_numbers : array of int, optional
@@ -168,11 +168,11 @@ class FeatureMap(TransformerMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like or sparse matrix of shape (n_samples, n_features_in_)
+        X : array-like or sparse matrix of shape (n_samples, n_features)
 
         Returns
         -------
-        ndarray or sparse matrix of shape (n_samples, n_output_features_), or, for a map built
+        ndarray or sparse matrix of shape ``(n_samples, n_output_features_)``, or, for a map built
         with ``output="onehot"`` (GCWS, CoRE), :meth:`expand` of it: the features a linear
         learner consumes.
         """

@@ -296,7 +296,7 @@ class GCWS(FeatureMap):
     Attributes
     ----------
     n_features_in_ : int
-    center_ : ndarray of shape (n_features_in_,) or None
+    center_ : ndarray of shape (n_features,) or None
     n_output_features_ : int
         Width of ``transform_block`` (stored codes): ``n_components``.
     output_dtype_ : numpy.dtype
@@ -456,7 +456,7 @@ class GCWS(FeatureMap):
 
         Parameters
         ----------
-        X : array-like or sparse matrix of shape (n_samples, n_features_in_)
+        X : array-like or sparse matrix of shape (n_samples, n_features)
 
         Returns
         -------

@@ -229,7 +229,7 @@ class Nystroem(FeatureMap):
     output_dtype_ : numpy.dtype
     gamma_ : float or None
         The bandwidth used.
-    landmarks_ : ndarray or CSR matrix of shape (n_output_features_, n_features_in_)
+    landmarks_ : ndarray or CSR matrix of shape (n_landmarks, n_features)
         float64; CSR when fitted on sparse input.
     landmark_rows_ : ndarray of int64
         Global row numbers of the landmarks in the fitted input.
@@ -490,7 +490,7 @@ class Nystroem(FeatureMap):
         return cached_table(self, (self.sidecar_["sha256"], self.dtype, self.kernel), build)
 
     def transform_block(self, X: np.ndarray | sp.csr_matrix, row_offset: int = 0) -> np.ndarray:
-        """Features of a validated block: ndarray (n, n_output_features_) of ``output_dtype_``."""
+        """Features of a validated block: ndarray ``(n, n_output_features_)`` of ``output_dtype_``."""
         L, extra, N = self._tables()
         K = kernel_block(self.kernel, X, L, gamma=self.gamma_, dtype=self.output_dtype_, **extra)
         return np.ascontiguousarray(K @ N)
