@@ -22,12 +22,13 @@ version = ".".join(release.split(".")[:2])
 extensions = [
     "sphinx.ext.autodoc",
     "sphinx.ext.autosummary",
-    "sphinx.ext.mathjax",
     "sphinx.ext.viewcode",
     "numpydoc",
     "myst_nb",
     "dk_cli",
+    "dk_mathml",  # formulas as MathML at build time: rendered offline, no JavaScript
 ]
+html_math_renderer = "mathml"
 
 source_suffix = {".rst": "restructuredtext", ".md": "myst-nb", ".ipynb": "myst-nb"}
 exclude_patterns = ["_build", "jupyter_execute", "**.ipynb_checkpoints"]
@@ -84,4 +85,5 @@ def setup(app):
 # --- HTML -------------------------------------------------------------------------------------
 html_theme = "furo"
 html_title = f"dask_kernels {release}"
-html_static_path = []
+html_static_path = ["_static"]
+html_css_files = ["dk.css"]
