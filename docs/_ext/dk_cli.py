@@ -13,7 +13,7 @@ from docutils.statemachine import StringList
 from sphinx.util.docutils import SphinxDirective
 from sphinx.util.nodes import nested_parse_with_titles
 
-WIDTH = "100"  # argparse wraps help to $COLUMNS: fixed, so the page does not depend on the terminal
+WIDTH = "86"  # argparse wraps help to $COLUMNS: fixed (the page's width), not the terminal's
 
 
 def _help(parser):
@@ -35,10 +35,10 @@ class CliDirective(SphinxDirective):
         from dask_kernels.cli import build_parser
 
         parser = build_parser()
-        lines = ["", "::", ""] + ["    " + ln for ln in _help(parser).splitlines()] + [""]
+        lines = ["", ".. code-block:: text", ""] + ["    " + ln for ln in _help(parser).splitlines()] + [""]
         for name, sub in sorted(_subparsers(parser).items()):
             title = f"dask-kernels {name}"
-            lines += [title, "-" * len(title), "", sub.description or "", "", "::", ""]
+            lines += [title, "-" * len(title), "", sub.description or "", "", ".. code-block:: text", ""]
             lines += ["    " + ln for ln in _help(sub).splitlines()] + [""]
         container = nodes.section()
         container.document = self.state.document
