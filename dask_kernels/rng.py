@@ -190,13 +190,13 @@ def log32(x):
 
 
 @njit(nogil=True, cache=True)
-def uniform(seed: int, stream: int, index: int, counter: int) -> float:
+def uniform(seed, stream, index, counter):
     """Uniform on (0, 1), float64."""
     return unit64(bits(index_key(stream_key(seed, stream), index), counter))
 
 
 @njit(nogil=True, cache=True)
-def normal(seed: int, stream: int, index: int, counter: int) -> float:
+def normal(seed, stream, index, counter):
     """Standard normal, float64 (Box-Muller on counters 2c and 2c + 1)."""
     ikey = index_key(stream_key(seed, stream), index)
     c = np.uint64(counter) * np.uint64(2)
@@ -206,7 +206,7 @@ def normal(seed: int, stream: int, index: int, counter: int) -> float:
 
 
 @njit(nogil=True, cache=True)
-def gamma2(seed: int, stream: int, index: int, counter: int) -> float:
+def gamma2(seed, stream, index, counter):
     """Gamma(shape=2, scale=1), float64: the sum of two standard exponentials."""
     ikey = index_key(stream_key(seed, stream), index)
     c = np.uint64(counter) * np.uint64(2)
@@ -226,7 +226,7 @@ def gamma2_f32_words(lo, hi):
 
 
 @njit(nogil=True, cache=True)
-def rank(seed: int, stream: int, index: int, counter: int) -> np.uint64:
+def rank(seed, stream, index, counter):
     """A uniformly random 64-bit word: the rank of ``index`` under minwise hash ``counter``."""
     return bits(index_key(stream_key(seed, stream), index), counter)
 

@@ -27,10 +27,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import scipy.sparse as sp
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils._param_validation import InvalidParameterError, validate_parameter_constraints
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -40,6 +39,9 @@ from ..blocks import validate_block as _validate_block
 from ..rng import RNG_SCHEME
 from ..sidecar import attach as attach_sidecar
 from ._parallel import RUNTIME_PARAMS, transform_rows
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 SPEC_VERSION = 1
 #: Spec versions :func:`from_spec` reads.
