@@ -66,8 +66,8 @@ for _name in sorted(os.listdir(os.path.join(ROOT, "examples"))):
 
 
 def _check_api_reference(app):
-    """Every public name (``dask_kernels.__all__``) is in the API reference: a warning, so the
-    -W build fails when a new export is left undocumented."""
+    """Every public name (``dask_kernels.__all__``) is in the API reference and every registered
+    map has a method page: warnings, so the -W build fails when either is left out."""
     from sphinx.util import logging
 
     with open(os.path.join(HERE, "api.rst")) as f:
@@ -76,6 +76,9 @@ def _check_api_reference(app):
         line.split("::", 1)[1].strip() for line in text.splitlines() if line.startswith(".. data::")}
     for name in sorted(set(dask_kernels.__all__) - documented):
         logging.getLogger(__name__).warning(f"dask_kernels.{name} is public (__all__) but not in docs/api.rst")
+    for method in sorted(dask_kernels.registered_maps()):  # every map has its page of formulas
+        if not os.path.exists(os.path.join(HERE, "methods", f"{method}.md")):
+            logging.getLogger(__name__).warning(f"feature map {method!r} has no page docs/methods/{method}.md")
 
 
 def setup(app):
