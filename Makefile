@@ -9,7 +9,11 @@ $(BIN)/.installed: pyproject.toml
 	$(BIN)/python -m pip install --quiet -e ".[test,bench]"
 	touch $@
 
-.PHONY: install demo test bench
+$(BIN)/.docs-installed: $(BIN)/.installed pyproject.toml
+	$(BIN)/python -m pip install --quiet -e ".[docs]"
+	touch $@
+
+.PHONY: install demo test bench docs
 install: $(BIN)/.installed
 
 demo: $(BIN)/.installed
@@ -20,3 +24,9 @@ test: $(BIN)/.installed
 
 bench: $(BIN)/.installed
 	for b in benchmarks/bench_*.py; do $(BIN)/python $$b || exit 1; done
+
+# The docs site (docs/_build/html), built afresh with warnings as errors; it runs the examples.
+# Quiet (-q): only warnings and errors print, so the test run's summary stays the last line in CI.
+docs: $(BIN)/.docs-installed
+	rm -rf docs/_build docs/generated
+	$(BIN)/python -m sphinx -W --keep-going -E -q -b html docs docs/_build/html

@@ -13,7 +13,13 @@ Values and structure are checked in one compiled pass over the block (about the 
 reading it once), so the check runs on every block of every pipeline.
 """
 
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
 import numpy as np
+import numpy.typing as npt
 import scipy.sparse as sp
 from numba import njit
 
@@ -186,8 +192,10 @@ def _sparse_block(X, dtypes, bound, row_offset, row_numbers):
     return X
 
 
-def validate_block(X, width=None, *, dtypes=(np.float64, np.float32), max_abs=None, accept_sparse=True,
-                   row_offset=0, row_numbers=None):
+def validate_block(X: Any, width: int | None = None, *,
+                   dtypes: Sequence[npt.DTypeLike] = (np.float64, np.float32), max_abs: float | None = None,
+                   accept_sparse: bool = True, row_offset: int = 0,
+                   row_numbers: npt.ArrayLike | None = None) -> np.ndarray | sp.csr_matrix:
     """Check a block of rows and return it in the form the kernels expect.
 
     Parameters
@@ -259,11 +267,11 @@ def _width_error(shape, width, row_offset, row_numbers):
 
 
 # -- older names, kept for code written against them ---------------------------------------------
-def check_finite_rows(X, row_offset=0, row_numbers=None):
+def check_finite_rows(X: Any, row_offset: int = 0, row_numbers: npt.ArrayLike | None = None) -> None:
     """:func:`validate_block` without a width or bound (raises on NaN/inf, naming the row)."""
     validate_block(X, row_offset=row_offset, row_numbers=row_numbers)
 
 
-def as_block(X, dtype=(np.float64, np.float32)):
+def as_block(X: Any, dtype: Sequence[npt.DTypeLike] = (np.float64, np.float32)) -> np.ndarray | sp.csr_matrix:
     """:func:`validate_block` without a width or bound: the block in the kernels' form."""
     return validate_block(X, dtypes=dtype)

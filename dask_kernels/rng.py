@@ -27,6 +27,8 @@ it is written in plain arithmetic so that LLVM can vectorize loops that call it,
 values do not depend on the platform's libm.
 """
 
+from __future__ import annotations
+
 import numpy as np
 from numba import njit, types
 from numba.extending import intrinsic
@@ -50,7 +52,7 @@ _HALF32 = np.float32(0.5)
 
 
 @njit(nogil=True, cache=True, inline="always")
-def mix64(z):
+def mix64(z: int) -> np.uint64:
     """SplitMix64 finalizer: a bijective avalanche of a 64-bit word."""
     z = np.uint64(z)
     z = (z ^ (z >> _S30)) * _M1
@@ -59,25 +61,25 @@ def mix64(z):
 
 
 @njit(nogil=True, cache=True, inline="always")
-def stream_key(seed, stream):
+def stream_key(seed: int, stream: int) -> np.uint64:
     """Key of one random stream (one kind of parameter) under one seed."""
     return mix64(mix64(np.uint64(seed)) ^ (np.uint64(stream) * C_STREAM))
 
 
 @njit(nogil=True, cache=True, inline="always")
-def index_key(skey, index):
+def index_key(skey: int, index: int) -> np.uint64:
     """Key of one index (an input dimension, a block, ...) within a stream."""
     return mix64(skey ^ (np.uint64(index) * C_INDEX))
 
 
 @njit(nogil=True, cache=True, inline="always")
-def bits(ikey, counter):
+def bits(ikey: int, counter: int) -> np.uint64:
     """Random 64-bit word number ``counter`` of an index key."""
     return mix64(ikey ^ ((np.uint64(counter) + _ONE) * C_COUNTER))
 
 
 @njit(nogil=True, cache=True, inline="always")
-def unit64(h):
+def unit64(h: int) -> float:
     """float64 uniform on the open interval (0, 1) from a 64-bit word."""
     return (np.float64(h >> _S12) + 0.5) * _TWO_M52
 
@@ -233,7 +235,7 @@ def rank(seed, stream, index, counter):
 
 
 @njit(nogil=True, cache=True)
-def uniform_array(seed, stream, indices, counters):
+def uniform_array(seed: int, stream: int, indices: np.ndarray, counters: np.ndarray) -> np.ndarray:
     """``uniform`` on the outer product ``indices x counters`` (shape (len(i), len(c)))."""
     out = np.empty((indices.size, counters.size))
     skey = stream_key(seed, stream)
@@ -245,7 +247,7 @@ def uniform_array(seed, stream, indices, counters):
 
 
 @njit(nogil=True, cache=True)
-def normal_array(seed, stream, indices, counters):
+def normal_array(seed: int, stream: int, indices: np.ndarray, counters: np.ndarray) -> np.ndarray:
     """``normal`` on the outer product ``indices x counters``."""
     out = np.empty((indices.size, counters.size))
     for a in range(indices.size):
@@ -255,7 +257,7 @@ def normal_array(seed, stream, indices, counters):
 
 
 @njit(nogil=True, cache=True)
-def gamma2_array(seed, stream, indices, counters):
+def gamma2_array(seed: int, stream: int, indices: np.ndarray, counters: np.ndarray) -> np.ndarray:
     """``gamma2`` on the outer product ``indices x counters``."""
     out = np.empty((indices.size, counters.size))
     for a in range(indices.size):
@@ -265,7 +267,7 @@ def gamma2_array(seed, stream, indices, counters):
 
 
 @njit(nogil=True, cache=True)
-def rank_array(seed, stream, indices, counters):
+def rank_array(seed: int, stream: int, indices: np.ndarray, counters: np.ndarray) -> np.ndarray:
     """``rank`` on the outer product ``indices x counters`` (uint64)."""
     out = np.empty((indices.size, counters.size), dtype=np.uint64)
     skey = stream_key(seed, stream)

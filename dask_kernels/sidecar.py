@@ -22,14 +22,26 @@ it by name, so the graph holds them once whatever the number of blocks, and a di
 worker fetches them once.
 """
 
+from __future__ import annotations
+
 import collections
 import hashlib
 import json
 import os
 import threading
 import zipfile
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from dask.delayed import Delayed
+
+    from .maps.base import FeatureMap
+
+#: Named arrays: what a sidecar holds.
+Arrays = Mapping[str, np.ndarray]
 
 SIDECAR_FORMAT = "dk-sidecar-1"
 
@@ -52,7 +64,7 @@ def _canonical(a):
     return np.ascontiguousarray(a)
 
 
-def digest(arrays):
+def digest(arrays: Arrays) -> str:
     """sha256 (hex) of named arrays, independent of how they are stored."""
     h = hashlib.sha256()
     for name in sorted(arrays):
@@ -63,7 +75,7 @@ def digest(arrays):
     return h.hexdigest()
 
 
-def manifest(arrays):
+def manifest(arrays: Arrays) -> dict[str, Any]:
     """The manifest a spec records for ``arrays`` (a dict of name -> ndarray)."""
     arrays = {k: _canonical(v) for k, v in arrays.items()}
     return {
@@ -73,7 +85,8 @@ def manifest(arrays):
     }
 
 
-def check_manifest(man, layout, where="spec['state']['sidecar']"):
+def check_manifest(man: Any, layout: Mapping[str, tuple[tuple[int, ...], str]],
+                   where: str = "spec['state']['sidecar']") -> dict[str, Any]:
     """Validate a manifest read from a file against ``layout`` (name -> (shape, dtype str)),
     which the map derives from the spec's own fields. Returns the manifest."""
     if not isinstance(man, dict) or man.get("format") != SIDECAR_FORMAT:
@@ -97,7 +110,7 @@ def check_manifest(man, layout, where="spec['state']['sidecar']"):
     return man
 
 
-def verify(arrays, man, where="sidecar"):
+def verify(arrays: Any, man: Mapping[str, Any], where: str = "sidecar") -> dict[str, np.ndarray]:
     """Check names, shapes, dtypes and the hash of ``arrays`` against a checked manifest."""
     if not isinstance(arrays, collections.abc.Mapping):
         raise SidecarError(f"{where}: expected a mapping of name -> array, got {type(arrays).__name__}")
@@ -117,7 +130,7 @@ def verify(arrays, man, where="sidecar"):
 
 
 # -- .npz files ----------------------------------------------------------------------------------
-def write_npz(path, arrays):
+def write_npz(path: str | os.PathLike, arrays: Arrays) -> str:
     """Write named arrays to ``path`` (.npz, no pickle), via a temporary name then rename."""
     arrays = {k: _canonical(v) for k, v in arrays.items()}
     path = os.fspath(path)
@@ -127,7 +140,7 @@ def write_npz(path, arrays):
     return path
 
 
-def read_npz(path, man):
+def read_npz(path: str | os.PathLike, man: Mapping[str, Any]) -> dict[str, np.ndarray]:
     """Read and verify the arrays of a checked manifest from an .npz file.
 
     Each member's header (shape, dtype, byte size) is checked against the manifest before its
@@ -172,7 +185,7 @@ def read_npz(path, man):
 ZARR_GROUP = "fitted"
 
 
-def write_group(group, arrays):
+def write_group(group: Any, arrays: Arrays) -> Any:
     """Write named arrays into subgroup ``fitted`` of a Zarr group (replacing what we wrote)."""
     arrays = {k: _canonical(v) for k, v in arrays.items()}
     sub = group.require_group(ZARR_GROUP)
@@ -183,7 +196,7 @@ def write_group(group, arrays):
     return sub
 
 
-def read_group(group, man):
+def read_group(group: Any, man: Mapping[str, Any]) -> dict[str, np.ndarray] | None:
     """Arrays of a checked manifest from subgroup ``fitted`` of a Zarr group, or None if the
     group has none. Shapes and dtypes are checked from the metadata before reading."""
     if ZARR_GROUP not in group.group_keys():
@@ -204,13 +217,13 @@ def read_group(group, man):
 
 
 # -- maps ----------------------------------------------------------------------------------------
-def map_arrays(fmap):
+def map_arrays(fmap: FeatureMap) -> dict[str, np.ndarray] | None:
     """The fitted arrays of a map that has a sidecar (name -> ndarray), else None."""
     fn = getattr(fmap, "sidecar_arrays", None)
     return fn() if fn is not None else None
 
 
-def attach(fmap, state, arrays):
+def attach(fmap: FeatureMap, state: Mapping[str, Any], arrays: Any) -> FeatureMap:
     """``from_spec`` hook: give a rebuilt map its verified sidecar arrays.
 
     ``arrays`` is a mapping, an .npz path, a Zarr group (its ``fitted`` subgroup), or None.
@@ -239,31 +252,31 @@ def attach(fmap, state, arrays):
     return fmap
 
 
-def store_arrays(group):
+def store_arrays(group: Any) -> Any | None:
     """``FeatureStore.feature_map`` hook: the store's Zarr group if it holds a sidecar, else None."""
     return group if ZARR_GROUP in group.group_keys() else None
 
 
-def model_arrays(path):
+def model_arrays(path: str | os.PathLike) -> str | None:
     """``load_model`` hook: the saved model's sidecar file if present, else None."""
     p = os.path.join(os.fspath(path), "feature_map.npz")
     return p if os.path.exists(p) else None
 
 
-def save_model_arrays(fmap, path):
+def save_model_arrays(fmap: FeatureMap | None, path: str | os.PathLike) -> None:
     """``KernelModel.save`` hook: write ``feature_map.npz`` into the model directory if needed."""
     arrays = None if fmap is None else map_arrays(fmap)
     if arrays is not None:
         write_npz(os.path.join(os.fspath(path), "feature_map.npz"), arrays)
 
 
-def beside(spec_path):
+def beside(spec_path: str | os.PathLike) -> str | None:
     """The .npz next to a spec file (``x.json`` -> ``x.npz``) if it exists, else None."""
     p = os.path.splitext(os.fspath(spec_path))[0] + ".npz"
     return p if os.path.exists(p) else None
 
 
-def save_map(fmap, path):
+def save_map(fmap: FeatureMap, path: str | os.PathLike) -> str:
     """Write a fitted map as ``path`` (spec JSON) plus, if it has fitted arrays, an .npz beside it.
 
     Examples
@@ -288,7 +301,7 @@ def save_map(fmap, path):
     return path
 
 
-def load_map(path):
+def load_map(path: str | os.PathLike) -> FeatureMap:
     """Rebuild a map written by :func:`save_map` (spec JSON and its .npz sidecar, verified)."""
     from .maps import from_spec
 
@@ -298,7 +311,7 @@ def load_map(path):
 
 
 # -- Dask ------------------------------------------------------------------------------------------
-def graph_arrays(fmap):
+def graph_arrays(fmap: FeatureMap) -> Delayed | None:
     """The map's fitted arrays as ONE shared Dask key (a Delayed), or None without a sidecar.
 
     Tasks take it as an argument: the graph holds the arrays once, whatever the number of
@@ -336,7 +349,7 @@ _REBUILT = collections.OrderedDict()
 _LOCK = threading.Lock()
 
 
-def rebuild_with_arrays(spec_json, arrays, maxsize=8):
+def rebuild_with_arrays(spec_json: str, arrays: Any, maxsize: int = 8) -> FeatureMap:
     """The map of ``spec_json`` with its sidecar arrays, rebuilt and verified once per process.
 
     Keyed by the spec text, which records the arrays' hash, so a different fit is a different key.

@@ -13,6 +13,10 @@ An all-zero row has no pattern and no direction: its kernel with any row (itself
 0. This is what :class:`dask_kernels.CoRE` estimates (its features of an all-zero row are 0).
 """
 
+from __future__ import annotations
+
+from typing import Any
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -46,7 +50,7 @@ def _dense(P):
     return P.toarray() if sp.issparse(P) else np.asarray(P)
 
 
-def core_kernel(X, Y=None, *, type=1):
+def core_kernel(X: Any, Y: Any = None, *, type: int = 1) -> np.ndarray:
     """Exact CoRE kernel matrix between the rows of ``X`` and ``Y``.
 
     Parameters

@@ -10,7 +10,12 @@ an all-zero row against a nonzero row gives 0. This is what GCWS estimates: an a
 always draws the reserved sample ``i* = -1``.
 """
 
+from __future__ import annotations
+
+from typing import Any
+
 import numpy as np
+import numpy.typing as npt
 import scipy.sparse as sp
 from numba import njit
 
@@ -74,7 +79,7 @@ def _gmm_csr(xd, xi, xp, yd, yi, yp):
     return out
 
 
-def max_abs_input(d):
+def max_abs_input(d: int) -> float:
     """Largest ``|x|`` (and ``|center|``) for d features: the sums of up to 2d terms of
     ``|x_i - c_i| <= 2 max|x|`` stay below ``finfo(float64).max``."""
     return float(np.finfo(np.float64).max) / (8.0 * max(int(d), 1))
@@ -90,7 +95,7 @@ def _prepare(X, center):
     return X
 
 
-def gmm_kernel(X, Y=None, *, center=None):
+def gmm_kernel(X: Any, Y: Any = None, *, center: npt.ArrayLike | None = None) -> np.ndarray:
     """Exact GMM kernel matrix between the rows of ``X`` and ``Y``.
 
     Parameters
@@ -129,7 +134,7 @@ def gmm_kernel(X, Y=None, *, center=None):
     return _gmm_dense(X, Y)
 
 
-def minmax_kernel(X, Y=None):
+def minmax_kernel(X: Any, Y: Any = None) -> np.ndarray:
     """Exact min-max (weighted Jaccard) kernel ``sum min(x, y) / sum max(x, y)``.
 
     Defined for nonnegative data, where it equals :func:`gmm_kernel`; negative entries raise

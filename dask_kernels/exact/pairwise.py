@@ -21,6 +21,10 @@ and for both precisions:
 avoid recomputing it per block.
 """
 
+from __future__ import annotations
+
+from typing import Any
+
 import numpy as np
 import scipy.sparse as sp
 from numba import njit
@@ -33,7 +37,7 @@ KERNELS = ("gmm", "minmax", "rbf", "laplacian", "cosine_rbf")
 
 
 # -- GMM against a fixed dense set: sign-split, transposed, one vectorizable pass per nonzero --------
-def gmm_split(Y):
+def gmm_split(Y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(YT, ysum)`` for :func:`kernel_block`'s GMM fast path: the sign-split rows of a dense
     ``Y`` transposed to shape (2d, m) (``YT[j] = max(y_j, 0)``, ``YT[d + j] = max(-y_j, 0)``),
     and ``ysum[b] = sum_j |y_bj|``."""
@@ -91,7 +95,7 @@ def _gmm_csr_vs_split(data, indices, indptr, d, YT, ysum):
     return out
 
 
-def row_sq_norms(X):
+def row_sq_norms(X: Any) -> np.ndarray:
     """``||x||^2`` of every row, float64."""
     if sp.issparse(X):
         return np.asarray(X.multiply(X).sum(axis=1), dtype=np.float64).ravel()
@@ -99,7 +103,7 @@ def row_sq_norms(X):
     return np.einsum("ij,ij->i", X, X)
 
 
-def unit_rows(X):
+def unit_rows(X: Any) -> np.ndarray | sp.csr_matrix:
     """Rows scaled to unit Euclidean norm; an all-zero row stays zero (same sparsity)."""
     n = np.sqrt(row_sq_norms(X))
     inv = np.divide(1.0, n, out=np.zeros_like(n), where=n > 0)
@@ -144,7 +148,9 @@ def _gaussian_of_sq(X, Y, gamma, dtype, x_sq, y_sq):
     return D
 
 
-def kernel_block(kernel, X, Y, *, gamma=None, dtype=np.float64, y_sq=None, y_split=None, x_sq=None):
+def kernel_block(kernel: str, X: Any, Y: Any, *, gamma: float | None = None, dtype: Any = np.float64,
+                 y_sq: np.ndarray | None = None, y_split: tuple[np.ndarray, np.ndarray] | None = None,
+                 x_sq: np.ndarray | None = None) -> np.ndarray:
     """The kernel matrix ``k(X, Y)`` of shape (n, m) in ``dtype``.
 
     Parameters

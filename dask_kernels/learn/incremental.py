@@ -3,7 +3,7 @@
 Per epoch the rows are served in a seeded order that spans several blocks (:mod:`.shuffle`),
 held-out rows left out, while the next window of blocks is read and the next step expanded in
 background threads. After each epoch the held-out set is scored and the thesis' schedule
-applied (:class:`.loop.Schedule`, ALGORITHMS.md section 5). The run's position and the
+applied (:class:`.loop.Schedule`; docs: the training recipe). The run's position and the
 schedule's memory live in a :class:`.loop.LoopState`, which :class:`.checkpointer.Checkpointer`
 saves with the estimator.
 

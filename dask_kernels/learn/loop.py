@@ -5,7 +5,7 @@ run exactly: the position ``(epoch, position)``, the schedule's memory (``prev``
 ``stale``, ``eta0``), the per-epoch history and the counters of the epoch in progress.
 :meth:`LoopState.from_json` validates a state read from a file, naming the key it refuses.
 
-:class:`Schedule` applies the rule of ALGORITHMS.md section 5 to a lower-is-better held-out
+:class:`Schedule` applies the thesis' rule (docs: the training recipe) to a lower-is-better held-out
 loss after every epoch: "first" (nothing to compare with), "keep", "halve" (improved by less
 than ``min_improvement``, relative: ``eta0`` is halved) or "revert" (got worse: the model goes
 back to the start of the epoch, and ``eta0`` is halved too); plus early stopping after

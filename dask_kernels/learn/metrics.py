@@ -9,7 +9,7 @@ def erp(y_true, proba, classes):
     """Entropy-regularized log loss: cross-entropy plus the mean entropy of the predictions.
 
     ``ERP = -(1/N) sum_i log p(y_i|x_i) - (1/N) sum_i sum_c p(c|x_i) log p(c|x_i)``
-    (May's thesis; ALGORITHMS.md section 5). It is lowest for confident *and* correct
+    (May's thesis; the docs' training recipe page). It is lowest for confident *and* correct
     predictions; ``0 * log 0`` counts as 0.
 
     Parameters

@@ -23,7 +23,11 @@ A subclass provides:
   learner consumes (e.g. one-hot CSR). The default returns the block unchanged.
 """
 
+from __future__ import annotations
+
 import json
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
@@ -36,6 +40,9 @@ from ..rng import RNG_SCHEME
 from ..sidecar import attach as attach_sidecar
 from ._parallel import RUNTIME_PARAMS, transform_rows
 
+if TYPE_CHECKING:
+    import scipy.sparse as sp
+
 SPEC_VERSION = 1
 #: Spec versions :func:`from_spec` reads.
 KNOWN_SPEC_VERSIONS = (1,)
@@ -43,7 +50,7 @@ KNOWN_SPEC_VERSIONS = (1,)
 _REGISTRY = {}
 
 
-def registered_maps():
+def registered_maps() -> dict[str, type[FeatureMap]]:
     """Names of all registered feature-map methods, mapped to their classes."""
     return dict(_REGISTRY)
 
@@ -84,10 +91,10 @@ class FeatureMap(TransformerMixin, BaseEstimator):
             raise ValueError(f"feature-map spec['state']: {type(self).__name__} has no fitted state, got keys "
                              f"{sorted(state)}")
 
-    def transform_block(self, X, row_offset=0):
+    def transform_block(self, X: np.ndarray | sp.csr_matrix, row_offset: int = 0) -> np.ndarray:
         raise NotImplementedError
 
-    def expand(self, block):
+    def expand(self, block: np.ndarray) -> np.ndarray | sp.csr_matrix:
         """Features for a linear learner from a stored block (identity by default)."""
         return block
 
@@ -95,7 +102,8 @@ class FeatureMap(TransformerMixin, BaseEstimator):
     #: Largest accepted ``|x|`` (None: any finite value); see :meth:`validate_block`.
     max_abs_input = None
 
-    def validate_block(self, X, row_offset=0, row_numbers=None):
+    def validate_block(self, X: Any, row_offset: int = 0,
+                       row_numbers: np.ndarray | None = None) -> np.ndarray | sp.csr_matrix:
         """Check a block of rows against the input contract and return it ready for
         :meth:`transform_block`.
 
@@ -106,7 +114,7 @@ class FeatureMap(TransformerMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like or sparse matrix of shape (n_rows, n_features_in_)
+        X : array-like or sparse matrix of shape (n_rows, n_features)
         row_offset : int, default=0
             Global row number of ``X[0]``, for messages.
         row_numbers : array of int, optional
@@ -138,7 +146,7 @@ class FeatureMap(TransformerMixin, BaseEstimator):
             raise ValueError(f"X has {self.n_features_in_} features; at most {MAX_FEATURES_IN} are supported")
         return self.validate_block(X)
 
-    def fit(self, X, y=None):
+    def fit(self, X: Any, y: Any = None) -> FeatureMap:
         """Validate parameters and input, and learn any data-dependent state.
 
         Parameters
@@ -157,16 +165,16 @@ class FeatureMap(TransformerMixin, BaseEstimator):
         self.is_fitted_ = True
         return self
 
-    def transform(self, X):
+    def transform(self, X: Any) -> np.ndarray | sp.csr_matrix:
         """Map rows of ``X`` to features.
 
         Parameters
         ----------
-        X : array-like or sparse matrix of shape (n_samples, n_features_in_)
+        X : array-like or sparse matrix of shape (n_samples, n_features)
 
         Returns
         -------
-        ndarray or sparse matrix of shape (n_samples, n_output_features_), or, for a map built
+        ndarray or sparse matrix of shape ``(n_samples, n_output_features_)``, or, for a map built
         with ``output="onehot"`` (GCWS, CoRE), :meth:`expand` of it: the features a linear
         learner consumes.
         """
@@ -175,7 +183,7 @@ class FeatureMap(TransformerMixin, BaseEstimator):
         out = transform_rows(self.transform_block, X, getattr(self, "n_jobs", None))
         return self.expand(out) if getattr(self, "output", None) == "onehot" else out
 
-    def get_feature_names_out(self, input_features=None):
+    def get_feature_names_out(self, input_features: Any = None) -> np.ndarray:
         """Output feature names ``<method>0, <method>1, ...``."""
         check_is_fitted(self)
         return np.asarray([f"{self.method}{i}" for i in range(self.n_output_features_)], dtype=object)
@@ -187,7 +195,7 @@ class FeatureMap(TransformerMixin, BaseEstimator):
         return tags
 
     # -- spec ---------------------------------------------------------------------------------
-    def spec(self):
+    def spec(self) -> dict[str, Any]:
         """The JSON-serializable description that rebuilds this fitted map exactly."""
         check_is_fitted(self)
         return {
@@ -201,7 +209,7 @@ class FeatureMap(TransformerMixin, BaseEstimator):
             "state": _jsonable(self._fitted_state()),
         }
 
-    def spec_json(self):
+    def spec_json(self) -> str:
         """:meth:`spec` as canonical JSON text (sorted keys): stable for fingerprints."""
         return json.dumps(self.spec(), sort_keys=True, separators=(",", ":"))
 
@@ -231,7 +239,7 @@ def _spec_int(spec, key, lo, hi):
     return int(value)
 
 
-def from_spec(spec, arrays=None):
+def from_spec(spec: Mapping[str, Any] | str | bytes, arrays: Any = None) -> FeatureMap:
     """Rebuild a fitted feature map from :meth:`FeatureMap.spec` (a dict or JSON text).
 
     ``arrays``: the fitted arrays of a map whose spec records a sidecar (e.g. Nystroem): a

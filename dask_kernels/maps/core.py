@@ -26,7 +26,10 @@ and CSR input visit the same nonzeros in the same order with the same arithmetic
 identical bytes, in any block and any process.
 """
 
+from __future__ import annotations
+
 import numbers
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -214,7 +217,8 @@ class CoRE(FeatureMap):
         **N_JOBS_CONSTRAINT,
     }
 
-    def __init__(self, *, n_components=256, type=1, bits=8, seed=0, output="codes", n_jobs=None):
+    def __init__(self, *, n_components: int = 256, type: int = 1, bits: int = 8, seed: int = 0,
+                 output: str = "codes", n_jobs: int | None = None) -> None:
         self.n_components = n_components
         self.n_jobs = n_jobs
         self.type = type
@@ -227,11 +231,11 @@ class CoRE(FeatureMap):
             raise ValueError(f"type must be 1 or 2, got {self.type!r}")
 
     @property
-    def n_output_features_(self):
+    def n_output_features_(self) -> int:
         return 2 * int(self.n_components)
 
     @property
-    def output_dtype_(self):
+    def output_dtype_(self) -> np.dtype:
         return np.dtype(np.float32)
 
     def _keys(self):
@@ -255,12 +259,12 @@ class CoRE(FeatureMap):
             _core_dense(X, rkey, pkey, project, loc, val, p_out, f)
         return loc, val, proj, f
 
-    def sample(self, X):
+    def sample(self, X: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Full minwise locations, values and projections of every row.
 
         Parameters
         ----------
-        X : array-like or sparse matrix of shape (n_samples, n_features_in_)
+        X : array-like or sparse matrix of shape (n_samples, n_features)
 
         Returns
         -------
@@ -276,7 +280,7 @@ class CoRE(FeatureMap):
         check_is_fitted(self)
         return self._hash(self._validate_input(X, reset=False), project=True)
 
-    def transform_block(self, X, row_offset=0):
+    def transform_block(self, X: np.ndarray | sp.csr_matrix, row_offset: int = 0) -> np.ndarray:
         """Stored layout of a validated block: float32 (n, 2k), codes then values."""
         k = int(self.n_components)
         out = np.empty((X.shape[0], 2 * k), np.float32)
@@ -287,7 +291,7 @@ class CoRE(FeatureMap):
             out[a:b, k:] = proj if self.type == 1 else val * np.sqrt(f.astype(np.float64))[:, None]
         return out
 
-    def expand(self, block):
+    def expand(self, block: np.ndarray) -> sp.csr_matrix:
         """The linear features of stored rows: CSR of shape (n, k * 2**bits), float32, k
         entries per row; hash j puts ``value_j / sqrt(k)`` at column ``j * 2**bits + code_j``.
 
@@ -312,7 +316,7 @@ class CoRE(FeatureMap):
         data = (block[:, k:].astype(np.float32) * np.float32(1.0 / np.sqrt(k))).ravel()
         return sp.csr_matrix((data, cols.ravel(), np.arange(0, n * k + 1, k, dtype=np.int64)), shape=(n, k << b))
 
-    def get_feature_names_out(self, input_features=None):
+    def get_feature_names_out(self, input_features: Any = None) -> np.ndarray:
         """``core_code{j}`` and ``core_value{j}`` for the stored layout; ``core{j}_{code}`` one-hot."""
         check_is_fitted(self)
         k = int(self.n_components)

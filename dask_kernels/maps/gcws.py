@@ -20,10 +20,14 @@ dimension (up to 2**31) needs no per-dimension memory. Both run the same update 
 give identical codes.
 """
 
+from __future__ import annotations
+
 import functools
 import numbers
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import scipy.sparse as sp
 from numba import njit
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -219,12 +223,12 @@ def _check_center(center, key, n_features=None):
     return c
 
 
-def code_dtype(bits):
+def code_dtype(bits: int) -> np.dtype:
     """Smallest unsigned integer dtype holding ``bits``-bit codes."""
     return np.dtype(np.uint8) if bits <= 8 else np.dtype(np.uint16)
 
 
-def expand_codes(codes, bits):
+def expand_codes(codes: npt.ArrayLike, bits: int) -> sp.csr_matrix:
     """One-hot expansion of b-bit codes: CSR of shape (n, k * 2**bits), exactly k ones per row.
 
     Hash j with code c sets column ``j * 2**bits + c``. This is what a linear learner consumes;
@@ -292,7 +296,7 @@ class GCWS(FeatureMap):
     Attributes
     ----------
     n_features_in_ : int
-    center_ : ndarray of shape (n_features_in_,) or None
+    center_ : ndarray of shape (n_features,) or None
     n_output_features_ : int
         Width of ``transform_block`` (stored codes): ``n_components``.
     output_dtype_ : numpy.dtype
@@ -339,15 +343,15 @@ class GCWS(FeatureMap):
     def __init__(
         self,
         *,
-        n_components=256,
-        bits=8,
-        seed=0,
-        center=None,
-        output="codes",
-        table="auto",
-        sampler="icws",
-        n_jobs=None,
-    ):
+        n_components: int = 256,
+        bits: int = 8,
+        seed: int = 0,
+        center: None | str | npt.ArrayLike = None,
+        output: str = "codes",
+        table: bool | str = "auto",
+        sampler: str = "icws",
+        n_jobs: int | None = None,
+    ) -> None:
         self.n_components = n_components
         self.bits = bits
         self.seed = seed
@@ -359,7 +363,7 @@ class GCWS(FeatureMap):
 
     # -- input contract ---------------------------------------------------------------------
     @property
-    def max_abs_input(self):
+    def max_abs_input(self) -> float | None:
         """None without centering; with a center ``2**1022`` (4.5e307), so that ``x - center``
         (both within the bound) cannot overflow."""
         return None if self.center is None else CENTER_MAX
@@ -421,14 +425,14 @@ class GCWS(FeatureMap):
         self.rank_scale_log2_ = e
 
     @property
-    def n_output_features_(self):
+    def n_output_features_(self) -> int:
         return int(self.n_components)
 
     @property
-    def output_dtype_(self):
+    def output_dtype_(self) -> np.dtype:
         return code_dtype(self.bits)
 
-    def get_params(self, deep=True):
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
         params = super().get_params(deep)
         if isinstance(params["center"], np.ndarray):  # keep specs JSON-able
             params["center"] = params["center"].tolist()
@@ -447,12 +451,12 @@ class GCWS(FeatureMap):
         return _parameter_table(int(self.seed), 2 * int(self.n_features_in_), int(self.n_components))
 
     # -- transforms ---------------------------------------------------------------------------
-    def sample(self, X):
+    def sample(self, X: Any) -> tuple[np.ndarray, np.ndarray]:
         """Full samples of every row (ICWS's (i*, t*), or the winning darts).
 
         Parameters
         ----------
-        X : array-like or sparse matrix of shape (n_samples, n_features_in_)
+        X : array-like or sparse matrix of shape (n_samples, n_features)
 
         Returns
         -------
@@ -528,7 +532,7 @@ class GCWS(FeatureMap):
         """Codes of a validated block: ndarray (n, n_components) of ``output_dtype_``."""
         return self._sample_block(X, codes_only=True, row_offset=row_offset)[0]
 
-    def spec(self):
+    def spec(self) -> dict[str, Any]:
         """As :meth:`FeatureMap.spec`; the default sampler ("icws") is left out of it, so
         specs (and store fingerprints) written before samplers existed stay the same."""
         spec = super().spec()
@@ -536,11 +540,11 @@ class GCWS(FeatureMap):
             del spec["params"]["sampler"]
         return spec
 
-    def expand(self, block):
+    def expand(self, block: np.ndarray) -> sp.csr_matrix:
         """One-hot CSR of stored codes, shape (n, n_components * 2**bits): see :func:`expand_codes`."""
         return expand_codes(block, self.bits)
 
-    def get_feature_names_out(self, input_features=None):
+    def get_feature_names_out(self, input_features: Any = None) -> np.ndarray:
         """``gcws0 .. gcws{k-1}`` for codes; ``gcws{j}_{code}`` for the one-hot output."""
         self._check_fitted()
         if self.output == "codes":

@@ -26,7 +26,10 @@ live in a content-addressed sidecar (:mod:`dask_kernels.sidecar`) whose manifest
 dtypes) the spec records.
 """
 
+from __future__ import annotations
+
 import numbers
+from typing import Any
 
 import dask
 import numpy as np
@@ -48,7 +51,7 @@ KMEANS_OVERSAMPLE = 8
 MERGE_FAN_IN = 8
 
 
-def eigenvalue_floor(lam_max, m, dtype):
+def eigenvalue_floor(lam_max: float, m: int, dtype: Any) -> float:
     """Eigenvalues of ``K_mm`` at or below ``m * eps(dtype) * lam_max`` are dropped.
 
     Below that, an eigenvalue is indistinguishable from rounding of the kernel values in the
@@ -76,7 +79,7 @@ def _check_sign(X, row_offset=0, row_numbers=None):
                          "negative entry (use kernel='gmm', which sign-splits)")
 
 
-def sample_part(X, row_offset, seed, s, kernel):
+def sample_part(X: Any, row_offset: int, seed: int, s: int, kernel: str) -> tuple[np.ndarray, np.ndarray, Any] | None:
     """The ``s`` rows of one partition with the smallest rank: (ranks, global row ids, rows).
 
     Validates the partition (finite; nonnegative for min-max), naming global rows.
@@ -99,7 +102,7 @@ def sample_part(X, row_offset, seed, s, kernel):
     return merge_samples([(r[take], ids[take], X[take])], s)
 
 
-def merge_samples(parts, s):
+def merge_samples(parts: list[tuple[np.ndarray, np.ndarray, Any]], s: int) -> tuple[np.ndarray, np.ndarray, Any] | None:
     """The ``s`` smallest-rank rows of several samples, in increasing (rank, row id)."""
     parts = [p for p in parts if p[0].size]
     if not parts:
@@ -125,7 +128,7 @@ def _is_partitions(X):
     return hasattr(X, "loader") and hasattr(X, "row_counts") and hasattr(X, "to_delayed")
 
 
-def sample_partitioned(X, seed, s, kernel):
+def sample_partitioned(X: Any, seed: int, s: int, kernel: str) -> tuple[Any, int, int]:
     """Merge tree of :func:`sample_part` over a dask array or SparsePartitions; returns
     ``(sample, n_rows, n_features)``, computed on the active scheduler."""
     if _is_partitions(X):
@@ -148,7 +151,7 @@ def sample_partitioned(X, seed, s, kernel):
     return sample, int(X.shape[0]), int(d)
 
 
-def kmeanspp(C, m, kernel, gamma, seed):
+def kmeanspp(C: Any, m: int, kernel: str, gamma: float | None, seed: int) -> np.ndarray:
     """Indices of ``m`` rows of ``C`` chosen by k-means++ seeding in the kernel's feature space.
 
     The first is row 0 (the smallest rank); draw t picks row j with probability proportional to
@@ -228,7 +231,7 @@ class Nystroem(FeatureMap):
     output_dtype_ : numpy.dtype
     gamma_ : float or None
         The bandwidth used.
-    landmarks_ : ndarray or CSR matrix of shape (n_output_features_, n_features_in_)
+    landmarks_ : ndarray or CSR matrix of shape (n_landmarks, n_features)
         float64; CSR when fitted on sparse input.
     landmark_rows_ : ndarray of int64
         Global row numbers of the landmarks in the fitted input.
@@ -285,8 +288,9 @@ class Nystroem(FeatureMap):
         "landmarks": [StrOptions({"uniform", "kmeans++"})],
     }
 
-    def __init__(self, *, n_components=100, kernel="gmm", gamma=None, landmarks="uniform", seed=0,
-                 dtype="float32", n_jobs=None):
+    def __init__(self, *, n_components: int = 100, kernel: str = "gmm", gamma: float | None = None,
+                 landmarks: str = "uniform", seed: int = 0, dtype: str = "float32",
+                 n_jobs: int | None = None) -> None:
         self.n_components = n_components
         self.n_jobs = n_jobs
         self.kernel = kernel
@@ -308,11 +312,11 @@ class Nystroem(FeatureMap):
         return 1.0 if self.kernel == "cosine_rbf" else 1.0 / max(int(d), 1)
 
     @property
-    def n_output_features_(self):
+    def n_output_features_(self) -> int:
         return int(self.n_landmarks_)
 
     @property
-    def output_dtype_(self):
+    def output_dtype_(self) -> np.dtype:
         return np.dtype(self.dtype)
 
     # -- fitting ----------------------------------------------------------------------------------
@@ -320,7 +324,7 @@ class Nystroem(FeatureMap):
         m = int(self.n_components)
         return m * KMEANS_OVERSAMPLE if self.landmarks == "kmeans++" else m
 
-    def fit(self, X, y=None):
+    def fit(self, X: Any, y: Any = None) -> Nystroem:
         """Choose landmarks and compute the normalization.
 
         Parameters
@@ -378,7 +382,7 @@ class Nystroem(FeatureMap):
         return np.ascontiguousarray(U * scale), int(keep.sum())
 
     # -- fitted state: small part in the spec, arrays in the sidecar -----------------------------
-    def sidecar_arrays(self):
+    def sidecar_arrays(self) -> dict[str, np.ndarray]:
         """The fitted arrays (name -> ndarray) that live beside the spec."""
         out = {"normalization": self.normalization_, "landmark_rows": self.landmark_rows_}
         L = self.landmarks_
@@ -489,8 +493,8 @@ class Nystroem(FeatureMap):
 
         return cached_table(self, (self.sidecar_["sha256"], self.dtype, self.kernel), build)
 
-    def transform_block(self, X, row_offset=0):
-        """Features of a validated block: ndarray (n, n_output_features_) of ``output_dtype_``."""
+    def transform_block(self, X: np.ndarray | sp.csr_matrix, row_offset: int = 0) -> np.ndarray:
+        """Features of a validated block: ndarray ``(n, n_output_features_)`` of ``output_dtype_``."""
         L, extra, N = self._tables()
         K = kernel_block(self.kernel, X, L, gamma=self.gamma_, dtype=self.output_dtype_, **extra)
         return np.ascontiguousarray(K @ N)

@@ -338,7 +338,7 @@ def featurize(X, feature_map, *, labels=None, row_ids=None, store=None, chunks=N
     Returns
     -------
     dask.array.Array or FeatureStore
-        Without ``store``: a lazy array of shape (n_rows, feature_map.n_output_features_), of
+        Without ``store``: a lazy array of shape ``(n_rows, feature_map.n_output_features_)``, of
         the map's output dtype (e.g. uint8 GCWS codes), chunked along rows like the input. With
         ``store``: the opened, complete store; ``store.run_stats`` counts the blocks computed
         and skipped by this call.
