@@ -185,7 +185,7 @@ def steps(job, cluster_argv):
     if "training" in job:
         names = {}
         t = job["training"]
-        argv = ["train", store["path"][1]] + _argv(_items(t), names, "[training]")
+        argv = ["train", store["path"][1]] + _argv(_items(t), names, "[training]") + cluster
         out.append(("[training]", argv, names))
     for i, o in enumerate(job["outputs"]):
         names = {}
