@@ -48,7 +48,7 @@ def test_three_days(tmp_path):
 
 def test_append_refuses_another_spec_or_columns(tmp_path):
     store = str(tmp_path / "f.zarr")
-    featurize(DAYS[0], G, labels=LABELS[0], store=store, chunks=50, progress=False)
+    featurize(DAYS[0], G, labels=LABELS[0], store=store, block_rows=50, progress=False)
     other = GCWS(n_components=32, seed=4).fit(DAYS[0][:1])
     with pytest.raises(ValueError, match=r"another map.*n_components: 16 \(stored\) != 32"):
         featurize(DAYS[1], other, labels=LABELS[1], store=store, mode="append", progress=False)
@@ -61,7 +61,7 @@ def test_append_refuses_another_spec_or_columns(tmp_path):
 
 def test_interrupted_append_is_resumed_and_unlisted_until_done(tmp_path, monkeypatch):
     store = str(tmp_path / "f.zarr")
-    featurize(DAYS[0], G, labels=LABELS[0], store=store, chunks=40, progress=False)
+    featurize(DAYS[0], G, labels=LABELS[0], store=store, block_rows=40, progress=False)
     fz = sys.modules["dask_kernels.pipeline.featurize"]
     real = fz._write_blocks
 

@@ -72,11 +72,11 @@ def test_read_parquet_refuses_text_columns_and_names_null_rows(tmp_path):
 def test_featurize_parquet_into_store_matches_numpy(tmp_path):
     folder = _write_parquet(str(tmp_path / "t"), files=3, row_group_size=40)
     X_, y_ = read_parquet(folder, label="y", block_rows=80)
-    s = featurize(X_, G, labels=y_, store=str(tmp_path / "s.zarr"), chunks=100, progress=False)
+    s = featurize(X_, G, labels=y_, store=str(tmp_path / "s.zarr"), block_rows=100, progress=False)
     assert s.complete and s.n_blocks == 5
     assert np.array_equal(s.features.compute(), REF) and np.array_equal(s.labels.compute(), Y)
     again = featurize(read_parquet(folder, label="y", block_rows=80)[0], G,
-                      labels=read_parquet(folder, label="y", block_rows=80)[1], store=s.path, chunks=100,
+                      labels=read_parquet(folder, label="y", block_rows=80)[1], store=s.path, block_rows=100,
                       progress=False)
     assert again.run_stats == {"computed": 0, "skipped": 5}  # same files: the same job, resumed
 

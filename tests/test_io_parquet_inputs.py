@@ -49,9 +49,9 @@ def test_relative_and_absolute_path_are_the_same_job(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     g = GCWS(n_components=16, seed=1).fit(X[:1])
     store = str(tmp_path / "s.zarr")
-    a = featurize(read_svmlight("d.svm", n_features=10), g, store=store, chunks=50, progress=False)
+    a = featurize(read_svmlight("d.svm", n_features=10), g, store=store, block_rows=50, progress=False)
     assert a.run_stats == {"computed": 3, "skipped": 0}
-    b = featurize(read_svmlight(str(tmp_path / "d.svm"), n_features=10), g, store=store, chunks=50,
+    b = featurize(read_svmlight(str(tmp_path / "d.svm"), n_features=10), g, store=store, block_rows=50,
                   progress=False)
     assert b.run_stats == {"computed": 0, "skipped": 3}  # resumed, not refused as another job
     assert b.fingerprint["input"]["path"] == os.path.join(str(tmp_path), "d.svm")
