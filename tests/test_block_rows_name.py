@@ -31,7 +31,7 @@ def test_cli_block_rows_and_deprecated_chunks(tmp_path, capsys):
 
     np.save(tmp_path / "X.npy", X)
     cluster = LocalCluster(n_workers=1, threads_per_worker=1, processes=False, protocol="tcp://",
-                           dashboard_address=None)
+                           dashboard_address=":0")
     common = ["--param", "n_components=8", "--scheduler", cluster.scheduler_address, "--no-progress"]
     assert main(["featurize", str(tmp_path / "X.npy"), str(tmp_path / "a.zarr"), "--block-rows", "40", *common]) == 0
     assert open_store(str(tmp_path / "a.zarr")).n_blocks == 3

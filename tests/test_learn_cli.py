@@ -36,7 +36,7 @@ def test_train_runs_on_the_named_scheduler(tmp_path, capsys):
     X, y = load_digits(return_X_y=True)
     dump_svmlight_file(X[:400], y[:400], str(tmp_path / "d.svm"))
     with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, protocol="tcp://",
-                      dashboard_address=None) as lc:
+                      dashboard_address=":0") as lc:
         before = lc.scheduler.transition_counter
         rc = main(["train", str(tmp_path / "d.svm"), "--zero-based", "--blocksize", "4000", "--epochs", "1",
                    "-o", str(tmp_path / "m.dk"), "--scheduler", lc.scheduler_address])

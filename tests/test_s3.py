@@ -1,10 +1,10 @@
 """Inputs and feature stores on s3:// against a real S3 API: moto's server on a free loopback
-port, started here (no skips: if it cannot start, these tests fail)."""
+port, started by the ``s3`` fixture of tests/conftest.py (no skips: if it cannot start, these
+tests fail)."""
 
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import textwrap
@@ -24,44 +24,6 @@ X = np.abs(RNG.standard_normal((300, 8)))
 Y = RNG.integers(0, 2, 300)
 G = GCWS(n_components=16, seed=7).fit(X[:1])
 REF = G.transform(X)
-
-
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def s3():
-    """``(storage_options, s3fs filesystem)`` of a fresh bucket on a local moto server."""
-    import logging
-
-    import s3fs
-    from moto.server import ThreadedMotoServer
-
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request otherwise
-
-    port = _free_port()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    try:
-        url = f"http://127.0.0.1:{port}"
-        for _ in range(100):
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                time.sleep(0.05)
-        opts = {"key": "testing", "secret": "testing", "client_kwargs": {"endpoint_url": url, "region_name": "us-east-1"}}
-        import boto3
-
-        boto3.client("s3", endpoint_url=url, aws_access_key_id="testing", aws_secret_access_key="testing",
-                     region_name="us-east-1").create_bucket(Bucket="dk-test")
-        fs = s3fs.S3FileSystem(**opts)
-        yield opts, fs
-    finally:
-        server.stop()
 
 
 def test_parquet_and_svmlight_inputs_on_s3_into_an_s3_store(s3):
