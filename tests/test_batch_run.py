@@ -86,7 +86,7 @@ def test_dry_run_prints_the_steps_as_command_lines(job_dir, capsys):
 
 @pytest.mark.parametrize("edit,expected", [
     (("block_rows = 100", "blck_rows = 100"),
-     "[store] blck_rows: unknown key; known: block_rows, chunks, overwrite, path, progress"),
+     "[store] blck_rows: unknown key; known: append, block_rows, chunks, overwrite, path, progress"),
     (("block_rows = 100", "block_rows = 0"), "[store] block_rows: must be >= 1, got 0"),
     (("block_rows = 100", 'block_rows = "many"'), "[store] block_rows: expected an integer, got 'many'"),
     (("epochs = 2", "epochs = 2\nestimator = \"svm\""), "[training] estimator: invalid choice: 'svm'"),

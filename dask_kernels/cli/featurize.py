@@ -31,6 +31,9 @@ def add_arguments(parser):
     parser.add_argument("--chunks", type=positive_int, help="deprecated name of --block-rows (removed in the next release)")
     add_cluster_arguments(parser)
     parser.add_argument("--overwrite", action="store_true", help="replace an existing store")
+    parser.add_argument("--append", action="store_true",
+                        help="add the input's rows to the store as a new segment (a nightly job's new rows); "
+                             "re-running the same append resumes it instead of adding the rows twice")
     parser.add_argument("--no-progress", action="store_true",
                         help="no progress (default: a bar on a terminal, a plain line every few seconds otherwise)")
 
@@ -107,6 +110,7 @@ def run(args):
         fmap = resolve_center(fmap, X)
         t0 = time.perf_counter()
         store = featurize(X, fmap, labels=labels, store=output, block_rows=block_rows(args), overwrite=args.overwrite,
+                          mode="append" if args.append else "write",
                           progress=not args.no_progress)
         seconds = time.perf_counter() - t0
     stats = store.run_stats

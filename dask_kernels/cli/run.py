@@ -54,7 +54,7 @@ INPUT = {"path": (None, "path"), "format": ("--format", "str"), "labels": ("--la
          "blocksize": ("--blocksize", "int")}
 MAP = {"method": ("--method", "str"), "params": ("--param", "table"), "spec": ("--spec", "path")}
 STORE = {"path": (None, "path"), "block_rows": ("--block-rows", "int"), "overwrite": ("--overwrite", "bool"),
-         "progress": ("--no-progress", "flag-if-false"),
+         "append": ("--append", "bool"), "progress": ("--no-progress", "flag-if-false"),
          "chunks": ("--block-rows", "int")}  # deprecated name of block_rows (FutureWarning)
 TRAINING = {"output": ("-o", "path"), "overwrite": ("--overwrite", "bool"), "estimator": ("--estimator", "str"),
             "epochs": ("--epochs", "int"), "alpha": ("--alpha", "num"), "eta0": ("--eta0", "num"),
