@@ -111,9 +111,14 @@ def test_cli_train_predict_score_with_s3_stores_and_models(s3, monkeypatch, tmp_
         assert main(["train", store, "-o", model, "--epochs", "1", *sched]) == 1
         assert "already holds a saved model: pass --overwrite" in capsys.readouterr().err
         assert main(["predict", model, store, "-o", str(tmp_path / "p.npy"), *sched]) == 0
+        assert main(["predict", model, store, "-o", "s3://dk-test/cli/p.zarr", "--proba", *sched]) == 0
         assert main(["score", model, store, *sched]) == 0
     m = load_model(model, storage_options=opts)
     pred = np.load(tmp_path / "p.npy")
     assert np.array_equal(pred, m.predict(X))
+    import zarr
+
+    proba = zarr.open_array("s3://dk-test/cli/p.zarr", mode="r", storage_options=opts)[:]
+    assert np.allclose(proba, m.predict_proba(X))
     score = float(capsys.readouterr().out.strip().splitlines()[-1].split()[-1])
     assert score == pytest.approx(float(np.mean(pred == Y)), abs=1e-6)
