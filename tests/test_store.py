@@ -42,8 +42,8 @@ def test_layout_and_reader(tmp_path):
 
 
 def test_same_bytes_from_1_and_7_partitions(tmp_path):
-    a = featurize(da.from_array(X, chunks=(600, 24)), G, store=str(tmp_path / "a.zarr"), chunks=100, progress=False)
-    b = featurize(da.from_array(X, chunks=(86, 24)), G, store=str(tmp_path / "b.zarr"), chunks=100, progress=False)
+    a = featurize(da.from_array(X, chunks=(600, 24)), G, store=str(tmp_path / "a.zarr"), block_rows=100, progress=False)
+    b = featurize(da.from_array(X, chunks=(86, 24)), G, store=str(tmp_path / "b.zarr"), block_rows=100, progress=False)
     for i in range(6):
         assert _chunk_bytes(a.path, "features", i) == _chunk_bytes(b.path, "features", i)
 
