@@ -30,18 +30,19 @@ def test_cli_block_rows_and_deprecated_chunks(tmp_path, capsys):
     from distributed import LocalCluster
 
     np.save(tmp_path / "X.npy", X)
-    cluster = LocalCluster(n_workers=1, threads_per_worker=1, processes=False, protocol="tcp://",
-                           dashboard_address=":0")
-    common = ["--param", "n_components=8", "--scheduler", cluster.scheduler_address, "--no-progress"]
-    assert main(["featurize", str(tmp_path / "X.npy"), str(tmp_path / "a.zarr"), "--block-rows", "40", *common]) == 0
-    assert open_store(str(tmp_path / "a.zarr")).n_blocks == 3
-    with pytest.warns(FutureWarning, match="--chunks is deprecated.*--block-rows"):
-        assert main(["featurize", str(tmp_path / "X.npy"), str(tmp_path / "b.zarr"), "--chunks", "60", *common]) == 0
-    assert open_store(str(tmp_path / "b.zarr")).n_blocks == 2
-    capsys.readouterr()
-    assert main(["featurize", str(tmp_path / "X.npy"), str(tmp_path / "c.zarr"), "--chunks", "6",
-                 "--block-rows", "6", *common]) == 1
-    cluster.close()
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, protocol="tcp://",
+                      dashboard_address=":0") as cluster:
+        common = ["--param", "n_components=8", "--scheduler", cluster.scheduler_address, "--no-progress"]
+        assert main(["featurize", str(tmp_path / "X.npy"), str(tmp_path / "a.zarr"), "--block-rows", "40",
+                     *common]) == 0
+        assert open_store(str(tmp_path / "a.zarr")).n_blocks == 3
+        with pytest.warns(FutureWarning, match="--chunks is deprecated.*--block-rows"):
+            assert main(["featurize", str(tmp_path / "X.npy"), str(tmp_path / "b.zarr"), "--chunks", "60",
+                         *common]) == 0
+        assert open_store(str(tmp_path / "b.zarr")).n_blocks == 2
+        capsys.readouterr()
+        assert main(["featurize", str(tmp_path / "X.npy"), str(tmp_path / "c.zarr"), "--chunks", "6",
+                     "--block-rows", "6", *common]) == 1
     assert "--chunks is the deprecated name of --block-rows" in capsys.readouterr().err
     assert not (tmp_path / "c.zarr").exists()
 
