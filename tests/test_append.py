@@ -48,7 +48,7 @@ def test_three_days(tmp_path):
 
 def test_append_refuses_another_spec_or_columns(tmp_path):
     store = str(tmp_path / "f.zarr")
-    featurize(DAYS[0], G, labels=LABELS[0], store=store, chunks=50, progress=False)
+    featurize(DAYS[0], G, labels=LABELS[0], store=store, block_rows=50, progress=False)
     other = GCWS(n_components=32, seed=4).fit(DAYS[0][:1])
     with pytest.raises(ValueError, match=r"another map.*n_components: 16 \(stored\) != 32"):
         featurize(DAYS[1], other, labels=LABELS[1], store=store, mode="append", progress=False)
@@ -61,7 +61,7 @@ def test_append_refuses_another_spec_or_columns(tmp_path):
 
 def test_interrupted_append_is_resumed_and_unlisted_until_done(tmp_path, monkeypatch):
     store = str(tmp_path / "f.zarr")
-    featurize(DAYS[0], G, labels=LABELS[0], store=store, chunks=40, progress=False)
+    featurize(DAYS[0], G, labels=LABELS[0], store=store, block_rows=40, progress=False)
     fz = sys.modules["dask_kernels.pipeline.featurize"]
     real = fz._write_blocks
 
@@ -85,3 +85,32 @@ def test_interrupted_append_is_resumed_and_unlisted_until_done(tmp_path, monkeyp
     done = featurize(X1, G, labels=LABELS[1], store=store, mode="append", progress=False)
     assert done.run_stats["computed"] == 2 - kept and done.n_rows == 200
     assert np.array_equal(done.features.compute(), G.transform(np.concatenate(DAYS[:2])))
+
+
+def test_three_nightly_cli_appends_then_train(tmp_path, capsys):
+    """The nightly job: `featurize day.npy store --append` per day (a re-run of a day adds
+    nothing), then `train` on the store sees every day's rows."""
+    from distributed import LocalCluster
+
+    from dask_kernels.cli import main
+
+    rng = np.random.default_rng(8)
+    days = [rng.random((90, 6)) for _ in range(3)]
+    for d, X in enumerate(days):
+        np.save(tmp_path / f"day{d}.npy", X)
+        np.save(tmp_path / f"y{d}.npy", (X[:, 0] > 0.5).astype(np.int64))
+    store = str(tmp_path / "f.zarr")
+    with LocalCluster(n_workers=1, threads_per_worker=2, processes=False, protocol="tcp://",
+                      dashboard_address=":0") as lc:
+        common = ["--param", "n_components=16", "--block-rows", "40", "--append", "--no-progress",
+                  "--scheduler", lc.scheduler_address]
+        for d in (0, 1, 1, 2):  # day 1 twice: the cron job ran again
+            assert main(["featurize", str(tmp_path / f"day{d}.npy"), store, "--labels", str(tmp_path / f"y{d}.npy"),
+                         *common]) == 0
+        assert main(["train", store, "-o", str(tmp_path / "m.dk"), "--epochs", "1",
+                     "--scheduler", lc.scheduler_address]) == 0
+    s = open_store(store)
+    assert s.n_rows == 270 and len(s.segments) == 2 and s.verify_blocks() == {}
+    g = GCWS(n_components=16).fit(days[0][:1])
+    assert np.array_equal(s.features.compute(), g.transform(np.concatenate(days)))
+    assert "training SGDClassifier on 270 rows" in capsys.readouterr().out

@@ -65,7 +65,7 @@ def test_version(capsys):
 def test_npy_dataset_featurized_with_labels_trains_from_its_store(data, cluster, tmp_path, capsys):
     d, X, y = data
     store = tmp_path / "f.zarr"
-    assert main(["featurize", str(d / "X.npy"), str(store), "--labels", str(d / "y.npy"), "--chunks", "150",
+    assert main(["featurize", str(d / "X.npy"), str(store), "--labels", str(d / "y.npy"), "--block-rows", "150",
                  "--param", "n_components=64", "--scheduler", cluster, "--no-progress"]) == 0
     s = open_store(str(store))
     assert np.array_equal(s.labels.compute(), y)
@@ -210,7 +210,7 @@ def test_score_prints_the_score_as_the_last_field(data, trained, cluster, capsys
 def test_info_summarizes_and_verifies_a_store(data, cluster, tmp_path, capsys):
     d, _, _ = data
     store = tmp_path / "f.zarr"
-    assert main(["featurize", str(d / "X.npy"), str(store), "--chunks", "200", "--param", "n_components=16",
+    assert main(["featurize", str(d / "X.npy"), str(store), "--block-rows", "200", "--param", "n_components=16",
                  "--scheduler", cluster, "--no-progress"]) == 0
     capsys.readouterr()
     assert main(["info", str(store), "--json"]) == 0
@@ -259,7 +259,7 @@ def test_center_mean_is_the_mean_of_all_rows(tmp_path, cluster):
     X = np.ones((300, 4))
     X[:100] = 0.0  # the first block alone would say mean 0
     np.save(tmp_path / "X.npy", X)
-    assert main(["featurize", str(tmp_path / "X.npy"), str(tmp_path / "f.zarr"), "--chunks", "100",
+    assert main(["featurize", str(tmp_path / "X.npy"), str(tmp_path / "f.zarr"), "--block-rows", "100",
                  "--param", "center=mean", "--param", "n_components=16", "--scheduler", cluster,
                  "--no-progress"]) == 0
     fmap = open_store(str(tmp_path / "f.zarr")).feature_map
@@ -280,7 +280,7 @@ def test_progress_in_logs_is_plain_lines(data, cluster, tmp_path, capsys):
     d, _, _ = data
     assert not sys.stderr.isatty()  # captured, as in a batch log
     capsys.readouterr()
-    assert main(["featurize", str(d / "X.npy"), str(tmp_path / "f.zarr"), "--chunks", "50",
+    assert main(["featurize", str(d / "X.npy"), str(tmp_path / "f.zarr"), "--block-rows", "50",
                  "--param", "n_components=16", "--scheduler", cluster]) == 0
     out, err = capsys.readouterr()
     assert "\r" not in out + err  # no redrawn bar in a log file

@@ -24,7 +24,7 @@ params = { n_components = 32, bits = 8 }
 
 [store]
 path = "out/features.zarr"
-chunks = 100
+block_rows = 100
 progress = false
 
 [training]
@@ -78,16 +78,17 @@ def test_dry_run_prints_the_steps_as_command_lines(job_dir, capsys):
     out = capsys.readouterr().out.splitlines()
     assert len(out) == 3
     assert out[0].endswith(f"featurize {job_dir}/X.npy {job_dir}/out/features.zarr --labels {job_dir}/y.npy "
-                           "--method gcws --param n_components=32 --param bits=8 --chunks 100 --no-progress "
+                           "--method gcws --param n_components=32 --param bits=8 --block-rows 100 --no-progress "
                            "--scheduler tcp://10.0.0.1:8786")
-    assert "train" in out[1] and "--epochs 2" in out[1] and "--scheduler" not in out[1]
+    assert "train" in out[1] and "--epochs 2" in out[1] and out[1].endswith("--scheduler tcp://10.0.0.1:8786")
     assert not (job_dir / "out" / "features.zarr").exists()
 
 
 @pytest.mark.parametrize("edit,expected", [
-    (("chunks = 100", "chnks = 100"), "[store] chnks: unknown key; known: chunks, overwrite, path, progress"),
-    (("chunks = 100", "chunks = 0"), "[store] chunks: must be >= 1, got 0"),
-    (("chunks = 100", 'chunks = "many"'), "[store] chunks: expected an integer, got 'many'"),
+    (("block_rows = 100", "blck_rows = 100"),
+     "[store] blck_rows: unknown key; known: append, block_rows, chunks, overwrite, path, progress"),
+    (("block_rows = 100", "block_rows = 0"), "[store] block_rows: must be >= 1, got 0"),
+    (("block_rows = 100", 'block_rows = "many"'), "[store] block_rows: expected an integer, got 'many'"),
     (("epochs = 2", "epochs = 2\nestimator = \"svm\""), "[training] estimator: invalid choice: 'svm'"),
     (("epochs = 2", "epochs = true"), "[training] epochs: expected an integer, got True"),
     (('method = "gcws"', 'method = "nope"'), "[map] method 'nope' is unknown"),

@@ -63,7 +63,7 @@ def test_local_job_runs_featurize_end_to_end(tmp_path):
     tmpdir.mkdir()
     env = {**os.environ, "PATH": bindir + os.pathsep + os.environ["PATH"], "WORKERS": "1", "TMPDIR": str(tmpdir)}
     proc = subprocess.run([os.path.join(DEPLOY, "featurize_job.sh"), str(tmp_path / "X.npy"),
-                           str(tmp_path / "f.zarr"), "--param", "n_components=16", "--chunks", "50"],
+                           str(tmp_path / "f.zarr"), "--param", "n_components=16", "--block-rows", "50"],
                           capture_output=True, text=True, env=env, timeout=240)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "4 computed, 0 already done" in proc.stdout

@@ -49,9 +49,9 @@ def test_relative_and_absolute_path_are_the_same_job(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     g = GCWS(n_components=16, seed=1).fit(X[:1])
     store = str(tmp_path / "s.zarr")
-    a = featurize(read_svmlight("d.svm", n_features=10), g, store=store, chunks=50, progress=False)
+    a = featurize(read_svmlight("d.svm", n_features=10), g, store=store, block_rows=50, progress=False)
     assert a.run_stats == {"computed": 3, "skipped": 0}
-    b = featurize(read_svmlight(str(tmp_path / "d.svm"), n_features=10), g, store=store, chunks=50,
+    b = featurize(read_svmlight(str(tmp_path / "d.svm"), n_features=10), g, store=store, block_rows=50,
                   progress=False)
     assert b.run_stats == {"computed": 0, "skipped": 3}  # resumed, not refused as another job
     assert b.fingerprint["input"]["path"] == os.path.join(str(tmp_path), "d.svm")
@@ -62,3 +62,24 @@ def test_from_sparse_checks_before_slicing():
     bad = sp.csr_matrix((np.ones(3), np.array([1, 12, 2]), np.array([0, 1, 2, 3])), shape=(3, 10))
     with pytest.raises(ValueError, match="row 1"):
         from_sparse(bad, block_rows=1)
+
+
+def test_npy_and_parquet_by_relative_and_absolute_path_are_the_same_job(tmp_path, monkeypatch):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from dask_kernels import read_parquet
+    from dask_kernels.io import read_npy
+
+    rows = np.abs(np.random.default_rng(2).standard_normal((120, 10)))
+    np.save(tmp_path / "r.npy", rows)
+    pq.write_table(pa.table({f"c{j}": rows[:, j] for j in range(10)}), tmp_path / "r.parquet", row_group_size=40)
+    monkeypatch.chdir(tmp_path)
+    g = GCWS(n_components=16, seed=1).fit(rows[:1])
+    for read, name in ((lambda p: read_npy(p, block_rows=40), "r.npy"),
+                       (lambda p: read_parquet(p, block_rows=40), "r.parquet")):
+        store = str(tmp_path / f"{name}.zarr")
+        a = featurize(read(name), g, store=store, progress=False)
+        assert a.run_stats == {"computed": 3, "skipped": 0}
+        b = featurize(read(str(tmp_path / name)), g, store=store, progress=False)
+        assert b.run_stats == {"computed": 0, "skipped": 3}, name  # resumed, not refused as another job

@@ -28,3 +28,19 @@ def test_train_from_npy_and_svmlight(tmp_path, capsys):
     rc = main(["train", str(tmp_path / "d.svm"), "--zero-based", "--estimator", "sgd-hinge", "--epochs", "2",
                "-o", str(tmp_path / "raw.dk")])
     assert rc == 0 and load_model(tmp_path / "raw.dk").feature_map is None
+
+
+def test_train_runs_on_the_named_scheduler(tmp_path, capsys):
+    from distributed import LocalCluster
+
+    X, y = load_digits(return_X_y=True)
+    dump_svmlight_file(X[:400], y[:400], str(tmp_path / "d.svm"))
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, protocol="tcp://",
+                      dashboard_address=":0") as lc:
+        before = lc.scheduler.transition_counter
+        rc = main(["train", str(tmp_path / "d.svm"), "--zero-based", "--blocksize", "4000", "--epochs", "1",
+                   "-o", str(tmp_path / "m.dk"), "--scheduler", lc.scheduler_address])
+        assert rc == 0 and lc.scheduler.transition_counter > before  # the blocks were read there
+    assert load_model(tmp_path / "m.dk").estimator.n_features_in_ == 64
+    rc = main(["train", str(tmp_path / "d.svm"), "-o", str(tmp_path / "n.dk"), "--scheduler", "127.0.0.1:1"])
+    assert rc == 1 and "--scheduler tcp://127.0.0.1:1: cannot connect" in capsys.readouterr().err

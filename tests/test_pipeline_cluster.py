@@ -93,7 +93,7 @@ def test_real_cluster_matches_single_process(cluster, inputs, tmp_path):
     client, _, _ = cluster
     npy, svm = inputs
     a = featurize(read_npy(npy, block_rows=100), G, store=str(tmp_path / "a.zarr"), progress=False)
-    b = featurize(read_svmlight(svm, n_features=40, blocksize=5000), G, store=str(tmp_path / "b.zarr"), chunks=70,
+    b = featurize(read_svmlight(svm, n_features=40, blocksize=5000), G, store=str(tmp_path / "b.zarr"), block_rows=70,
                   progress=False)
     assert a.complete and b.complete
     assert np.array_equal(a.features.compute(), REF) and np.array_equal(b.features.compute(), REF)
@@ -114,7 +114,7 @@ def test_cli_on_running_scheduler(cluster, inputs, tmp_path):
     spec = tmp_path / "spec.json"
     spec.write_text(json.dumps(G.spec()))
     out = str(tmp_path / "cli.zarr")
-    cmd = [sys.executable, "-m", "dask_kernels.cli", "featurize", npy, out, "--spec", str(spec), "--chunks", "200",
+    cmd = [sys.executable, "-m", "dask_kernels.cli", "featurize", npy, out, "--spec", str(spec), "--block-rows", "200",
            "--scheduler", address, "--no-progress"]
     r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr[-3000:]

@@ -1,10 +1,10 @@
 """Inputs and feature stores on s3:// against a real S3 API: moto's server on a free loopback
-port, started here (no skips: if it cannot start, these tests fail)."""
+port, started by the ``s3`` fixture of tests/conftest.py (no skips: if it cannot start, these
+tests fail)."""
 
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import textwrap
@@ -26,44 +26,6 @@ G = GCWS(n_components=16, seed=7).fit(X[:1])
 REF = G.transform(X)
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def s3():
-    """``(storage_options, s3fs filesystem)`` of a fresh bucket on a local moto server."""
-    import logging
-
-    import s3fs
-    from moto.server import ThreadedMotoServer
-
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request otherwise
-
-    port = _free_port()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    try:
-        url = f"http://127.0.0.1:{port}"
-        for _ in range(100):
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                time.sleep(0.05)
-        opts = {"key": "testing", "secret": "testing", "client_kwargs": {"endpoint_url": url, "region_name": "us-east-1"}}
-        import boto3
-
-        boto3.client("s3", endpoint_url=url, aws_access_key_id="testing", aws_secret_access_key="testing",
-                     region_name="us-east-1").create_bucket(Bucket="dk-test")
-        fs = s3fs.S3FileSystem(**opts)
-        yield opts, fs
-    finally:
-        server.stop()
-
-
 def test_parquet_and_svmlight_inputs_on_s3_into_an_s3_store(s3):
     opts, fs = s3
     table = pa.table({**{f"x{j}": X[:, j] for j in range(8)}, "y": Y})
@@ -83,7 +45,7 @@ def test_parquet_and_svmlight_inputs_on_s3_into_an_s3_store(s3):
         f.write("".join(f"{Y[i]} " + " ".join(f"{j + 1}:{v:.17g}" for j, v in enumerate(r)) + "\n"
                         for i, r in enumerate(X)).encode())
     src = read_svmlight("s3://dk-test/in/d.svm", n_features=8, blocksize=3000, storage_options=opts)
-    s = featurize(src, G, store="s3://dk-test/stores/s.zarr", chunks=64, shards=2, storage_options=opts,
+    s = featurize(src, G, store="s3://dk-test/stores/s.zarr", block_rows=64, shards=2, storage_options=opts,
                   progress=False)
     assert np.array_equal(s.features.compute(), REF) and s.info["shard_blocks"] == 2
     assert len(fs.ls("dk-test/stores/s.zarr/features/c")) == 3  # 5 blocks in 3 shards
@@ -92,17 +54,17 @@ def test_parquet_and_svmlight_inputs_on_s3_into_an_s3_store(s3):
 def test_integrity_and_lease_rules_on_s3(s3):
     opts, fs = s3
     url = "s3://dk-test/stores/i.zarr"
-    a = featurize(X, G, store=url, chunks=60, storage_options=opts, progress=False)
+    a = featurize(X, G, store=url, block_rows=60, storage_options=opts, progress=False)
     fs.rm("dk-test/stores/i.zarr/features/c/2/0")  # a lost object
     bad = open_store(url, storage_options=opts).verify_blocks()
     assert list(bad) == [2] and "block 2" in bad[2]
     with pytest.raises(StoreIntegrityError, match="block 2"):
         open_store(url, storage_options=opts).features.compute()
-    fixed = featurize(X, G, store=url, chunks=60, storage_options=opts, progress=False)
+    fixed = featurize(X, G, store=url, block_rows=60, storage_options=opts, progress=False)
     assert fixed.run_stats == {"computed": 1, "skipped": 4}
     assert np.array_equal(open_store(url, storage_options=opts).features.compute(), REF)
     # another job replaces the store: the first job's lease is gone, it must stop
-    b = featurize(X[:100], G, store=url, chunks=60, overwrite=True, storage_options=opts, progress=False)
+    b = featurize(X[:100], G, store=url, block_rows=60, overwrite=True, storage_options=opts, progress=False)
     assert b.lease != a.lease
     with pytest.raises(LeaseLostError, match="replaced by another job"):
         check_lease(url, opts, a.lease, "writing block 0")
@@ -121,7 +83,7 @@ def test_half_made_store_on_s3_is_replaced(s3):
     url = "s3://dk-test/stores/h.zarr"
     open_group(url, "w", opts, attributes={"dask_kernels": {"format": 2}, "complete": False})
     assert fs.ls("dk-test/stores/h.zarr", detail=False) == ["dk-test/stores/h.zarr/zarr.json"]
-    s = featurize(X, G, store=url, chunks=100, storage_options=opts, progress=False)
+    s = featurize(X, G, store=url, block_rows=100, storage_options=opts, progress=False)
     assert s.run_stats == {"computed": 3, "skipped": 0} and np.array_equal(s.features.compute(), REF)
 
 
@@ -141,7 +103,7 @@ WRITER = textwrap.dedent("""
 
     store.check_lease = slow_check
     with dask.config.set(scheduler="sync"):
-        featurize(X, GCWS(n_components=16, seed=7).fit(X[:1]), store=sys.argv[2], chunks=2, shards=None,
+        featurize(X, GCWS(n_components=16, seed=7).fit(X[:1]), store=sys.argv[2], block_rows=2, shards=None,
                   storage_options=opts, progress=False)
 """)
 
@@ -174,7 +136,7 @@ def test_resume_after_kill_on_s3(s3, tmp_path):
     s = open_store(url, storage_options=opts)
     kept = int(s.done.sum())
     assert 6 <= kept < 40 and not s.complete
-    resumed = featurize(X[:80], G, store=url, chunks=2, shards=None, storage_options=opts, progress=False)
+    resumed = featurize(X[:80], G, store=url, block_rows=2, shards=None, storage_options=opts, progress=False)
     assert resumed.run_stats == {"computed": 40 - kept, "skipped": kept}
     assert resumed.complete and np.array_equal(resumed.features.compute(), REF[:80]) and resumed.verify_blocks() == {}
 
@@ -184,7 +146,7 @@ def test_append_on_s3(s3):
     url = "s3://dk-test/stores/a.zarr"
     for day in range(3):
         rows = slice(100 * day, 100 * (day + 1))
-        s = featurize(X[rows], G, labels=Y[rows], store=url, mode="append", chunks=40, storage_options=opts,
+        s = featurize(X[rows], G, labels=Y[rows], store=url, mode="append", block_rows=40, storage_options=opts,
                       progress=False)
     s = open_store(url, storage_options=opts)
     assert len(s.segments) == 2 and s.n_rows == 300 and s.complete and s.verify_blocks() == {}

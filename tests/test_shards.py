@@ -70,11 +70,11 @@ def test_sharded_store_from_sparse_partitions_and_resumed_layout(tmp_path):
                          for i, r in enumerate(X)))
     src = read_svmlight(str(f), n_features=12, blocksize=4000)
     assert src.n_partitions > 3
-    s = featurize(src, G, store=str(tmp_path / "s.zarr"), chunks=25, shards=4, progress=False)
+    s = featurize(src, G, store=str(tmp_path / "s.zarr"), block_rows=25, shards=4, progress=False)
     assert s.n_blocks == 16 and _objects(s.path, "features") == 4 and _objects(s.path, "qid") == 0
     assert np.array_equal(s.features.compute(), REF) and np.array_equal(s.labels.compute(), Y)
     # a resumed store keeps its own layout whatever the argument says
-    again = featurize(src, G, store=s.path, chunks=25, shards=None, progress=False)
+    again = featurize(src, G, store=s.path, block_rows=25, shards=None, progress=False)
     assert again.run_stats["computed"] == 0 and again.info["shard_blocks"] == 4
 
 

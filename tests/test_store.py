@@ -42,8 +42,8 @@ def test_layout_and_reader(tmp_path):
 
 
 def test_same_bytes_from_1_and_7_partitions(tmp_path):
-    a = featurize(da.from_array(X, chunks=(600, 24)), G, store=str(tmp_path / "a.zarr"), chunks=100, progress=False)
-    b = featurize(da.from_array(X, chunks=(86, 24)), G, store=str(tmp_path / "b.zarr"), chunks=100, progress=False)
+    a = featurize(da.from_array(X, chunks=(600, 24)), G, store=str(tmp_path / "a.zarr"), block_rows=100, progress=False)
+    b = featurize(da.from_array(X, chunks=(86, 24)), G, store=str(tmp_path / "b.zarr"), block_rows=100, progress=False)
     for i in range(6):
         assert _chunk_bytes(a.path, "features", i) == _chunk_bytes(b.path, "features", i)
 
@@ -55,7 +55,7 @@ def test_svmlight_store_keeps_labels_and_qid(tmp_path):
     p.write_text("\n".join(lines) + "\n")
     src = read_svmlight(str(p), n_features=24, blocksize=1500)
     assert src.n_partitions > 3
-    s = featurize(src, G, store=str(tmp_path / "s.zarr"), chunks=20, progress=False)
+    s = featurize(src, G, store=str(tmp_path / "s.zarr"), block_rows=20, progress=False)
     assert s.n_blocks == 5 and np.array_equal(s.features.compute(), REF[:95])
     assert s.labels.compute().tolist() == [i % 3 for i in range(95)]
     assert s.qid.compute().tolist() == [i // 10 for i in range(95)]
@@ -116,7 +116,7 @@ def test_different_job_is_refused_with_what_differs(tmp_path):
     with pytest.raises(ValueError, match=r"input.shape: \[600, 24\] \(stored\) != \[500, 24\] \(now\)"):
         featurize(Xd[:500], G, store=p, progress=False)
     with pytest.raises(ValueError, match="block_rows: 100"):
-        featurize(Xd, G, store=p, chunks=50, progress=False)
+        featurize(Xd, G, store=p, block_rows=50, progress=False)
     s = featurize(Xd, GCWS(n_components=16, seed=5).fit(X[:1]), store=p, overwrite=True, progress=False)
     assert s.features.shape == (600, 16) and s.run_stats["computed"] == 6
 
@@ -155,8 +155,8 @@ def test_sparse_blocks_across_partitions_with_labels_and_row_ids(tmp_path):
     from dask_kernels.io import from_sparse
 
     src = from_sparse(sp.csr_matrix(X), y=Y, block_rows=70)  # partitions of 70 rows, blocks of 100
-    s = featurize(src, G, store=str(tmp_path / "a.zarr"), chunks=100, progress=False)
+    s = featurize(src, G, store=str(tmp_path / "a.zarr"), block_rows=100, progress=False)
     assert np.array_equal(s.features.compute(), REF) and np.array_equal(s.labels.compute(), Y)
     ids = np.arange(600)[::-1]
-    s = featurize(src, G, labels=-Y, row_ids=ids, store=str(tmp_path / "b.zarr"), chunks=100, progress=False)
+    s = featurize(src, G, labels=-Y, row_ids=ids, store=str(tmp_path / "b.zarr"), block_rows=100, progress=False)
     assert np.array_equal(s.labels.compute(), -Y) and np.array_equal(s.row_ids.compute(), ids)

@@ -104,22 +104,25 @@ def existing_path(path, flag):
     return path
 
 
-def param_value(text):
+def param_value(text, flag="--param"):
     """A ``--param`` value: JSON if it parses (numbers, true, lists), else the text itself."""
     try:
         return json.loads(text)
-    except json.JSONDecodeError:
+    except RecursionError:
+        raise UsageError(f"{flag}: the value is nested too deeply ({len(text):,} characters)") from None
+    except ValueError:  # JSONDecodeError: a plain word such as mean
         return text
 
 
 def parse_params(items, flag="--param"):
-    """``{name: value}`` from ``NAME=VALUE`` items."""
+    """``{name: value}`` from ``NAME=VALUE`` items: the one parser of every subcommand's
+    ``--param`` (and of job files' ``params`` tables, which become ``--param`` items)."""
     params = {}
     for item in items:
         name, sep, value = item.partition("=")
         if not sep or not name.strip():
-            raise UsageError(f"{flag} expects NAME=VALUE, got {item!r}")
-        params[name.strip()] = param_value(value)
+            raise UsageError(f"{flag} expects NAME=VALUE, got {item[:80]!r}")
+        params[name.strip()] = param_value(value, f"{flag} {name.strip()}")
     return params
 
 

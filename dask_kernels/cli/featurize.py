@@ -5,8 +5,9 @@ Re-running the same command resumes an unfinished store; a store of another job 
 """
 
 import json
+import warnings
 
-from ._args import UsageError, existing_path, make_map, param_value, parse_params, positive_int
+from ._args import UsageError, existing_path, make_map, parse_params, positive_int
 from ._cluster import add_cluster_arguments, client_for
 from ._inputs import add_input_arguments, load_labels, open_rows
 from ._paths import existing, normalize
@@ -26,15 +27,15 @@ def add_arguments(parser):
     parser.add_argument("--spec", help="JSON file with a map spec (a full spec from FeatureMap.spec(), or "
                                        '{"method": ..., "params": {...}}); overrides --method/--param')
     add_input_arguments(parser)
-    parser.add_argument("--chunks", type=positive_int, help="rows per stored block (default: the input's partitions)")
+    parser.add_argument("--block-rows", type=positive_int, help="rows per stored block (default: the input's partitions)")
+    parser.add_argument("--chunks", type=positive_int, help="deprecated name of --block-rows (removed in the next release)")
     add_cluster_arguments(parser)
     parser.add_argument("--overwrite", action="store_true", help="replace an existing store")
+    parser.add_argument("--append", action="store_true",
+                        help="add the input's rows to the store as a new segment (a nightly job's new rows); "
+                             "re-running the same append resumes it instead of adding the rows twice")
     parser.add_argument("--no-progress", action="store_true",
                         help="no progress (default: a bar on a terminal, a plain line every few seconds otherwise)")
-
-
-def _value(text):
-    return param_value(text)
 
 
 def build_map(args):
@@ -46,8 +47,8 @@ def build_map(args):
         try:
             with open(args.spec) as f:
                 spec = json.load(f)
-        except ValueError as e:
-            raise UsageError(f"--spec {args.spec}: not valid JSON ({e})") from None
+        except (ValueError, RecursionError) as e:
+            raise UsageError(f"--spec {args.spec}: not valid JSON ({type(e).__name__})") from None
         if not isinstance(spec, dict) or "method" not in spec:
             raise UsageError(f"--spec {args.spec}: expected a JSON object with a 'method' key")
         if "n_features_in" in spec:
@@ -64,10 +65,22 @@ def build_map(args):
     return make_map(args.method, parse_params(args.param))
 
 
+def block_rows(args):
+    """``--block-rows``, or the deprecated ``--chunks`` with a FutureWarning."""
+    if args.chunks is None:
+        return args.block_rows
+    if args.block_rows is not None:
+        raise UsageError("--chunks is the deprecated name of --block-rows: give --block-rows only")
+    warnings.warn("--chunks is deprecated and will be removed in the next release: use --block-rows",
+                  FutureWarning, stacklevel=2)
+    args.block_rows, args.chunks = args.chunks, None
+    return args.block_rows
+
+
 def read_input(args):
     """The input rows, lazily (a dask array or SparsePartitions)."""
     fmt, X = open_rows(args.input, args.format, n_features=args.n_features, zero_based=args.zero_based,
-                       blocksize=args.blocksize, block_rows=args.chunks)
+                       blocksize=args.blocksize, block_rows=block_rows(args))
     if fmt == "store":
         raise UsageError(f"input {args.input}: is a feature store; featurize raw rows (.npy, Zarr array, svmlight)")
     return X
@@ -84,6 +97,7 @@ def run(args):
     if args.labels:
         existing(args.labels, "--labels")
     output = normalize(args.output)
+    block_rows(args)  # before a cluster starts
     if args.labels and args.format == "svmlight":
         raise UsageError("--labels is for .npy and Zarr input: svmlight files carry their labels")
     with client_for(args):
@@ -95,7 +109,8 @@ def run(args):
             labels = load_labels(args.labels, int(X.shape[0]))
         fmap = resolve_center(fmap, X)
         t0 = time.perf_counter()
-        store = featurize(X, fmap, labels=labels, store=output, chunks=args.chunks, overwrite=args.overwrite,
+        store = featurize(X, fmap, labels=labels, store=output, block_rows=block_rows(args), overwrite=args.overwrite,
+                          mode="append" if args.append else "write",
                           progress=not args.no_progress)
         seconds = time.perf_counter() - t0
     stats = store.run_stats

@@ -38,6 +38,7 @@ import json
 import os
 import sys
 import tomllib
+import warnings
 
 from ._args import UsageError
 from ._cluster import add_cluster_arguments
@@ -52,8 +53,9 @@ INPUT = {"path": (None, "path"), "format": ("--format", "str"), "labels": ("--la
          "n_features": ("--n-features", "int"), "zero_based": ("--zero-based", "bool"),
          "blocksize": ("--blocksize", "int")}
 MAP = {"method": ("--method", "str"), "params": ("--param", "table"), "spec": ("--spec", "path")}
-STORE = {"path": (None, "path"), "chunks": ("--chunks", "int"), "overwrite": ("--overwrite", "bool"),
-         "progress": ("--no-progress", "flag-if-false")}
+STORE = {"path": (None, "path"), "block_rows": ("--block-rows", "int"), "overwrite": ("--overwrite", "bool"),
+         "append": ("--append", "bool"), "progress": ("--no-progress", "flag-if-false"),
+         "chunks": ("--block-rows", "int")}  # deprecated name of block_rows (FutureWarning)
 TRAINING = {"output": ("-o", "path"), "overwrite": ("--overwrite", "bool"), "estimator": ("--estimator", "str"),
             "epochs": ("--epochs", "int"), "alpha": ("--alpha", "num"), "eta0": ("--eta0", "num"),
             "validation": ("--validation", "num"), "patience": ("--patience", "int"),
@@ -142,6 +144,12 @@ def load_job(path):
     for required in ("input", "map", "store"):
         if required not in job:
             raise JobError(f"job {path}: [{required}] is missing")
+    store = job.get("store")
+    if isinstance(store, dict) and "chunks" in store:
+        if "block_rows" in store:
+            raise JobError("[store] chunks: the deprecated name of block_rows; give block_rows only")
+        warnings.warn(f"job {path}: [store] chunks is deprecated and will be removed in the next release: "
+                      "use block_rows", FutureWarning, stacklevel=2)
     checked = {}
     for section in ("cluster", "input", "map", "store", "training"):
         if section in job:
@@ -185,7 +193,7 @@ def steps(job, cluster_argv):
     if "training" in job:
         names = {}
         t = job["training"]
-        argv = ["train", store["path"][1]] + _argv(_items(t), names, "[training]")
+        argv = ["train", store["path"][1]] + _argv(_items(t), names, "[training]") + cluster
         out.append(("[training]", argv, names))
     for i, o in enumerate(job["outputs"]):
         names = {}

@@ -3,11 +3,13 @@
 From a feature store (``dask-kernels train features.zarr -o model.dk``) or from raw rows in a
 ``.npy`` file (labels from ``--labels y.npy``) or an svmlight/LIBSVM file, featurized block by
 block with ``--method`` (nothing stored). Prints the per-epoch history; the saved model loads
-with :func:`dask_kernels.load_model`.
+with :func:`dask_kernels.load_model`. With ``--scheduler``, ``--scheduler-file`` or ``--workers``
+the blocks are read and featurized on that cluster; without them, in this process.
 """
 
 from ._args import UsageError, fraction, make_map, nonnegative_float, parse_params, positive_float, \
     positive_int
+from ._cluster import add_cluster_arguments, client_for
 
 help = "train a linear model out of core on a feature store or raw .npy/svmlight rows; save it"
 
@@ -51,6 +53,7 @@ def add_arguments(parser):
                                              "ever overwritten)")
     parser.add_argument("--checkpoint-every", type=positive_int, default=None, help="also checkpoint every N blocks")
     parser.add_argument("--no-resume", action="store_true", help="start over instead of resuming --checkpoint")
+    add_cluster_arguments(parser)
 
 
 def _estimator(args, eta0, fmap=None):
@@ -153,10 +156,18 @@ def _default_eta0(src):
 
 
 def run(args):
-    from dask_kernels import fit_incremental
     from dask_kernels.learn.model import check_model_path
 
     check_model_path(args.output, args.overwrite)  # before training, not after it
+    if args.scheduler or args.scheduler_file or args.workers:
+        with client_for(args):  # blocks are read (and featurized) on the cluster
+            return _train(args)
+    return _train(args)  # no cluster named: dask's local scheduler, in this process
+
+
+def _train(args):
+    from dask_kernels import fit_incremental
+
     src = _source(args)
     eta0 = args.eta0 if args.eta0 is not None else _default_eta0(src)
     est = _estimator(args, eta0, src.feature_map)

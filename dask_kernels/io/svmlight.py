@@ -31,8 +31,10 @@ class SvmlightFormatError(ValueError):
 
 
 class _LocalError(Exception):
+    # every field in args: a worker's scan returns this to the driver, which unpickles it with
+    # cls(*args)
     def __init__(self, what, line, row, offset, text):
-        super().__init__(what)
+        super().__init__(what, line, row, offset, text)
         self.what, self.line, self.row, self.offset, self.text = what, line, row, offset, text
 
     def format(self, path, line_base=0, row_base=0):

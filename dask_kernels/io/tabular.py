@@ -93,16 +93,32 @@ def _read_part(url, storage_options, groups, n, columns, dtype, identity):
 
     fs, p = fsspec.core.url_to_fs(url, **(storage_options or {}))
     meta = _metadata(url, json.dumps(storage_options or {}, sort_keys=True), identity.size, identity.mtime)
-    with fs.open(p, "rb") as f:
-        table = pq.ParquetFile(f, metadata=meta).read_row_groups(list(groups), columns=list(columns))
+    with fs.open(p, "rb") as f:  # one thread: a task has one core (pyarrow's pool would take them all)
+        table = pq.ParquetFile(f, metadata=meta).read_row_groups(list(groups), columns=list(columns),
+                                                                 use_threads=False)
     identity.check()  # after the read: these rows came from the file first seen
     if table.num_rows != n:
         raise InputChangedError(f"{url}: row groups {list(groups)} hold {table.num_rows} rows, the file's "
                                 f"metadata said {n} when the job started")
+    return _to_rows(table, columns, n, dtype)
+
+
+#: Columns gathered at once when turning Parquet's columns into rows.
+_COLUMN_BATCH = 64
+
+
+def _to_rows(table, columns, n, dtype):
+    """Columns -> C-contiguous rows, ``_COLUMN_BATCH`` columns at a time: each batch is gathered
+    contiguously, then written transposed (64 adjacent values per row instead of one: writing
+    column by column into row-major rows touches a new cache line per value, ~1.7x slower)."""
     out = np.empty((n, len(columns)), dtype=dtype)
-    for j, name in enumerate(columns):
-        # nulls become NaN, which input validation refuses naming the row and column
-        out[:, j] = table.column(name).to_numpy(zero_copy_only=False)
+    batch = np.empty((min(_COLUMN_BATCH, len(columns)), n), dtype=dtype)
+    for a in range(0, len(columns), _COLUMN_BATCH):
+        names = columns[a:a + _COLUMN_BATCH]
+        for j, name in enumerate(names):
+            # nulls become NaN, which input validation refuses naming the row and column
+            batch[j] = table.column(name).to_numpy(zero_copy_only=False)
+        out[:, a:a + len(names)] = batch[:len(names)].T
     return out
 
 

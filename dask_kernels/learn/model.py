@@ -1,5 +1,7 @@
 """KernelModel: a feature map paired with a trained linear model, savable without pickle."""
 
+from __future__ import annotations
+
 import importlib
 import json
 import os
@@ -12,6 +14,7 @@ from sklearn.base import BaseEstimator, MetaEstimatorMixin
 
 from ..blocks import validate_block
 from ..maps.base import from_spec
+from ..pipeline.store import filesystem, local_path
 from ..sidecar import model_arrays, save_model_arrays
 from .checkpoint import load_npz, save_npz
 from .state import get_state, json_params, params_from_json, set_state
@@ -257,7 +260,7 @@ class KernelModel(MetaEstimatorMixin, BaseEstimator):
         return float(r2_score(y, pred) if is_regressor(self.estimator) else accuracy_score(y, pred))
 
     # -- persistence --------------------------------------------------------------------------
-    def save(self, path, overwrite=False):
+    def save(self, path: str | os.PathLike, overwrite: bool = False, storage_options: dict | None = None) -> str:
         """Write the model to directory ``path``: ``model.json`` + ``arrays.npz`` (no pickle).
 
         ``model.json`` holds the feature map's spec, the estimator's class name and parameters,
@@ -265,15 +268,23 @@ class KernelModel(MetaEstimatorMixin, BaseEstimator):
         written to a temporary directory beside ``path`` and renamed into place; if anything
         fails the temporary directory is removed and ``path`` is untouched.
 
+        On an fsspec URL (``s3://bucket/models/m.dk``; object stores have no rename) the files
+        are uploaded with ``model.json`` last: it is the marker that the model is complete
+        (:func:`load_model` needs it). Replacing a saved model removes its ``model.json``
+        first, so a save killed midway never leaves a mix of two models that loads.
+
         Parameters
         ----------
         path : str or path-like
-            Must not exist, be an empty directory, or (with ``overwrite=True``) hold a saved
-            model: a directory with only ``model.json`` (with this package's format marker)
-            and ``arrays.npz``. Anything else (a file, a folder of other files) is refused and
-            never modified.
+            Local path, ``file://`` or fsspec URL. Must not exist, be an empty directory, or
+            (with ``overwrite=True``) hold a saved model: a directory with only ``model.json``
+            (with this package's format marker) and ``arrays.npz`` (or, on a URL, only those
+            names without ``model.json``: a save that did not finish). Anything else (a file,
+            a folder of other files) is refused and never modified.
         overwrite : bool, default=False
             Replace a saved model at ``path``.
+        storage_options : dict, optional
+            fsspec options for a URL ``path`` (e.g. credentials, ``client_kwargs``).
 
         Returns
         -------
@@ -300,16 +311,14 @@ class KernelModel(MetaEstimatorMixin, BaseEstimator):
         }
         path = os.fspath(path)
         path = path.rstrip("/") or path
+        if local_path(path) is None:
+            return _save_remote(path, overwrite, storage_options, lambda d: self._write_files(d, arrays, meta))
+        path = local_path(path)
         check_model_path(path, overwrite)
         folder, base = os.path.split(os.path.abspath(path))
         tmp = tempfile.mkdtemp(prefix=f".{base}.tmp-", dir=folder)
         try:
-            save_npz(os.path.join(tmp, "arrays.npz"), arrays, {"format": MODEL_FORMAT})
-            save_model_arrays(self.feature_map, tmp)  # nystroem: the map's fitted arrays, if any
-            with open(os.path.join(tmp, "model.json"), "w") as f:
-                json.dump(meta, f, indent=1)
-                f.flush()
-                os.fsync(f.fileno())
+            self._write_files(tmp, arrays, meta)
             if check_model_path(path, overwrite) == "model":  # again: it may have changed
                 old = tempfile.mkdtemp(prefix=f".{base}.old-", dir=folder)
                 os.replace(path, old)  # onto an empty directory: allowed, atomic
@@ -327,6 +336,35 @@ class KernelModel(MetaEstimatorMixin, BaseEstimator):
             shutil.rmtree(tmp, ignore_errors=True)  # ours: made by mkdtemp above
             raise
         return path
+
+    def _write_files(self, folder, arrays, meta):
+        """The model's files in the (new, empty) local ``folder``; model.json last."""
+        save_npz(os.path.join(folder, "arrays.npz"), arrays, {"format": MODEL_FORMAT})
+        save_model_arrays(self.feature_map, folder)  # nystroem: the map's fitted arrays, if any
+        with open(os.path.join(folder, "model.json"), "w") as f:
+            json.dump(meta, f, indent=1)
+            f.flush()
+            os.fsync(f.fileno())
+
+
+def _save_remote(url, overwrite, storage_options, write_files):
+    """Upload a model to an fsspec URL: its files, then model.json (the completion marker)."""
+    fs, p = filesystem(url, storage_options)
+    check_model_path(url, overwrite, storage_options)  # before any work
+    with tempfile.TemporaryDirectory(prefix="dk-model-") as tmp:
+        write_files(tmp)
+        state = check_model_path(url, overwrite, storage_options)  # again: it may have changed
+        if state == "model":
+            fs.rm_file(f"{p}/model.json")  # first: from now on the old model no longer loads
+        for name in MODEL_FILES[1:]:  # everything but model.json
+            src = os.path.join(tmp, name)
+            if os.path.exists(src):
+                fs.put_file(src, f"{p}/{name}")
+            elif state != "absent" and fs.exists(f"{p}/{name}"):
+                fs.rm_file(f"{p}/{name}")  # the previous model's: one of our file names, checked above
+        fs.put_file(os.path.join(tmp, "model.json"), f"{p}/model.json")
+    fs.invalidate_cache(p)
+    return url
 
 
 def _read_model_json(path):
@@ -351,14 +389,18 @@ def _is_model_json(path):
         return False
 
 
-def check_model_path(path, overwrite=False):
-    """Whether a model may be written to ``path``: returns "absent", "empty" or "model".
+def check_model_path(path: str | os.PathLike, overwrite: bool = False, storage_options: dict | None = None) -> str:
+    """Whether a model may be written to ``path``: returns "absent", "empty" or "model"
+    (on a URL also "partial": only model file names, no model.json, a save that did not finish).
 
     Raises ``FileExistsError`` naming ``path`` for anything else (a file, a symbolic link, a
     directory that is not a saved model or also holds other files), and for a saved model
-    unless ``overwrite``.
+    (or a partial one) unless ``overwrite``.
     """
     path = os.fspath(path)
+    if local_path(path) is None:
+        return _check_remote(path, overwrite, storage_options)
+    path = local_path(path)
     if not os.path.lexists(path):
         return "absent"
     if os.path.islink(path):
@@ -380,6 +422,68 @@ def check_model_path(path, overwrite=False):
     return "model"
 
 
+def _check_remote(url, overwrite, storage_options):
+    fs, p = filesystem(url, storage_options)
+    fs.invalidate_cache(p)
+    if fs.isfile(p):
+        raise FileExistsError(f"{url} exists and is not a saved model (an object): refusing to replace it")
+    try:
+        entries = sorted(os.path.basename(str(e).rstrip("/")) for e in fs.ls(p, detail=False))
+    except FileNotFoundError:
+        entries = []
+    if not entries:
+        return "absent"
+    others = [e for e in entries if e not in MODEL_FILES]
+    if others:
+        raise FileExistsError(f"{url} holds other objects than a saved dask_kernels model "
+                              f"({', '.join(others[:5])}): refusing to replace it")
+    if "model.json" not in entries:
+        if not overwrite:
+            raise FileExistsError(f"{url} holds a model save that did not finish (no model.json): pass "
+                                  "overwrite=True to replace it")
+        return "partial"
+    try:
+        meta = _read_remote_json(fs, f"{p}/model.json", f"{url}/model.json")
+    except ValueError:
+        meta = {}
+    if meta.get("format") != MODEL_FORMAT:
+        raise FileExistsError(f"{url} exists and is not a saved dask_kernels model (no model.json with "
+                              f"format {MODEL_FORMAT!r}): refusing to replace it")
+    if not overwrite:
+        raise FileExistsError(f"{url} already holds a saved model: pass overwrite=True to replace it")
+    return "model"
+
+
+def _read_remote_json(fs, p, name):
+    if fs.size(p) > MAX_JSON_BYTES:
+        raise ValueError(f"{name} is larger than {MAX_JSON_BYTES:,} bytes: not a model file")
+    try:
+        meta = json.loads(fs.cat_file(p))
+    except (ValueError, RecursionError) as e:
+        raise ValueError(f"{name} is not valid JSON ({e})") from None
+    if not isinstance(meta, dict):
+        raise ValueError(f"{name} must hold a JSON object")
+    return meta
+
+
+def _load_remote(url, max_bytes, storage_options):
+    """Load a model from an fsspec URL: its files copied to a temporary folder (at most their
+    own size: the checks of the local loader bound memory by it), errors naming the URL."""
+    fs, p = filesystem(url, storage_options)
+    fs.invalidate_cache(p)
+    if not fs.isfile(f"{p}/model.json"):
+        raise FileNotFoundError(f"{url} is not a saved model (no {url}/model.json)")
+    _read_remote_json(fs, f"{p}/model.json", f"{url}/model.json")  # size and JSON checked before the rest
+    with tempfile.TemporaryDirectory(prefix="dk-model-") as tmp:
+        for name in MODEL_FILES:
+            if fs.isfile(f"{p}/{name}"):
+                fs.get_file(f"{p}/{name}", os.path.join(tmp, name))
+        try:
+            return load_model(tmp, max_bytes=max_bytes)
+        except (ValueError, FileNotFoundError) as e:
+            raise type(e)(str(e).replace(tmp, url)) from None
+
+
 def _remove_model_dir(path):
     # delete only the files a model consists of; rmdir fails (and keeps it) if anything else
     # appeared there
@@ -396,7 +500,8 @@ def _remove_model_dir(path):
         warnings.warn(f"left the previous model at {path}: it holds files that are not ours", stacklevel=3)
 
 
-def load_model(path, *, max_bytes=None):
+def load_model(path: str | os.PathLike, *, max_bytes: int | None = None,
+               storage_options: dict | None = None) -> KernelModel:
     """Load a :class:`KernelModel` saved with :meth:`KernelModel.save`.
 
     Never executes code from the file and never allocates more than the file justifies: the
@@ -411,9 +516,12 @@ def load_model(path, *, max_bytes=None):
     Parameters
     ----------
     path : str or path-like
-        The model directory.
+        The model directory: a local path, ``file://`` or fsspec URL (``s3://...``; its files
+        are copied to a temporary folder and checked there).
     max_bytes : int, optional
         Lower cap on the bytes the arrays may take in memory.
+    storage_options : dict, optional
+        fsspec options for a URL ``path``.
 
     Raises
     ------
@@ -435,6 +543,9 @@ def load_model(path, *, max_bytes=None):
     True
     """
     path = os.fspath(path)
+    if local_path(path) is None:
+        return _load_remote(path.rstrip("/"), max_bytes, storage_options)
+    path = local_path(path)
     if not os.path.isfile(os.path.join(path, "model.json")):
         raise FileNotFoundError(f"{path} is not a saved model (no {os.path.join(path, 'model.json')})")
     meta = _read_model_json(path)

@@ -7,6 +7,7 @@ on the number of features k or the input dimension d.
 
 import functools
 import uuid
+import warnings
 
 import dask
 import dask.array as da
@@ -167,12 +168,12 @@ def _verify_block(reader, i, names):
 
 
 # -- input normalization -------------------------------------------------------------------------
-def _as_source(X, chunks):
+def _as_source(X, block_rows):
     """("dense", dask array chunked along rows only) or ("sparse", SparsePartitions)."""
     if isinstance(X, SparsePartitions):
         return "sparse", X
     if sp.issparse(X):  # checked whole: slicing a malformed matrix silently drops entries
-        return "sparse", from_sparse(validate_block(X), block_rows=chunks)
+        return "sparse", from_sparse(validate_block(X), block_rows=block_rows)
     if isinstance(X, da.Array):
         if X.ndim != 2:
             raise ValueError(f"expected 2-d rows, got shape {X.shape}")
@@ -181,7 +182,7 @@ def _as_source(X, chunks):
         if np.isnan(X.shape[0]) or any(np.isnan(c) for c in X.chunks[0]):
             raise ValueError("row chunk sizes are unknown; call X.compute_chunk_sizes() first")
         return "dense", X
-    return "dense", from_array(np.asarray(X), block_rows=chunks)
+    return "dense", from_array(np.asarray(X), block_rows=block_rows)
 
 
 def _first_block(kind, src):
@@ -278,8 +279,11 @@ def shard_blocks(shards, n_blocks, block_bytes):
     return int(shards)
 
 
-def featurize(X, feature_map, *, labels=None, row_ids=None, store=None, chunks=None, compressors="auto",
-              overwrite=False, progress=True, storage_options=None, shards="auto", mode="write"):
+_UNSET = object()
+
+
+def featurize(X, feature_map, *, labels=None, row_ids=None, store=None, block_rows=None, compressors="auto",
+              overwrite=False, progress=True, storage_options=None, shards="auto", mode="write", chunks=_UNSET):
     """Featurize rows on Dask: a lazy dask array, or a resumable Zarr feature store.
 
     Parameters
@@ -288,7 +292,7 @@ def featurize(X, feature_map, *, labels=None, row_ids=None, store=None, chunks=N
         Rows to featurize. Dask arrays are used as chunked (along rows; column chunks are
         merged); a dask DataFrame's numeric columns are used partition by partition (their
         lengths computed once; :func:`~dask_kernels.read_parquet` knows them from the
-        metadata); NumPy/SciPy input is split into blocks of ``chunks`` rows.
+        metadata); NumPy/SciPy input is split into blocks of ``block_rows`` rows.
     feature_map : FeatureMap
         A fitted map. An unfitted one is fitted, as a clone, on the first block that has rows
         (enough for maps that learn just the input dimension, like GCWS without centering);
@@ -301,7 +305,7 @@ def featurize(X, feature_map, *, labels=None, row_ids=None, store=None, chunks=N
         Path or fsspec URL of a Zarr v3 store to write. Without it, nothing is computed. It must
         be absent, an empty folder, or a feature store: anything else (user files, another Zarr
         group, a file) is refused and left untouched, with or without ``overwrite``.
-    chunks : int, optional
+    block_rows : int, optional
         Rows per stored block (and per task). Default: the input's row chunk (dense dask input),
         about 32 MiB of float64 input per block (NumPy), or the mean partition size (sparse).
     compressors : Zarr compressors, default "auto"
@@ -334,6 +338,8 @@ def featurize(X, feature_map, *, labels=None, row_ids=None, store=None, chunks=N
         must be those of the store (refused, naming what differs). :func:`open_store` and
         training see the rows of every finished segment after the first rows, in the order
         they were appended. A changed input file is a new input: a new segment.
+    chunks : int, optional
+        Deprecated alias of ``block_rows`` (FutureWarning; removed in the next release).
 
     Returns
     -------
@@ -368,8 +374,14 @@ def featurize(X, feature_map, *, labels=None, row_ids=None, store=None, chunks=N
     >>> store.run_stats
     {'computed': 4, 'skipped': 0}
     """
+    if chunks is not _UNSET:
+        if block_rows is not None:
+            raise TypeError("featurize got both block_rows and its deprecated alias chunks: pass block_rows only")
+        warnings.warn("featurize(chunks=) is deprecated and will be removed in the next release: use "
+                      "block_rows=", FutureWarning, stacklevel=2)
+        block_rows = chunks
     X, labels = as_rows(X, labels)  # dask DataFrames: partitions as blocks, lengths known
-    kind, src = _as_source(X, chunks)
+    kind, src = _as_source(X, block_rows)
     fmap = _fitted(feature_map, kind, src)
     spec_json = fmap.spec_json()
     width, out_dtype = int(fmap.n_output_features_), np.dtype(fmap.output_dtype_)
@@ -398,14 +410,14 @@ def featurize(X, feature_map, *, labels=None, row_ids=None, store=None, chunks=N
         if overwrite:
             raise ValueError("mode='append' adds rows to a store: it cannot be combined with overwrite=True")
         root = _append_target(store, storage_options, fmap, columns)
-        if root is not None and chunks is None:
-            chunks = root["block_rows"]  # the segments' blocks are like the first ones
-    if chunks is None:
+        if root is not None and block_rows is None:
+            block_rows = root["block_rows"]  # the segments' blocks are like the first ones
+    if block_rows is None:
         if kind == "dense":
-            chunks = max(src.chunks[0]) if src.chunks[0] else 1
+            block_rows = max(src.chunks[0]) if src.chunks[0] else 1
         else:
-            chunks = -(-n_rows // max(1, src.n_partitions)) if n_rows else 1
-    block_rows = max(1, int(chunks))
+            block_rows = -(-n_rows // max(1, src.n_partitions)) if n_rows else 1
+    block_rows = max(1, int(block_rows))
     fp = job_fingerprint(fmap.spec(), input_fingerprint(kind, src), block_rows, columns)
     fp_sha = fingerprint_hash(fp)
     from .. import __version__
@@ -416,7 +428,7 @@ def featurize(X, feature_map, *, labels=None, row_ids=None, store=None, chunks=N
 
     if root is not None and root["fingerprint_sha256"] != fp_sha:  # a new input: a new segment
         seg = _store.segment_path(store, "seg-" + fp_sha[:16], storage_options, create=True)
-        part = featurize(X, fmap, labels=labels, row_ids=row_ids, store=seg, chunks=block_rows,
+        part = featurize(X, fmap, labels=labels, row_ids=row_ids, store=seg, block_rows=block_rows,
                          compressors=compressors, progress=progress, storage_options=storage_options, shards=shards)
         _store.add_segment(store, storage_options, root["lease"], "seg-" + fp_sha[:16])
         fs = _store.open_store(store, storage_options=storage_options)

@@ -621,7 +621,7 @@ class FeatureStore:
     >>> from dask_kernels import GCWS, featurize
     >>> X = np.random.default_rng(0).random((100, 8))
     >>> path = os.path.join(tempfile.mkdtemp(), "f.zarr")
-    >>> _ = featurize(X, GCWS(n_components=16).fit(X), store=path, chunks=40, progress=False)
+    >>> _ = featurize(X, GCWS(n_components=16).fit(X), store=path, block_rows=40, progress=False)
     >>> store = open_store(path)
     >>> store.complete, store.features.shape, store.features.dtype
     (True, (100, 16), dtype('uint8'))

@@ -55,11 +55,11 @@ def _entries():
         return fmap.transform(X)
 
     def lazy(X, fmap, y, tmp):
-        return featurize(X, fmap, chunks=CHUNK).compute(scheduler="synchronous")
+        return featurize(X, fmap, block_rows=CHUNK).compute(scheduler="synchronous")
 
     def store(X, fmap, y, tmp):
         with dask.config.set(scheduler="synchronous"):
-            return featurize(X, fmap, chunks=CHUNK, store=os.path.join(tmp, f"s{next(_STORES)}.zarr"),
+            return featurize(X, fmap, block_rows=CHUNK, store=os.path.join(tmp, f"s{next(_STORES)}.zarr"),
                              progress=False)
 
     def incremental(X, fmap, y, tmp):
@@ -257,7 +257,7 @@ def test_validation_does_not_change_valid_input(method):
             assert checked is block
         direct = fmap.transform_block(block)
         np.testing.assert_array_equal(fmap.transform(block), direct)
-        lazy = featurize(block, fmap, chunks=N).compute(scheduler="synchronous")
+        lazy = featurize(block, fmap, block_rows=N).compute(scheduler="synchronous")
         np.testing.assert_array_equal(lazy, direct)
     # int and Fortran-ordered input become the float64 C block they always became
     np.testing.assert_array_equal(fmap.transform(np.asfortranarray(X)), fmap.transform_block(X))

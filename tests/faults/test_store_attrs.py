@@ -21,7 +21,7 @@ REF = G.transform(X)
 @pytest.fixture
 def store(tmp_path):
     p = str(tmp_path / "s.zarr")
-    featurize(X, G, store=p, chunks=100, progress=False)
+    featurize(X, G, store=p, block_rows=100, progress=False)
     return p
 
 
@@ -56,7 +56,7 @@ def test_bad_attribute_is_named_on_open_and_on_resume(store, name):
         open_store(store)
     assert store in str(e.value)
     with pytest.raises(ValueError, match=message):
-        featurize(X, G, store=store, chunks=100, progress=False)
+        featurize(X, G, store=store, block_rows=100, progress=False)
 
 
 def test_unreadable_zarr_json_names_the_store(store):
@@ -65,7 +65,7 @@ def test_unreadable_zarr_json_names_the_store(store):
     with pytest.raises(ValueError, match=rf"{store}: .*zarr\.json"):
         open_store(store)
     with pytest.raises(ValueError, match=rf"{store} .*zarr\.json"):
-        featurize(X, G, store=store, chunks=100, progress=False)
+        featurize(X, G, store=store, block_rows=100, progress=False)
 
 
 def test_array_shape_disagreeing_with_attributes_is_named(store):
@@ -101,6 +101,6 @@ def test_format_1_store_opens_read_only_and_is_not_resumed(store):
     s = open_store(store)
     assert s.format == 1 and s.complete and np.array_equal(s.features.compute(), REF)
     with pytest.raises(ValueError, match=r"format 1 feature store.*overwrite=True"):
-        featurize(X, G, store=store, chunks=100, progress=False)
-    s = featurize(X, G, store=store, chunks=100, overwrite=True, progress=False)
+        featurize(X, G, store=store, block_rows=100, progress=False)
+    s = featurize(X, G, store=store, block_rows=100, overwrite=True, progress=False)
     assert s.format == 2 and np.array_equal(s.features.compute(), REF)

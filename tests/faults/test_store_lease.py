@@ -67,7 +67,7 @@ def test_job_whose_store_was_overwritten_stops_and_leaves_the_new_store_intact(t
         a, out_a = _start(featurize, slow, G, store=p, progress=False)
         _wait_for(p, 2)
         G_b = GCWS(n_components=16, seed=3).fit(X[:1])
-        b = featurize(X, G_b, store=p, chunks=20, overwrite=True, progress=False)
+        b = featurize(X, G_b, store=p, block_rows=20, overwrite=True, progress=False)
         a.join(120)
     assert "store" not in out_a, "job A returned a store after its store was replaced"
     assert "replaced by another job" in str(out_a.get("error")), out_a

@@ -55,7 +55,7 @@ def test_foreign_directory_is_refused_and_survives(tmp_path, make, overwrite):
     make(p)
     before = _snapshot(p)
     with pytest.raises(ValueError, match=r"is not a dask_kernels feature store .*refusing"):
-        featurize(X, G, store=str(p), chunks=50, overwrite=overwrite, progress=False)
+        featurize(X, G, store=str(p), block_rows=50, overwrite=overwrite, progress=False)
     assert _snapshot(p) == before
     assert sorted(os.listdir(tmp_path)) == ["target"]  # nothing left beside it either
 
@@ -65,17 +65,17 @@ def test_existing_file_is_refused_and_survives(tmp_path, overwrite):
     p = tmp_path / "notes.txt"
     p.write_text("keep me")
     with pytest.raises(ValueError, match="it is a file"):
-        featurize(X, G, store=str(p), chunks=50, overwrite=overwrite, progress=False)
+        featurize(X, G, store=str(p), block_rows=50, overwrite=overwrite, progress=False)
     assert p.read_text() == "keep me"
 
 
 def test_empty_folder_is_used_and_overwrite_replaces_only_our_store(tmp_path):
     p = tmp_path / "empty"
     p.mkdir()
-    s = featurize(X, G, store=str(p), chunks=50, progress=False)
+    s = featurize(X, G, store=str(p), block_rows=50, progress=False)
     assert np.array_equal(s.features.compute(), REF)
     G2 = GCWS(n_components=4, seed=2).fit(X[:1])
-    s2 = featurize(X, G2, store=str(p), chunks=50, overwrite=True, progress=False)
+    s2 = featurize(X, G2, store=str(p), block_rows=50, overwrite=True, progress=False)
     assert np.array_equal(open_store(str(p)).features.compute(), G2.transform(X)) and s2.complete
     assert sorted(os.listdir(tmp_path)) == ["empty"]  # no temporary or old copies left
 
@@ -96,7 +96,7 @@ _KILLED_CREATION = textwrap.dedent("""
 
     zarr.Group.create_array = create_then_die
     X = np.abs(np.random.default_rng(3).standard_normal((200, 6)))
-    featurize(X, GCWS(n_components=8, seed=1).fit(X[:1]), store=sys.argv[1], chunks=50, progress=False)
+    featurize(X, GCWS(n_components=8, seed=1).fit(X[:1]), store=sys.argv[1], block_rows=50, progress=False)
 """)
 
 
@@ -106,7 +106,7 @@ def test_creation_killed_after_the_arrays_does_not_block_the_rerun(tmp_path, url
     arg = "file://" + target if url else target
     r = subprocess.run([sys.executable, "-c", _KILLED_CREATION, arg], capture_output=True, text=True, timeout=120)
     assert r.returncode == 9, r.stderr[-2000:]
-    s = featurize(X, G, store=arg, chunks=50, progress=False)
+    s = featurize(X, G, store=arg, block_rows=50, progress=False)
     assert s.complete and np.array_equal(s.features.compute(), REF)
     if not url:  # the killed creation's temporary folder is removed once it is stale
         left = [n for n in os.listdir(tmp_path) if n != "s.zarr"]
@@ -116,7 +116,7 @@ def test_creation_killed_after_the_arrays_does_not_block_the_rerun(tmp_path, url
         (user_file / "x.txt").write_text("not a store")
         for n in (left[0], user_file.name):
             os.utime(tmp_path / n, (0, 0))
-        featurize(X, G, store=arg, chunks=50, overwrite=True, progress=False)
+        featurize(X, G, store=arg, block_rows=50, overwrite=True, progress=False)
         assert sorted(os.listdir(tmp_path)) == [".s.zarr.dk-new-notours", "s.zarr"]
         assert (user_file / "x.txt").read_text() == "not a store"
 
@@ -135,7 +135,7 @@ def test_creation_failing_half_way_on_an_object_store_is_replaced_by_the_rerun(m
 
     monkeypatch.setattr(zarr.Group, "create_array", create_then_fail)
     with pytest.raises(KeyboardInterrupt):
-        featurize(X, G, store=url, chunks=50, progress=False)
+        featurize(X, G, store=url, block_rows=50, progress=False)
     monkeypatch.setattr(zarr.Group, "create_array", real)
-    s = featurize(X, G, store=url, chunks=50, progress=False)
+    s = featurize(X, G, store=url, block_rows=50, progress=False)
     assert s.complete and np.array_equal(s.features.compute(), REF)
