@@ -83,6 +83,7 @@ def _check_api_reference(app):
 
 def setup(app):
     app.connect("builder-inited", _check_api_reference)
+    app.connect("autodoc-skip-member", _skip_metadata_requests)
 
 
 # --- HTML -------------------------------------------------------------------------------------
@@ -90,3 +91,9 @@ html_theme = "furo"
 html_title = f"dask_kernels {release}"
 html_static_path = ["_static"]
 html_css_files = ["dk.css"]
+
+
+def _skip_metadata_requests(app, what, name, obj, skip, options):
+    # scikit-learn generates set_{fit,partial_fit,score}_request on estimators whose methods take
+    # sample_weight; their docstrings point into scikit-learn's own glossary
+    return True if name.startswith("set_") and name.endswith("_request") else None
