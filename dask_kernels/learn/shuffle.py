@@ -15,6 +15,10 @@ rows come from every block of its window. With one window holding every block th
 global permutation; ``window=1`` is the cheaper within-block shuffle. Memory: the stored form of
 one window (and the next one, read ahead). Every permutation is a pure function of its key, so
 a run resumed at ``(epoch, step)`` trains on exactly the rows an uninterrupted run would.
+
+With ``part=(r, n)`` (replica ``r`` of ``n``, see :mod:`.replicas`) the plan covers the blocks
+``order[r::n]`` of the epoch's block order only, with its own window permutations: the replicas
+train on disjoint sets of blocks that together are every block.
 """
 
 import math
@@ -74,6 +78,8 @@ class EpochPlan:
         Blocks per window (>= 1).
     fraction : float
         Held-out fraction (0: every row trains).
+    part : (int, int), optional
+        ``(r, n)``: only replica ``r``'s share of the blocks (every ``n``-th of the epoch's order).
 
     Examples
     --------
@@ -89,10 +95,14 @@ class EpochPlan:
     True
     """
 
-    def __init__(self, src, seed, epoch, window, fraction):
+    def __init__(self, src, seed, epoch, window, fraction, part=None):
         self.src, self.seed, self.epoch, self.fraction = src, int(seed), int(epoch), float(fraction)
+        self.window, self.part = int(window), part
         order = np.random.default_rng((self.seed, self.epoch)).permutation(src.n_blocks)
-        self.windows = [w for w in np.array_split(order, max(1, math.ceil(src.n_blocks / window))) if w.size]
+        self._key = (self.seed, self.epoch)
+        if part is not None:  # a replica's disjoint share, shuffled under its own key
+            order, self._key = order[part[0]::part[1]], (self.seed, self.epoch, part[1], part[0])
+        self.windows = [w for w in np.array_split(order, max(1, math.ceil(order.size / window))) if w.size]
         self.starts = np.concatenate([[0], np.cumsum([w.size for w in self.windows])])
 
     @property
@@ -118,7 +128,7 @@ class EpochPlan:
         parts = self.src.read_blocks(blocks, [self._rows(b) for b in blocks])
         X = _Window([X for X, _ in parts])
         y = None if parts[0][1] is None else np.concatenate([y for _, y in parts])
-        perm = np.random.default_rng((self.seed, self.epoch, wi)).permutation(X.shape[0])
+        perm = np.random.default_rng(self._key + (wi,)).permutation(X.shape[0])
         return X, y, np.array_split(perm, len(blocks))
 
     def steps(self, start, pool=None):
@@ -136,3 +146,35 @@ class EpochPlan:
             skip = start - first if w == wi else 0
             for rows in pieces[skip:]:
                 yield X, y, rows
+
+
+def step_features(src, X, y, rows, estimator=None):
+    """``(learner features or None, labels, n)`` of the step ``rows`` of a window's stored rows."""
+    if not rows.size:
+        return None, None, 0
+    return src.expand(X[rows], estimator), (None if y is None else y[rows]), int(rows.size)
+
+
+def local_steps(plan, start, estimator=None, prefetch=True):
+    """Prepared steps of ``plan`` from ``start`` in this process; with ``prefetch`` the next
+    window is read and the next step expanded in two background threads."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    src = plan.src
+    if not prefetch:
+        for X, y, rows in plan.steps(start):
+            yield step_features(src, X, y, rows, estimator)
+        return
+    with ThreadPoolExecutor(max_workers=1) as reader, ThreadPoolExecutor(max_workers=1) as expander:
+        pending = None
+        try:
+            for X, y, rows in plan.steps(start, reader):
+                nxt = expander.submit(step_features, src, X, y, rows, estimator)
+                if pending is not None:
+                    yield pending.result()
+                pending = nxt
+            if pending is not None:
+                yield pending.result()
+        finally:
+            for pool in (reader, expander):
+                pool.shutdown(wait=True, cancel_futures=True)

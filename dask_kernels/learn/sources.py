@@ -15,10 +15,23 @@ read-ahead buffer small.
   feature map it passes the raw rows through (a linear baseline).
 """
 
+import copy
+
 import numpy as np
 import scipy.sparse as sp
 
 from ..blocks import validate_block
+
+
+def learner_features(fmap, stored, estimator=None):
+    """What the learner receives for a block of stored features: the one rule, used in this
+    process and on the workers alike.
+
+    The feature map's expansion of the stored form (GCWS codes -> one-hot CSR; floats as they
+    are), or the stored block itself without a map. ``estimator`` is the learner (its
+    parameters may ask for another form of the same features).
+    """
+    return stored if fmap is None else fmap.expand(stored)
 
 
 def _is_dask(a):
@@ -65,6 +78,15 @@ class BlockSource:
     n_rows = 0
     bounds = ()
     has_labels = False
+    #: dask scheduler of this source's reads (None: the active one); "synchronous" in tasks
+    #: that run on a worker, which read in their own thread where they run
+    scheduler = None
+
+    def synchronous(self):
+        """A copy of this source whose reads run in the calling thread (for worker tasks)."""
+        out = copy.copy(self)
+        out.scheduler = "synchronous"
+        return out
 
     @property
     def n_blocks(self):
@@ -94,9 +116,9 @@ class BlockSource:
         """Sorted distinct labels (one pass over the labels only)."""
         return np.unique(np.concatenate([np.unique(self.read_labels(i)) for i in range(self.n_blocks)]))
 
-    def expand(self, stored):
-        """Learner features of a stored block."""
-        return stored if self.feature_map is None else self.feature_map.expand(stored)
+    def expand(self, stored, estimator=None):
+        """Learner features of a stored block (see :func:`learner_features`)."""
+        return learner_features(self.feature_map, stored, estimator)
 
     def fingerprint(self):
         """What must match for a checkpoint of this source to be resumed."""
@@ -151,7 +173,7 @@ class StoreSource(BlockSource):
         a, b = self.bounds[i]
         # one compute: the row slice spans every column chunk, so whole rows come back
         parts = (self.features[a:b],) + ((self.labels[a:b],) if self.has_labels else ())
-        got = dask.compute(*parts)
+        got = dask.compute(*parts, scheduler=self.scheduler)
         X = np.asarray(got[0])
         y = np.asarray(got[1]) if self.has_labels else None
         if rows is not None:
@@ -167,7 +189,7 @@ class StoreSource(BlockSource):
         for i in blocks:
             a, b = self.bounds[i]
             parts += [self.features[a:b]] + ([self.labels[a:b]] if self.has_labels else [])
-        got = dask.compute(*parts)
+        got = dask.compute(*parts, scheduler=self.scheduler)
         step = 2 if self.has_labels else 1
         out = []
         for j, r in enumerate(rows):
@@ -183,7 +205,7 @@ class StoreSource(BlockSource):
 
     def read_labels(self, i):
         a, b = self.bounds[i]
-        return np.asarray(self.labels[a:b].compute())
+        return np.asarray(self.labels[a:b].compute(scheduler=self.scheduler))
 
     def classes(self):
         import dask.array as da
@@ -245,7 +267,7 @@ class ArraySource(BlockSource):
     def _rows(self, a, b, rows=None):
         X = self.X[a:b]
         if _is_dask(X):
-            X = X.compute()
+            X = X.compute(scheduler=self.scheduler)
         if rows is not None:
             X = X[rows]
         return sp.csr_matrix(X) if sp.issparse(X) else np.asarray(X)
@@ -256,7 +278,7 @@ class ArraySource(BlockSource):
         y = None
         if self.has_labels:
             y = self.y[a:b]
-            y = np.asarray(y.compute() if _is_dask(y) else y)
+            y = np.asarray(y.compute(scheduler=self.scheduler) if _is_dask(y) else y)
             if rows is not None:
                 y = y[rows]
         return X, y
@@ -264,7 +286,7 @@ class ArraySource(BlockSource):
     def read_labels(self, i):
         a, b = self.bounds[i]
         y = self.y[a:b]
-        return np.asarray(y.compute() if _is_dask(y) else y)
+        return np.asarray(y.compute(scheduler=self.scheduler) if _is_dask(y) else y)
 
 
 class PartitionSource(BlockSource):
