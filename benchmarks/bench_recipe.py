@@ -68,7 +68,7 @@ def recipe(store, epochs, average):
     F = src.expand(src.read(0)[0])
     sq = float(np.mean(F.multiply(F).sum(axis=1)))
     models = [fit_incremental(SGDClassifier(loss="log_loss", alpha=1e-5, learning_rate="constant", eta0=s / sq,
-                                            average=average, random_state=0), src, epochs=epochs, validation=0.1, seed=0,
+                                            average=average, random_state=0), src, epochs=epochs, validation_fraction=0.1, seed=0,
                               progress=False) for s in (1.0, 0.1)]
     return max(models, key=lambda m: [r["accuracy"] for r in m.history if r["action"] != "revert"][-1])
 

@@ -112,7 +112,7 @@ def main():
     est, s = timed(lambda: dask_ml_incremental(store, eta0, epochs, classes))
     peer = row("dask-ml Incremental, float store", est, s, Fte, ref)
     for window, label in (("auto", "cross-block shuffle"), (1, "within-block shuffle")):
-        model, s = timed(lambda: fit_incremental(sgd(eta0), store, epochs=epochs, validation=None,
+        model, s = timed(lambda: fit_incremental(sgd(eta0), store, epochs=epochs, validation_fraction=None,
                                                  shuffle_window=window, classes=classes, progress=False))
         rps = row(f"fit_incremental, float store, {label}", model.estimator, s, Fte, ref)
         rows[-1] = rows[-1][:3] + (f"{rps / ref:.2f}x pf, {rps / peer:.2f}x dask-ml",)
@@ -127,7 +127,7 @@ def main():
     Gmem = gcws.expand(np.asarray(gstore.features.compute()))
     est, s = timed(lambda: in_memory(Gmem, ytr, geta0, epochs, classes))
     gref = row("partial_fit, one-hot CSR in memory", est, s, Gte)
-    model, s = timed(lambda: fit_incremental(sgd(geta0), gstore, epochs=epochs, validation=None,
+    model, s = timed(lambda: fit_incremental(sgd(geta0), gstore, epochs=epochs, validation_fraction=None,
                                                 classes=classes, progress=False))
     row("fit_incremental, GCWS store", model.estimator, s, Gte, gref)
 

@@ -30,7 +30,7 @@ def test_store_blocks_are_read_on_the_workers_and_coefficients_match_the_local_r
         store = dask_kernels.open_store(path)
         store.features = store.features.map_blocks(_log_pid, log, dtype=store.features.dtype)
         sgd = SGDClassifier(loss="log_loss", learning_rate="constant", eta0=0.01, random_state=0)
-        return fit_incremental(sgd, store, epochs=2, validation=0.1, shuffle_window=3, progress=False)
+        return fit_incremental(sgd, store, epochs=2, validation_fraction=0.1, shuffle_window=3, progress=False)
 
     local = run()
     os.unlink(log)

@@ -28,7 +28,7 @@ def test_label_sorted_input_trains_as_well_as_shuffled_input():
     Xtr, Xte, ytr, yte = _digits()
     order = np.argsort(ytr, kind="stable")
     Xs, ys = Xtr[order], ytr[order]
-    kw = dict(epochs=8, block_rows=100, validation=None, progress=False)
+    kw = dict(epochs=8, block_rows=100, validation_fraction=None, progress=False)
     shuffled = fit_incremental(_sgd(), Xtr, ytr, **kw).score(Xte, yte)
     sorted_ = fit_incremental(_sgd(), Xs, ys, **kw).score(Xte, yte)
     within = fit_incremental(_sgd(), Xs, ys, shuffle_window=1, **kw).score(Xte, yte)
@@ -112,4 +112,4 @@ def test_bad_shuffle_window_is_refused(bad):
 
 def test_input_without_rows_is_refused_clearly():
     with pytest.raises(ValueError, match="no rows"):
-        fit_incremental(_sgd(), np.zeros((0, 3)), np.zeros(0), validation=None, classes=[0, 1], progress=False)
+        fit_incremental(_sgd(), np.zeros((0, 3)), np.zeros(0), validation_fraction=None, classes=[0, 1], progress=False)
