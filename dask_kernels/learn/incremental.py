@@ -269,6 +269,8 @@ def fit_incremental(
                                         width=_learner_width(src), halvable=_halvable(estimator))
     fit_args = {"classes": classes} if kind == "classifier" else {}
     supervised = kind != "clusterer"
+    # one window holds every block: keep its stored rows from epoch to epoch (read once per run)
+    cache = {} if window >= src.n_blocks and feed is None and replicas == 1 else None
 
     while not state.done and state.epoch < epochs:
         epoch, start = state.epoch, state.position
@@ -284,7 +286,7 @@ def fit_incremental(
             if callback is not None:
                 callback({"epoch": epoch, "position": state.position, "rows": state.epoch_rows})
         else:
-            plan = EpochPlan(src, seed, epoch, window, fraction)
+            plan = EpochPlan(src, seed, epoch, window, fraction, cache=cache)
             steps = feed.steps(plan, start) if feed is not None else local_steps(plan, start, estimator, prefetch)
             for pos, (F, yb, n) in enumerate(steps, start):
                 if n:

@@ -80,6 +80,10 @@ class EpochPlan:
         Held-out fraction (0: every row trains).
     part : (int, int), optional
         ``(r, n)``: only replica ``r``'s share of the blocks (every ``n``-th of the epoch's order).
+    cache : dict, optional
+        Stored training rows by block, kept from epoch to epoch (pass the same dict to every
+        epoch's plan when one window holds every block: the rows are then read once per run,
+        not once per epoch, in the memory one window takes anyway).
 
     Examples
     --------
@@ -95,8 +99,9 @@ class EpochPlan:
     True
     """
 
-    def __init__(self, src, seed, epoch, window, fraction, part=None):
+    def __init__(self, src, seed, epoch, window, fraction, part=None, cache=None):
         self.src, self.seed, self.epoch, self.fraction = src, int(seed), int(epoch), float(fraction)
+        self.cache = cache
         self.window, self.part = int(window), part
         order = np.random.default_rng((self.seed, self.epoch)).permutation(src.n_blocks)
         self._key = (self.seed, self.epoch)
@@ -125,7 +130,11 @@ class EpochPlan:
     def load(self, wi):
         """Stored rows, labels and per-step row selections of window ``wi``."""
         blocks = [int(b) for b in self.windows[wi]]
-        parts = self.src.read_blocks(blocks, [self._rows(b) for b in blocks])
+        cache = {} if self.cache is None else self.cache
+        missing = [b for b in blocks if b not in cache]
+        if missing:
+            cache.update(zip(missing, self.src.read_blocks(missing, [self._rows(b) for b in missing])))
+        parts = [cache[b] for b in blocks]
         X = _Window([X for X, _ in parts])
         y = None if parts[0][1] is None else np.concatenate([y for _, y in parts])
         perm = np.random.default_rng(self._key + (wi,)).permutation(X.shape[0])
