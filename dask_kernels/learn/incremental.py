@@ -159,10 +159,11 @@ def fit_incremental(
         :mod:`dask_kernels.learn.shuffle`): each step (one ``partial_fit`` call) draws its rows
         from every block of its window, so label-sorted input trains like shuffled input.
         "auto" takes as many blocks as fit in about 128 MiB of stored features (every block of
-        a small data set: a global permutation); 1 only shuffles rows within blocks (cheapest).
+        a small data set: a global permutation, and then the stored rows are read once and kept
+        from epoch to epoch); 1 only shuffles rows within blocks (cheapest).
     prefetch : bool, default=True
         Read the next window and expand the next step in background threads while the current
-        step trains.
+        step trains (under a Client the workers always prepare a few steps ahead).
     schedule : {"auto", None}, default="auto"
         The thesis' learning-rate schedule: halve ``eta0`` when the held-out metric improved by
         less than ``min_improvement`` (only for estimators with ``eta0`` and a constant,
