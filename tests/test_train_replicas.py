@@ -45,6 +45,8 @@ def test_replicas_are_bitwise_reproducible_and_as_accurate_as_one_learner():
     assert not np.array_equal(a.estimator.coef_, seq.estimator.coef_)  # really another training
     # every training row once per epoch, split between the replicas
     assert [r["rows"] for r in a.history] == [r["rows"] for r in seq.history]
+    # SGD's sample counter (it sets the "optimal" rate) as if one learner had seen every row
+    assert a.estimator.t_ == 1 + sum(r["rows"] for r in a.history)
     # 1000 test rows: a binomial standard error of ~1.2 points; 3 of them
     assert abs(a.score(XTE, YTE) - seq.score(XTE, YTE)) < 0.035
     assert a.score(XTE, YTE) > 0.8

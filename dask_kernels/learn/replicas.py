@@ -48,6 +48,10 @@ MIXABLE = tuple(getattr(linear_model, n) for n in ("SGDClassifier", "SGDRegresso
                                                    "PassiveAggressiveRegressor") if hasattr(linear_model, n))
 
 
+#: Counters' values in a freshly initialized estimator (scikit-learn's SGD starts ``t_`` at 1).
+_INITIAL = {"t_": 1.0}
+
+
 def check_replicas(estimator: Any, replicas: Any, n_blocks: int, checkpoint_every: Any) -> int:
     """``replicas`` as an int, or ValueError/TypeError naming what is wrong."""
     if not isinstance(replicas, (int, np.integer)) or isinstance(replicas, bool) or replicas < 1:
@@ -94,7 +98,7 @@ def mix(estimator: Any, trained: list) -> None:
     had seen all the rows.
     """
     states = [get_state(e) for e in trained]
-    start = get_state(estimator)[1]["scalars"] if _fitted(estimator) else {}
+    start = get_state(estimator)[1]["scalars"] if _fitted(estimator) else _INITIAL
     arrays0, meta = states[0]
     arrays = {}
     for key, a in arrays0.items():
