@@ -103,6 +103,19 @@ def test_replicas_resume_from_a_checkpoint_to_identical_coefficients(tmp_path):
         _fit(replicas=2, epochs=4, validation_fraction=0.1, checkpoint=path)
 
 
+def test_early_stopping_acts_on_the_average():
+    # a large step makes the averaged model's held-out loss go up after the first epoch: the
+    # model reverts and, with n_iter_no_change=1, training stops there
+    def est():
+        return SGDClassifier(loss="log_loss", alpha=1e-4, learning_rate="constant", eta0=5.0, random_state=0)
+
+    model = _fit(est(), replicas=2, epochs=8, validation_fraction=0.2, n_iter_no_change=1)
+    assert [r["action"] for r in model.history] == ["first", "revert"]
+    assert model.history[1]["erp"] > model.history[0]["erp"]
+    first = _fit(est(), replicas=2, epochs=1, validation_fraction=0.2)
+    assert np.array_equal(model.estimator.coef_, first.estimator.coef_)  # reverted to epoch 1's average
+
+
 def test_the_schedule_acts_on_the_average():
     model = _fit(replicas=2, epochs=4, validation_fraction=0.2, min_improvement=0.5)
     actions = [r["action"] for r in model.history]
