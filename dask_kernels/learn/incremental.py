@@ -259,11 +259,11 @@ def fit_incremental(
     state, snapshot = LoopState(eta0=estimator.get_params(deep=False).get("eta0")), None
     ckpt = None
     if checkpoint is not None:
-        described = validation_fraction if validation_data is None else "external"
-        ckpt = Checkpointer(checkpoint, {"source": src.fingerprint(), "seed": int(seed),
-                                         "validation": None if described is None else
-                                         (described if described == "external" else float(described)),
+        held_desc = "external" if validation_data is not None else (
+            None if validation_fraction is None else float(validation_fraction))
+        ckpt = Checkpointer(checkpoint, {"source": src.fingerprint(), "seed": int(seed), "validation": held_desc,
                                          "shuffle_window": window, "estimator": type(estimator).__name__,
+                                         # replicas only when > 1: sequential checkpoints stay as they were
                                          "epochs": int(epochs), **({"replicas": replicas} if replicas > 1 else {})})
         if resume and ckpt.exists():
             state, snapshot = ckpt.load(estimator, n_steps=src.n_blocks, epochs=epochs,
