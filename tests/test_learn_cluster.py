@@ -63,12 +63,13 @@ def test_store_blocks_are_read_on_the_workers_and_coefficients_match_the_local_r
     assert np.array_equal(local.estimator.intercept_, remote.estimator.intercept_)
 
 
-def test_raw_rows_are_featurized_and_expanded_on_the_workers(tmp_path, cluster, monkeypatch):
+def test_raw_rows_are_featurized_and_expanded_on_the_workers_and_read_once(tmp_path, cluster, monkeypatch):
     X, y = _data()
     gcws = GCWS(n_components=32, seed=0).fit(X)
     log = str(tmp_path / "reads.log")
     rows = da.from_array(X, chunks=(300, -1)).map_blocks(_log_pid, log, dtype=X.dtype)
-    kw = dict(feature_map=gcws, epochs=2, validation_fraction=None, shuffle_window=2, progress=False)
+    # the automatic window holds all 8 blocks: their rows stay on the workers between epochs
+    kw = dict(feature_map=gcws, epochs=2, validation_fraction=None, progress=False)
     local = fit_incremental(_sgd(), rows, y, client=False, **kw)
     os.unlink(log)
     calls = []
@@ -79,7 +80,7 @@ def test_raw_rows_are_featurized_and_expanded_on_the_workers(tmp_path, cluster, 
         remote = fit_incremental(_sgd(), rows, y, client=client, **kw)
     assert calls == []  # the client featurized and expanded nothing
     assert os.getpid() not in {p for p, _ in _readers(log)}
-    assert sum(n for _, n in _readers(log)) == 2 * 2400
+    assert sum(n for _, n in _readers(log)) == 2400  # every row read once in the run, on a worker
     assert np.array_equal(local.estimator.coef_, remote.estimator.coef_)
     assert np.array_equal(local.estimator.intercept_, remote.estimator.intercept_)
 

@@ -5,7 +5,8 @@ reads the window's blocks (store blocks, or raw rows featurized with the map) on
 keeps them there; one task per step gathers the step's rows from that window and turns them into
 what the learner receives (:func:`.sources.learner_features`, e.g. GCWS codes -> one-hot CSR).
 Steps are submitted :data:`AHEAD` at a time, with the next window's read, so the workers stay
-ahead of the learner; only prepared steps reach this process, in order. Every task is a pure
+ahead of the learner; only prepared steps reach this process, in order. When one window holds
+every block, its stored rows stay on the worker from epoch to epoch (read once per run). Every task is a pure
 function of the seed, the epoch and the step, so the coefficients equal the local run's bitwise.
 """
 
@@ -38,12 +39,16 @@ def get_client(client: Any = None) -> Any:
         return None
 
 
-def _load_window(src: Any, seed: int, epoch: int, window: int, fraction: float, wi: int) -> tuple:
-    return EpochPlan(src, seed, epoch, window, fraction).load(wi)
+def _load_window(src: Any, seed: int, epoch: int, window: int, fraction: float, wi: int,
+                 previous: tuple | None = None) -> tuple:
+    """Window ``wi`` of the epoch, and the stored rows by block it was built from; with the
+    ``previous`` epoch's (one window of every block) no block is read again."""
+    cache = {} if previous is None else previous[3]
+    return EpochPlan(src, seed, epoch, window, fraction, cache=cache).load(wi) + (cache,)
 
 
 def _prepare(src: Any, loaded: tuple, j: int, estimator: Any) -> tuple:
-    X, y, pieces = loaded
+    X, y, pieces, _ = loaded
     return step_features(src, X, y, pieces[j], estimator)
 
 
@@ -67,8 +72,10 @@ class WorkerFeed:
         from sklearn.base import clone
 
         self.client = client
+        self.n_blocks = src.n_blocks
         self.src = client.scatter(src.synchronous(), hash=False)
         self.estimator = client.scatter(clone(estimator), hash=False)
+        self._kept = None  # one window of every block: last epoch's, kept on its worker
 
     def read(self, items: list) -> list:
         """``[src.read(i, rows) for i, rows in items]``, read on the workers."""
@@ -83,9 +90,13 @@ class WorkerFeed:
                 for j in range(start - first if w == wi else 0, plan.windows[w].size)]
         windows, pending = {}, deque()
 
+        whole = len(plan.windows) == 1 and plan.windows[0].size == self.n_blocks
+
         def window(w):
             if w not in windows and w < len(plan.windows):
-                windows[w] = client.submit(_load_window, self.src, *args, w, pure=False)
+                windows[w] = client.submit(_load_window, self.src, *args, w, self._kept if whole else None,
+                                           pure=False)
+                self._kept = windows[w] if whole else None
             return windows.get(w)
 
         def submit(k):
