@@ -35,7 +35,7 @@ from .checkpointer import Checkpointer
 from .loop import LoopState, Schedule
 from .metrics import LOWER_IS_BETTER, default_metric, evaluate
 from .remote import WorkerFeed, get_client
-from .replicas import check_replicas, run_epoch
+from .replicas import Replicas, check_replicas
 from .shuffle import EpochPlan, auto_window, held_out_rows, local_steps
 from .sources import ArraySource, StoreSource, as_source
 from .state import copy_state, get_state, set_state
@@ -272,6 +272,8 @@ def fit_incremental(
     supervised = kind != "clusterer"
     # one window holds every block: keep its stored rows from epoch to epoch (read once per run)
     cache = {} if window >= src.n_blocks and feed is None and replicas == 1 else None
+    team = Replicas(replicas, src, seed=seed, window=window, fraction=fraction, client=client,
+                    src_future=feed and feed.src) if replicas > 1 else None
 
     while not state.done and state.epoch < epochs:
         epoch, start = state.epoch, state.position
@@ -280,9 +282,7 @@ def fit_incremental(
             state.epoch_rows, state.epoch_seconds = 0, 0.0
         t0 = time.perf_counter()
         if replicas > 1:  # iterative parameter mixing: the average after the epoch
-            state.epoch_rows = run_epoch(estimator, src, replicas=replicas, seed=seed, epoch=epoch, window=window,
-                                         fraction=fraction, fit_args=fit_args, supervised=supervised,
-                                         prefetch=prefetch, client=client, src_future=feed and feed.src)
+            state.epoch_rows = team.run_epoch(estimator, epoch, fit_args, supervised, prefetch)
             state.position = src.n_blocks
             if callback is not None:
                 callback({"epoch": epoch, "position": state.position, "rows": state.epoch_rows})

@@ -16,9 +16,10 @@ global permutation; ``window=1`` is the cheaper within-block shuffle. Memory: th
 one window (and the next one, read ahead). Every permutation is a pure function of its key, so
 a run resumed at ``(epoch, step)`` trains on exactly the rows an uninterrupted run would.
 
-With ``part=(r, n)`` (replica ``r`` of ``n``, see :mod:`.replicas`) the plan covers the blocks
-``order[r::n]`` of the epoch's block order only, with its own window permutations: the replicas
-train on disjoint sets of blocks that together are every block.
+With ``part=(r, n)`` (replica ``r`` of ``n``, see :mod:`.replicas`) the plan covers replica
+``r``'s *shard* only: every ``n``-th block of a permutation keyed by the seed alone, the same in
+every epoch (so a replica can keep its rows where it runs), served in an order and with window
+permutations of its own per epoch. The shards are disjoint and together are every block.
 """
 
 import math
@@ -27,6 +28,7 @@ import numpy as np
 import scipy.sparse as sp
 
 _HELD_OUT_KEY = 0x5EED  # rng key component of the held-out selection (not used by shuffles)
+_SHARD_KEY = 0x5AAD  # rng key component of the replicas' shards
 
 #: Stored bytes of one window when the window is chosen automatically.
 WINDOW_BYTES = 128 * 2**20
@@ -41,6 +43,12 @@ def auto_window(src, budget=WINDOW_BYTES):
     """Blocks per window so that a window's stored form takes about ``budget`` bytes."""
     rows = max((b - a for a, b in src.bounds), default=1)
     return int(max(1, min(src.n_blocks, budget // max(1, rows * src.row_bytes()))))
+
+
+def shard(n_blocks, seed, part):
+    """Blocks of replica ``part[0]`` of ``part[1]``: the same in every epoch, disjoint."""
+    r, n = part
+    return np.random.default_rng((int(seed), _SHARD_KEY)).permutation(n_blocks)[r::n]
 
 
 class _Window:
@@ -79,7 +87,7 @@ class EpochPlan:
     fraction : float
         Held-out fraction (0: every row trains).
     part : (int, int), optional
-        ``(r, n)``: only replica ``r``'s share of the blocks (every ``n``-th of the epoch's order).
+        ``(r, n)``: only replica ``r``'s shard of the blocks (:func:`shard`).
     cache : dict, optional
         Stored training rows by block, kept from epoch to epoch (pass the same dict to every
         epoch's plan when one window holds every block: the rows are then read once per run,
@@ -103,10 +111,13 @@ class EpochPlan:
         self.src, self.seed, self.epoch, self.fraction = src, int(seed), int(epoch), float(fraction)
         self.cache = cache
         self.window, self.part = int(window), part
-        order = np.random.default_rng((self.seed, self.epoch)).permutation(src.n_blocks)
         self._key = (self.seed, self.epoch)
-        if part is not None:  # a replica's disjoint share, shuffled under its own key
-            order, self._key = order[part[0]::part[1]], (self.seed, self.epoch, part[1], part[0])
+        if part is None:
+            order = np.random.default_rng(self._key).permutation(src.n_blocks)
+        else:  # a replica's fixed shard, in an order of its own per epoch
+            order = shard(src.n_blocks, self.seed, part)
+            self._key = (self.seed, self.epoch, part[1], part[0])
+            order = order[np.random.default_rng(self._key).permutation(order.size)]
         self.windows = [w for w in np.array_split(order, max(1, math.ceil(order.size / window))) if w.size]
         self.starts = np.concatenate([[0], np.cumsum([w.size for w in self.windows])])
 
@@ -119,7 +130,8 @@ class EpochPlan:
         wi = int(np.searchsorted(self.starts, step, side="right") - 1)
         return wi, int(self.starts[wi])
 
-    def _rows(self, block):
+    def training_rows(self, block):
+        """Rows of ``block`` that train (all but the held-out ones), or None for all."""
         a, b = self.src.bounds[block]
         if not self.fraction:
             return None
@@ -133,7 +145,7 @@ class EpochPlan:
         cache = {} if self.cache is None else self.cache
         missing = [b for b in blocks if b not in cache]
         if missing:
-            cache.update(zip(missing, self.src.read_blocks(missing, [self._rows(b) for b in missing])))
+            cache.update(zip(missing, self.src.read_blocks(missing, [self.training_rows(b) for b in missing])))
         parts = [cache[b] for b in blocks]
         X = _Window([X for X, _ in parts])
         y = None if parts[0][1] is None else np.concatenate([y for _, y in parts])
