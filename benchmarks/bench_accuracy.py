@@ -105,7 +105,7 @@ def train(store, epochs, scales=(1.0, 0.1)):
     10% validation split of the training rows, never the test rows)."""
     src = StoreSource(store)
     sq = mean_sq_norm(src)
-    models = [fit_incremental(learner(s / sq), src, epochs=epochs, validation=0.1, patience=3, seed=0,
+    models = [fit_incremental(learner(s / sq), src, epochs=epochs, validation_fraction=0.1, n_iter_no_change=3, seed=0,
                               progress=False) for s in scales]
     return max(models, key=held_out_accuracy)
 
@@ -221,7 +221,7 @@ def throughput(X, y, block_rows, tmp, repeats=3):
         return len(X) / best_time(fn, repeats, warmup=False)
 
     def from_store():
-        fit_incremental(learner(eta0), src, epochs=1, validation=None, schedule=None, classes=classes,
+        fit_incremental(learner(eta0), src, epochs=1, validation_fraction=None, schedule=None, classes=classes,
                         progress=False)
 
     dense = np.random.default_rng(0).normal(size=(len(X), 256)).astype(np.float32)  # RFF-like

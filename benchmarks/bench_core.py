@@ -158,8 +158,8 @@ def main(argv=None):
             shutil.rmtree(tmp, ignore_errors=True)
             os.makedirs(tmp, exist_ok=True)
         # linear SGD on the raw counts scaled to unit rows (eta0 = 1 / E||x||^2 = 1)
-        raw = dask_kernels.fit_incremental(learner(1.0), unit_rows(Xtr), ytr, epochs=epochs, validation=0.1,
-                                           patience=3, seed=0, block_rows=block_rows, progress=False)
+        raw = dask_kernels.fit_incremental(learner(1.0), unit_rows(Xtr), ytr, epochs=epochs, validation_fraction=0.1,
+                                           n_iter_no_change=3, seed=0, block_rows=block_rows, progress=False)
         raw_acc = float(raw.estimator.score(unit_rows(Xte), yte))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -51,7 +51,7 @@ def main(n_rows=40_000, epochs=8, plot_dir=HERE):
 
         # %% train from the store; eta0 = 1 / ||x||^2 = 1 / k for one-hot GCWS rows
         est = SGDClassifier(loss="log_loss", alpha=1e-5, learning_rate="constant", eta0=1 / 256, random_state=0)
-        model = fit_incremental(est, store, epochs=epochs, validation=0.1, seed=0,
+        model = fit_incremental(est, store, epochs=epochs, validation_fraction=0.1, seed=0,
                                 checkpoint=os.path.join(work, "train.ckpt"))
 
         # %% save, load, predict lazily on new rows (computed on the cluster)

@@ -91,7 +91,7 @@ def test_every_column_chunk_is_used():
     fmap = FloatIdentity().fit(X)
     store = store_of(X, y, fmap, row_chunk=500, col_chunk=4)
     assert len(store.features.chunks[1]) == 3
-    model = fit_incremental(sgd(), store, epochs=5, validation=0.15, progress=False)
+    model = fit_incremental(sgd(), store, epochs=5, validation_fraction=0.15, progress=False)
     assert model.history[-1]["accuracy"] > 0.9
     coef = model.estimator.coef_.ravel()
     assert coef.shape == (12,)
@@ -185,7 +185,7 @@ def test_history_erp_matches_predict_proba_on_external_validation():
     X, y = xor_data(2000)
     gcws = GCWS(n_components=32, seed=0).fit(X)
     Xv, yv = xor_data(500, seed=9)
-    model = fit_incremental(sgd(), X, y, feature_map=gcws, validation=(Xv, yv), epochs=2,
+    model = fit_incremental(sgd(), X, y, feature_map=gcws, validation_data=(Xv, yv), epochs=2,
                             schedule=None, progress=False)
     p = model.predict_proba(Xv)
     assert model.history[-1]["erp"] == pytest.approx(erp(yv, p, model.estimator.classes_), rel=1e-9)
@@ -219,7 +219,7 @@ def test_schedule_halves_and_reverts():
     Xv = X[:100]
     SCRIPT[:] = [1.0, 0.5, 0.499, 0.6, 0.3, 0.299]
     est = Scripted(eta0=0.1)
-    model = fit_incremental(est, X, y, validation=(Xv, Xv[:, 0]), block_rows=100, epochs=6,
+    model = fit_incremental(est, X, y, validation_data=(Xv, Xv[:, 0]), block_rows=100, epochs=6,
                             early_stopping=False, progress=False)
     h = model.history
     assert [r["action"] for r in h] == ["first", "keep", "halve", "revert", "keep", "halve"]
@@ -235,8 +235,8 @@ def test_early_stopping_patience():
     y = rng.normal(size=200)
     X = np.column_stack([y, y])
     SCRIPT[:] = [1.0, 1.1, 1.2, 1.3, 1.4, 1.5]
-    model = fit_incremental(Scripted(), X, y, validation=(X[:50], y[:50]), block_rows=100,
-                            epochs=6, patience=2, progress=False)
+    model = fit_incremental(Scripted(), X, y, validation_data=(X[:50], y[:50]), block_rows=100,
+                            epochs=6, n_iter_no_change=2, progress=False)
     assert len(model.history) == 3
     assert [r["action"] for r in model.history] == ["first", "revert", "revert"]
 

@@ -1,9 +1,11 @@
-"""Under a distributed Client, store blocks are read on the workers, and training is unchanged."""
+"""Under a distributed Client, blocks are read, featurized and expanded on the workers (and
+replicas train there), and training is bitwise the local run's."""
 
 import os
 
 import dask.array as da
 import numpy as np
+import pytest
 from distributed import Client, LocalCluster
 from sklearn.linear_model import SGDClassifier
 
@@ -17,10 +19,28 @@ def _log_pid(block, log):
     return block
 
 
-def test_store_blocks_are_read_on_the_workers_and_coefficients_match_the_local_run(tmp_path):
+def _readers(log):
+    return [(int(p), int(n)) for p, n in (line.split() for line in open(log).read().splitlines())]
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as c:
+        yield c
+
+
+def _sgd():
+    return SGDClassifier(loss="log_loss", learning_rate="constant", eta0=0.01, random_state=0)
+
+
+def _data():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(2400, 4))
-    y = (X[:, 0] * X[:, 1] > 0).astype(int)
+    return X, (X[:, 0] * X[:, 1] > 0).astype(int)
+
+
+def test_store_blocks_are_read_on_the_workers_and_coefficients_match_the_local_run(tmp_path, cluster):
+    X, y = _data()
     gcws = GCWS(n_components=32, seed=0).fit(X)
     path = str(tmp_path / "f.zarr")
     dask_kernels.featurize(da.from_array(X, chunks=(300, -1)), gcws, labels=y, store=path, progress=False)
@@ -29,17 +49,62 @@ def test_store_blocks_are_read_on_the_workers_and_coefficients_match_the_local_r
     def run():
         store = dask_kernels.open_store(path)
         store.features = store.features.map_blocks(_log_pid, log, dtype=store.features.dtype)
-        sgd = SGDClassifier(loss="log_loss", learning_rate="constant", eta0=0.01, random_state=0)
-        return fit_incremental(sgd, store, epochs=2, validation=0.1, shuffle_window=3, progress=False)
+        return fit_incremental(_sgd(), store, epochs=2, validation_fraction=0.1, shuffle_window=3, progress=False)
 
     local = run()
     os.unlink(log)
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster, \
-            Client(cluster):
+    with Client(cluster):
         remote = run()
-    readers = [line.split() for line in open(log).read().splitlines()]
-    pids = {int(p) for p, n in readers if int(n)}
+    readers = _readers(log)
+    pids = {p for p, n in readers if n}
     assert readers and os.getpid() not in pids  # no feature block passed through the client
-    assert sum(int(n) for _, n in readers) >= 3 * 2400  # held-out pass + 2 epochs, all on workers
+    assert sum(n for _, n in readers) >= 3 * 2400  # held-out pass + 2 epochs, all on workers
     assert np.array_equal(local.estimator.coef_, remote.estimator.coef_)
     assert np.array_equal(local.estimator.intercept_, remote.estimator.intercept_)
+
+
+def test_raw_rows_are_featurized_and_expanded_on_the_workers_and_read_once(tmp_path, cluster, monkeypatch):
+    X, y = _data()
+    gcws = GCWS(n_components=32, seed=0).fit(X)
+    log = str(tmp_path / "reads.log")
+    rows = da.from_array(X, chunks=(300, -1)).map_blocks(_log_pid, log, dtype=X.dtype)
+    # the automatic window holds all 8 blocks: their rows stay on the workers between epochs
+    kw = dict(feature_map=gcws, epochs=2, validation_fraction=None, progress=False)
+    local = fit_incremental(_sgd(), rows, y, client=False, **kw)
+    os.unlink(log)
+    calls = []
+    for name in ("transform_block", "expand"):  # this process's class only: workers import their own
+        real = getattr(GCWS, name)
+        monkeypatch.setattr(GCWS, name, lambda self, *a, _real=real, _n=name, **k: calls.append(_n) or _real(self, *a, **k))
+    with Client(cluster) as client:
+        remote = fit_incremental(_sgd(), rows, y, client=client, **kw)
+    assert calls == []  # the client featurized and expanded nothing
+    assert os.getpid() not in {p for p, _ in _readers(log)}
+    assert sum(n for _, n in _readers(log)) == 2400  # every row read once in the run, on a worker
+    assert np.array_equal(local.estimator.coef_, remote.estimator.coef_)
+    assert np.array_equal(local.estimator.intercept_, remote.estimator.intercept_)
+
+
+def test_replicas_on_the_workers_equal_replicas_in_threads(tmp_path, cluster):
+    X, y = _data()
+    gcws = GCWS(n_components=32, seed=0).fit(X)
+    path = str(tmp_path / "f.zarr")
+    dask_kernels.featurize(da.from_array(X, chunks=(300, -1)), gcws, labels=y, store=path, progress=False)
+    log = str(tmp_path / "reads.log")
+
+    def run(client):
+        store = dask_kernels.open_store(path)
+        store.features = store.features.map_blocks(_log_pid, log, dtype=store.features.dtype)
+        return fit_incremental(_sgd(), store, epochs=2, validation_fraction=0.1, replicas=2, client=client,
+                               progress=False)
+
+    local = run(False)
+    os.unlink(log)
+    with Client(cluster) as client:
+        remote = run(client)
+    readers = _readers(log)
+    assert os.getpid() not in {p for p, n in readers if n}
+    assert len({p for p, n in readers if n}) == 2  # both workers trained a replica
+    assert np.array_equal(local.estimator.coef_, remote.estimator.coef_)
+    assert np.array_equal(local.estimator.intercept_, remote.estimator.intercept_)
+    assert [r["accuracy"] for r in local.history] == [r["accuracy"] for r in remote.history]

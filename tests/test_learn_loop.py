@@ -13,7 +13,7 @@ from dask_kernels.learn.loop import LoopState, Schedule
 
 
 def test_schedule_halves_on_small_gains_and_reverts_on_losses():
-    rule = Schedule(min_improvement=0.01, halve=True, revert=True, patience=2)
+    rule = Schedule(min_improvement=0.01, halve=True, revert=True, n_iter_no_change=2)
     s = LoopState(eta0=1.0)
     assert rule.step(s, 1.0, can_revert=False) == "first" and s.eta0 == 1.0
     assert rule.step(s, 0.5, can_revert=True) == "keep" and s.eta0 == 1.0 and s.prev == 0.5
@@ -24,7 +24,7 @@ def test_schedule_halves_on_small_gains_and_reverts_on_losses():
 
 
 def test_schedule_without_halving_keeps_the_rate():
-    rule = Schedule(halve=False, revert=True, early_stopping=False, patience=1)
+    rule = Schedule(halve=False, revert=True, early_stopping=False, n_iter_no_change=1)
     s = LoopState(eta0=None)
     for loss in (1.0, 0.999, 1.5):
         rule.step(s, loss, can_revert=True)

@@ -28,7 +28,7 @@ def test_label_sorted_input_trains_as_well_as_shuffled_input():
     Xtr, Xte, ytr, yte = _digits()
     order = np.argsort(ytr, kind="stable")
     Xs, ys = Xtr[order], ytr[order]
-    kw = dict(epochs=8, block_rows=100, validation=None, progress=False)
+    kw = dict(epochs=8, block_rows=100, validation_fraction=None, progress=False)
     shuffled = fit_incremental(_sgd(), Xtr, ytr, **kw).score(Xte, yte)
     sorted_ = fit_incremental(_sgd(), Xs, ys, **kw).score(Xte, yte)
     within = fit_incremental(_sgd(), Xs, ys, shuffle_window=1, **kw).score(Xte, yte)
@@ -112,4 +112,29 @@ def test_bad_shuffle_window_is_refused(bad):
 
 def test_input_without_rows_is_refused_clearly():
     with pytest.raises(ValueError, match="no rows"):
-        fit_incremental(_sgd(), np.zeros((0, 3)), np.zeros(0), validation=None, classes=[0, 1], progress=False)
+        fit_incremental(_sgd(), np.zeros((0, 3)), np.zeros(0), validation_fraction=None, classes=[0, 1], progress=False)
+
+
+class _CountingSource(ArraySource):
+    def __init__(self, *a, **k):
+        super().__init__(*a, **k)
+        self.reads = []
+
+    def read_blocks(self, blocks, rows):
+        self.reads += list(blocks)
+        return super().read_blocks(blocks, rows)
+
+
+def test_one_window_of_every_block_is_read_once_per_run_with_the_same_steps():
+    n, block = 700, 100
+    X = np.arange(n, dtype=np.float64)[:, None]
+    cached, plain, cache = _CountingSource(X, np.arange(n), block_rows=block), ArraySource(X, np.arange(n), block_rows=block), {}
+    for epoch in range(3):
+        a = [(X_[r], y[r]) for X_, y, r in EpochPlan(cached, 5, epoch, 7, 0.2, cache=cache).steps(0)]
+        b = [(X_[r], y[r]) for X_, y, r in EpochPlan(plain, 5, epoch, 7, 0.2).steps(0)]
+        assert all(np.array_equal(p[0], q[0]) and np.array_equal(p[1], q[1]) for p, q in zip(a, b))
+    assert sorted(cached.reads) == list(range(7))  # every block once, not once per epoch
+    # fit_incremental keeps the rows when the automatic window holds every block
+    src = _CountingSource(np.random.default_rng(0).random((700, 3)), np.arange(700) % 2, block_rows=100)
+    fit_incremental(_sgd(), src, epochs=3, validation_fraction=None, progress=False)
+    assert sorted(src.reads) == list(range(7))

@@ -58,7 +58,7 @@ def run(args):
         print(f"GCWS k={args.n_components} b={args.bits} -> {store_path}: {len(X_train) / seconds:,.0f} rows/s "
               f"end to end on {args.workers} local workers ({store.n_blocks} blocks)")
         # eta0 = 1 / ||z||^2: a one-hot GCWS row has exactly k ones
-        model = fit_incremental(sgd(1.0 / args.n_components), store, epochs=args.epochs, validation=0.1,
+        model = fit_incremental(sgd(1.0 / args.n_components), store, epochs=args.epochs, validation_fraction=0.1,
                                 seed=args.seed, progress=False)
         gcws_acc = model.score(X_test, y_test)
     # the same linear learner on the raw pixels (scaled to [0, 1]), trained in memory

@@ -58,7 +58,7 @@ STORE = {"path": (None, "path"), "block_rows": ("--block-rows", "int"), "overwri
          "chunks": ("--block-rows", "int")}  # deprecated name of block_rows (FutureWarning)
 TRAINING = {"output": ("-o", "path"), "overwrite": ("--overwrite", "bool"), "estimator": ("--estimator", "str"),
             "epochs": ("--epochs", "int"), "alpha": ("--alpha", "num"), "eta0": ("--eta0", "num"),
-            "validation": ("--validation", "num"), "patience": ("--patience", "int"),
+            "validation": ("--validation-fraction", "num"), "patience": ("--n-iter-no-change", "int"),
             "block_rows": ("--block-rows", "int"), "seed": ("--seed", "int"), "checkpoint": ("--checkpoint", "path"),
             "checkpoint_every": ("--checkpoint-every", "int"), "resume": ("--no-resume", "flag-if-false")}
 OUTPUT = {"input": (None, "path"), "path": ("-o", "path"), "model": (None, "path"), "proba": ("--proba", "bool"),

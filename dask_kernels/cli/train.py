@@ -7,6 +7,9 @@ with :func:`dask_kernels.load_model`. With ``--scheduler``, ``--scheduler-file``
 the blocks are read and featurized on that cluster; without them, in this process.
 """
 
+import argparse
+import warnings
+
 from ._args import UsageError, fraction, make_map, nonnegative_float, parse_params, positive_float, \
     positive_int
 from ._cluster import add_cluster_arguments, client_for
@@ -45,8 +48,13 @@ def add_arguments(parser):
     parser.add_argument("--eta0", type=positive_float, default=None,
                         help="initial learning rate (default: 1 / mean squared row norm of the first block)")
     parser.add_argument("--epochs", type=positive_int, default=10)
-    parser.add_argument("--validation", type=fraction, default=0.1, help="held-out fraction (default 0.1; 0: none)")
-    parser.add_argument("--patience", type=positive_int, default=3)
+    parser.add_argument("--validation-fraction", type=fraction, default=0.1,
+                        help="held-out fraction (default 0.1; 0: none)")
+    parser.add_argument("--n-iter-no-change", type=positive_int, default=3,
+                        help="stop after this many epochs without a new best held-out score (default 3)")
+    # deprecated spellings (one release): same meaning, a FutureWarning when used
+    parser.add_argument("--validation", type=fraction, default=None, dest="old_validation", help=argparse.SUPPRESS)
+    parser.add_argument("--patience", type=positive_int, default=None, dest="old_patience", help=argparse.SUPPRESS)
     parser.add_argument("--block-rows", type=positive_int, default=None)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--checkpoint", help="checkpoint file (resumed if it exists; only a checkpoint is "
@@ -173,8 +181,13 @@ def _train(args):
     est = _estimator(args, eta0, src.feature_map)
     print(f"training {type(est).__name__} on {src.n_rows} rows in {src.n_blocks} blocks"
           + (f" ({src.feature_map.method} features)" if src.feature_map is not None else " (raw rows)"))
-    model = fit_incremental(est, src, epochs=args.epochs, validation=args.validation or None,
-                            seed=args.seed, patience=args.patience, checkpoint=args.checkpoint,
+    for old, new in (("validation", "validation_fraction"), ("patience", "n_iter_no_change")):
+        if getattr(args, f"old_{old}") is not None:
+            warnings.warn(f"--{old} is deprecated and will be removed in the next release: use "
+                          f"--{new.replace('_', '-')}", FutureWarning, stacklevel=2)
+            setattr(args, new, getattr(args, f"old_{old}"))
+    model = fit_incremental(est, src, epochs=args.epochs, validation_fraction=args.validation_fraction or None,
+                            seed=args.seed, n_iter_no_change=args.n_iter_no_change, checkpoint=args.checkpoint,
                             checkpoint_every=args.checkpoint_every, resume=not args.no_resume, progress=False)
     keys = [k for k in ("accuracy", "erp", "log_loss", "mse", "r2") if k in model.history[0]]
     print(f"{'epoch':>5} {'rows/s':>10} " + " ".join(f"{k:>9}" for k in keys) + f" {'eta0':>9}  action")

@@ -12,12 +12,21 @@ window])``, a pure function of its key, so the only state a checkpoint needs bes
 estimator is the position ``(epoch, step)``. An interrupted run resumed from its checkpoint
 performs exactly the same ``partial_fit`` calls as an uninterrupted one and ends with identical
 coefficients.
+
+Under a distributed Client the steps are prepared on the workers (:mod:`.remote`); with
+``replicas`` > 1 copies of the model train on the workers and are averaged after every epoch
+(:mod:`.replicas`). Both give bitwise the coefficients of the same run made locally.
 """
+
+from __future__ import annotations
 
 import numbers
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
+import warnings
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from sklearn.base import is_classifier, is_regressor
@@ -25,11 +34,17 @@ from sklearn.base import is_classifier, is_regressor
 from .checkpointer import Checkpointer
 from .loop import LoopState, Schedule
 from .metrics import LOWER_IS_BETTER, default_metric, evaluate
-from .shuffle import EpochPlan, auto_window, held_out_rows
+from .remote import WorkerFeed, get_client
+from .replicas import Replicas, check_replicas
+from .shuffle import EpochPlan, auto_window, held_out_rows, local_steps
 from .sources import ArraySource, StoreSource, as_source
 from .state import copy_state, get_state, set_state
 
+if TYPE_CHECKING:
+    from .model import KernelModel
+
 _HALVABLE = ("constant", "invscaling", "adaptive")
+_DEPRECATED: Any = object()  # default of the deprecated parameters: tells "not passed" from None
 
 
 def _kind(estimator):
@@ -63,7 +78,7 @@ class _HeldOut:
         preds, probas, ys, inertia = [], [], [], 0.0
         proba_ok = kind == "classifier" and _probabilistic(estimator)
         for X, y in self.parts:
-            F = expand(X)
+            F = expand(X, estimator)
             if kind == "clusterer":
                 inertia += -float(estimator.score(F))
                 continue
@@ -79,29 +94,34 @@ class _HeldOut:
 
 
 def fit_incremental(
-    estimator,
-    source,
-    y=None,
+    estimator: Any,
+    source: Any,
+    y: Any = None,
     *,
-    feature_map=None,
-    epochs=5,
-    validation=0.1,
-    seed=0,
-    block_rows=None,
-    shuffle_window="auto",
-    prefetch=True,
-    schedule="auto",
-    min_improvement=0.01,
-    metric="auto",
-    early_stopping=True,
-    patience=3,
-    checkpoint=None,
-    checkpoint_every=None,
-    resume=True,
-    classes=None,
-    callback=None,
-    progress=True,
-):
+    feature_map: Any = None,
+    epochs: int = 5,
+    validation_fraction: float | None = 0.1,
+    validation_data: Any = None,
+    seed: int = 0,
+    block_rows: int | None = None,
+    shuffle_window: str | int = "auto",
+    prefetch: bool = True,
+    schedule: str | None = "auto",
+    min_improvement: float = 0.01,
+    metric: str = "auto",
+    early_stopping: bool = True,
+    n_iter_no_change: int = 3,
+    replicas: int = 1,
+    client: Any = None,
+    checkpoint: Any = None,
+    checkpoint_every: int | None = None,
+    resume: bool = True,
+    classes: Any = None,
+    callback: Callable[[dict], Any] | None = None,
+    progress: bool = True,
+    validation: Any = _DEPRECATED,
+    patience: Any = _DEPRECATED,
+) -> KernelModel:
     """Train ``estimator`` out of core on row blocks of a feature store or of raw input.
 
     Parameters
@@ -122,11 +142,14 @@ def fit_incremental(
         Map for raw rows.
     epochs : int, default=5
         Maximum number of passes over the training rows.
-    validation : float, BlockSource, store, (X, y) tuple or None, default=0.1
-        Held-out data scored after every epoch. A float holds out that fraction of rows (a
-        seeded random subset, read in one pass before training and kept in memory in stored
-        form, e.g. codes); anything else is a separate held-out set (featurized with the same
-        map). None disables evaluation, the schedule and early stopping.
+    validation_fraction : float or None, default=0.1
+        Fraction of the training rows held out and scored after every epoch (a seeded random
+        subset, read in one pass before training and kept in memory in stored form, e.g.
+        codes). None (or 0) holds out nothing; without ``validation_data`` that disables
+        evaluation, the schedule and early stopping.
+    validation_data : BlockSource, store, (X, y) tuple, optional
+        A separate held-out set (featurized with the same map) scored after every epoch
+        instead of a fraction of the training rows (``validation_fraction`` is then ignored).
     seed : int, default=0
         Seed of the shuffles and of the held-out selection.
     block_rows : int, optional
@@ -136,10 +159,11 @@ def fit_incremental(
         :mod:`dask_kernels.learn.shuffle`): each step (one ``partial_fit`` call) draws its rows
         from every block of its window, so label-sorted input trains like shuffled input.
         "auto" takes as many blocks as fit in about 128 MiB of stored features (every block of
-        a small data set: a global permutation); 1 only shuffles rows within blocks (cheapest).
+        a small data set: a global permutation, and then the stored rows are read once and kept
+        from epoch to epoch); 1 only shuffles rows within blocks (cheapest).
     prefetch : bool, default=True
         Read the next window and expand the next step in background threads while the current
-        step trains.
+        step trains (under a Client the workers always prepare a few steps ahead).
     schedule : {"auto", None}, default="auto"
         The thesis' learning-rate schedule: halve ``eta0`` when the held-out metric improved by
         less than ``min_improvement`` (only for estimators with ``eta0`` and a constant,
@@ -152,8 +176,24 @@ def fit_incremental(
         classifiers, "error" (1 - accuracy) for other classifiers, "mse" for regressors,
         "inertia" for clusterers; or "log_loss", "accuracy", "r2".
     early_stopping : bool, default=True
-        Stop after ``patience`` epochs without a new best held-out metric.
-    patience : int, default=3
+        Stop after ``n_iter_no_change`` epochs without a new best held-out metric.
+    n_iter_no_change : int, default=3
+        Epochs without a new best held-out metric after which training stops.
+    replicas : int, default=1
+        Data-parallel training by iterative parameter mixing (:mod:`dask_kernels.learn.replicas`):
+        every epoch, this many copies of the model train in parallel on disjoint shares of the
+        blocks (on the workers under a Client, else in threads) and their coefficients are
+        averaged; the held-out score, the schedule, early stopping and checkpoints then act on
+        the average as in sequential mode. Averaging is sound only for linear models with a
+        convex loss: SGDClassifier, SGDRegressor, Perceptron and the passive-aggressive
+        models; any other estimator is refused. Checkpoints are written after every epoch
+        (``checkpoint_every`` is refused). A fixed seed gives bitwise the same model wherever
+        the replicas run.
+    client : distributed.Client or False, optional
+        Cluster to prepare the blocks on (default: the active Client, if any; False: none).
+        With a Client, blocks are read, featurized (raw input) and expanded on the workers,
+        several steps ahead, and only prepared steps reach this process; the coefficients are
+        bitwise those of the local run.
     checkpoint : path, optional
         File (npz + JSON, no pickle) rewritten atomically after every epoch and every
         ``checkpoint_every`` blocks: estimator state, the start-of-epoch model, the position,
@@ -166,11 +206,16 @@ def fit_incremental(
     classes : array-like, optional
         Classes of a classifier; by default found in one pass over the labels.
     callback : callable, optional
-        Called as ``callback(info)`` after every step (one ``partial_fit`` call) with a dict
-        (epoch, position: steps done in the epoch, rows); raising from it stops training (the
-        last checkpoint remains).
+        Called as ``callback(info)`` after every step (one ``partial_fit`` call; with
+        ``replicas`` > 1 after every epoch's average) with a dict (epoch, position: steps done
+        in the epoch, rows); raising from it stops training (the last checkpoint remains).
     progress : bool, default=True
         Print one line per epoch to stderr.
+    validation : deprecated
+        Use ``validation_fraction`` (a float) or ``validation_data`` (a held-out set); still
+        accepted, with a FutureWarning, until the next release.
+    patience : deprecated
+        Use ``n_iter_no_change``; still accepted, with a FutureWarning, until the next release.
 
     Returns
     -------
@@ -195,45 +240,58 @@ def fit_incremental(
     """
     from .model import KernelModel
 
+    validation_fraction, validation_data, n_iter_no_change = _renamed(
+        validation, patience, validation_fraction, validation_data, n_iter_no_change)
     src, kind, classes = _check_inputs(estimator, source, y, feature_map, block_rows, epochs, schedule,
                                        seed, checkpoint, classes)
+    replicas = check_replicas(estimator, replicas, src.n_blocks, checkpoint_every)
     metric = default_metric(kind, _probabilistic(estimator)) if metric == "auto" else metric
     if metric not in LOWER_IS_BETTER:
         raise ValueError(f"unknown metric {metric!r}; choose from {sorted(LOWER_IS_BETTER)}")
     sign = 1.0 if LOWER_IS_BETTER[metric] else -1.0
     window = _window(shuffle_window, src)
-    held, fraction = _held_out(validation, src, kind, seed, block_rows)
+    client = get_client(client)
+    feed = WorkerFeed(client, src, estimator) if client is not None else None
+    held, fraction = _held_out(validation_fraction, validation_data, src, kind, seed, block_rows, feed)
     rule = Schedule(min_improvement, halve=schedule == "auto" and _halvable(estimator),
                     revert=schedule == "auto" and held is not None, early_stopping=early_stopping,
-                    patience=int(patience))
+                    n_iter_no_change=int(n_iter_no_change))
     state, snapshot = LoopState(eta0=estimator.get_params(deep=False).get("eta0")), None
     ckpt = None
     if checkpoint is not None:
-        ckpt = Checkpointer(checkpoint, {"source": src.fingerprint(), "seed": int(seed),
-                                         "validation": _vdesc(validation), "shuffle_window": window,
-                                         "estimator": type(estimator).__name__, "epochs": int(epochs)})
+        held_desc = "external" if validation_data is not None else (
+            None if validation_fraction is None else float(validation_fraction))
+        ckpt = Checkpointer(checkpoint, {"source": src.fingerprint(), "seed": int(seed), "validation": held_desc,
+                                         "shuffle_window": window, "estimator": type(estimator).__name__,
+                                         # replicas only when > 1: sequential checkpoints stay as they were
+                                         "epochs": int(epochs), **({"replicas": replicas} if replicas > 1 else {})})
         if resume and ckpt.exists():
             state, snapshot = ckpt.load(estimator, n_steps=src.n_blocks, epochs=epochs,
                                         width=_learner_width(src), halvable=_halvable(estimator))
     fit_args = {"classes": classes} if kind == "classifier" else {}
+    supervised = kind != "clusterer"
+    # one window holds every block: keep its stored rows from epoch to epoch (read once per run)
+    cache = {} if window >= src.n_blocks and feed is None and replicas == 1 else None
+    team = Replicas(replicas, src, seed=seed, window=window, fraction=fraction, client=client,
+                    src_future=feed and feed.src) if replicas > 1 else None
 
-    def prepare(item):  # runs in the prefetch thread: the step's rows, expanded
-        X, yb, rows = item
-        return (src.expand(X[rows]) if rows.size else None), (None if yb is None else yb[rows]), rows.size
-
-    reader = ThreadPoolExecutor(max_workers=1) if prefetch else None
-    expander = ThreadPoolExecutor(max_workers=1) if prefetch else None
-    try:
-        while not state.done and state.epoch < epochs:
-            epoch, start = state.epoch, state.position
-            plan = EpochPlan(src, seed, epoch, window, fraction)
-            if start == 0:
-                snapshot = copy_state(get_state(estimator)) if _is_fitted(estimator) else None
-                state.epoch_rows, state.epoch_seconds = 0, 0.0
-            t0 = time.perf_counter()
-            for pos, (F, yb, n) in enumerate(_ahead(plan.steps(start, reader), prepare, expander), start):
+    while not state.done and state.epoch < epochs:
+        epoch, start = state.epoch, state.position
+        if start == 0:
+            snapshot = copy_state(get_state(estimator)) if _is_fitted(estimator) else None
+            state.epoch_rows, state.epoch_seconds = 0, 0.0
+        t0 = time.perf_counter()
+        if replicas > 1:  # iterative parameter mixing: the average after the epoch
+            state.epoch_rows = team.run_epoch(estimator, epoch, fit_args, supervised, prefetch)
+            state.position = src.n_blocks
+            if callback is not None:
+                callback({"epoch": epoch, "position": state.position, "rows": state.epoch_rows})
+        else:
+            plan = EpochPlan(src, seed, epoch, window, fraction, cache=cache)
+            steps = feed.steps(plan, start) if feed is not None else local_steps(plan, start, estimator, prefetch)
+            for pos, (F, yb, n) in enumerate(steps, start):
                 if n:
-                    estimator.partial_fit(F, *(() if kind == "clusterer" else (yb,)), **fit_args)
+                    estimator.partial_fit(F, *((yb,) if supervised else ()), **fit_args)
                 state.epoch_rows += n
                 state.position = pos + 1
                 if ckpt is not None and checkpoint_every and state.position % checkpoint_every == 0 \
@@ -242,25 +300,43 @@ def fit_incremental(
                     ckpt.save(estimator, snapshot, state)
                 if callback is not None:
                     callback({"epoch": epoch, "position": state.position, "rows": n})
-            record = _epoch_record(state, time.perf_counter() - t0, rule.halve)
-            if held is not None:
-                record.update(held.score(estimator, src.expand, kind, classes), metric=metric)
-                record["action"] = rule.step(state, sign * record[metric], can_revert=snapshot is not None)
-                if record["action"] == "revert":
-                    set_state(estimator, *snapshot)
-                if rule.halve:
-                    estimator.set_params(eta0=state.eta0)
-            state.history.append(record)
-            state.epoch, state.position = epoch + 1, 0
-            if ckpt is not None:
-                ckpt.save(estimator, None, state)
-            if progress:
-                _print_record(record)
-    finally:
-        for pool in (reader, expander):
-            if pool is not None:
-                pool.shutdown(wait=True, cancel_futures=True)
+        record = _epoch_record(state, time.perf_counter() - t0, rule.halve)
+        if held is not None:
+            record.update(held.score(estimator, src.expand, kind, classes), metric=metric)
+            record["action"] = rule.step(state, sign * record[metric], can_revert=snapshot is not None)
+            if record["action"] == "revert":
+                set_state(estimator, *snapshot)
+            if rule.halve:
+                estimator.set_params(eta0=state.eta0)
+        state.history.append(record)
+        state.epoch, state.position = epoch + 1, 0
+        if ckpt is not None:
+            ckpt.save(estimator, None, state)
+        if progress:
+            _print_record(record)
     return KernelModel(src.feature_map, estimator, state.history)
+
+
+def _renamed(validation, patience, validation_fraction, validation_data, n_iter_no_change):
+    """The new names' values, taking the deprecated ``validation``/``patience`` with a warning."""
+    if validation is not _DEPRECATED:
+        warnings.warn("fit_incremental(validation=...) is deprecated and will be removed in the next release: "
+                      "use validation_fraction=<float> for a held-out fraction or validation_data=<set> for a "
+                      "separate held-out set", FutureWarning, stacklevel=3)
+        real = validation is None or (isinstance(validation, numbers.Real) and not isinstance(validation, bool))
+        validation_fraction, validation_data = (validation, None) if real else (None, validation)
+    if patience is not _DEPRECATED:
+        warnings.warn("fit_incremental(patience=...) is deprecated and will be removed in the next release: "
+                      "use n_iter_no_change (scikit-learn's name)", FutureWarning, stacklevel=3)
+        n_iter_no_change = patience
+    if not isinstance(n_iter_no_change, (int, np.integer)) or isinstance(n_iter_no_change, bool) \
+            or n_iter_no_change < 1:
+        raise ValueError(f"n_iter_no_change must be an integer >= 1, got {n_iter_no_change!r}")
+    if validation_fraction is not None and not (isinstance(validation_fraction, numbers.Real)
+                                                and not isinstance(validation_fraction, bool)):
+        raise ValueError(f"validation_fraction must be a number in [0, 1) or None, got {validation_fraction!r} "
+                         "(a separate held-out set goes in validation_data)")
+    return (validation_fraction or None), validation_data, n_iter_no_change
 
 
 def _check_inputs(estimator, source, y, feature_map, block_rows, epochs, schedule, seed, checkpoint, classes):
@@ -293,27 +369,27 @@ def _check_inputs(estimator, source, y, feature_map, block_rows, epochs, schedul
     return src, kind, classes
 
 
-def _held_out(validation, src, kind, seed, block_rows):
-    """``(held-out set or None, held-out fraction of the training source)``."""
-    held, fraction = None, 0.0
-    if isinstance(validation, numbers.Real) and not isinstance(validation, bool):
-        if not 0.0 < validation < 1.0:
-            raise ValueError(f"validation fraction must be in (0, 1), got {validation}")
-        fraction = float(validation)
-        held = _HeldOut(src.read(i, held_out_rows(seed, i, b - a, fraction))
-                        for i, (a, b) in enumerate(src.bounds))
-    elif validation is not None:
-        if isinstance(validation, tuple):
-            vsrc = ArraySource(validation[0], validation[1] if len(validation) > 1 else None,
-                               src.feature_map, block_rows=block_rows)
+def _held_out(fraction, data, src, kind, seed, block_rows, feed=None):
+    """``(held-out set or None, held-out fraction of the training source)``; with a worker
+    ``feed`` the held-out rows of the training source are read on the workers."""
+    held = None
+    if data is not None:
+        if isinstance(data, tuple):
+            vsrc = ArraySource(data[0], data[1] if len(data) > 1 else None, src.feature_map, block_rows=block_rows)
         else:
-            vsrc = as_source(validation, block_rows=block_rows)
+            vsrc = as_source(data, block_rows=block_rows)
         if kind != "clusterer" and not vsrc.has_labels:
             raise ValueError("the validation data has no labels")
-        held = _HeldOut(vsrc.read(i) for i in range(vsrc.n_blocks))
+        held, fraction = _HeldOut(vsrc.read(i) for i in range(vsrc.n_blocks)), 0.0
+    elif fraction is not None:
+        if not 0.0 < fraction < 1.0:
+            raise ValueError(f"validation_fraction must be in [0, 1), got {fraction}")
+        fraction = float(fraction)
+        items = [(i, held_out_rows(seed, i, b - a, fraction)) for i, (a, b) in enumerate(src.bounds)]
+        held = _HeldOut(feed.read(items) if feed is not None else (src.read(i, r) for i, r in items))
     if held is not None and held.n_rows == 0:
-        raise ValueError("the held-out set is empty: use a larger validation fraction or more rows")
-    return held, fraction
+        raise ValueError("the held-out set is empty: use a larger validation_fraction or more rows")
+    return held, fraction or 0.0
 
 
 def _window(shuffle_window, src):
@@ -322,21 +398,6 @@ def _window(shuffle_window, src):
     if not isinstance(shuffle_window, (int, np.integer)) or isinstance(shuffle_window, bool) or shuffle_window < 1:
         raise ValueError(f"shuffle_window must be 'auto' or an integer >= 1, got {shuffle_window!r}")
     return int(min(shuffle_window, src.n_blocks))
-
-
-def _ahead(items, fn, pool):
-    """Yield ``fn(item)`` for each item in order, computing the next one in ``pool``."""
-    if pool is None:
-        yield from map(fn, items)
-        return
-    pending = None
-    for item in items:
-        nxt = pool.submit(fn, item)
-        if pending is not None:
-            yield pending.result()
-        pending = nxt
-    if pending is not None:
-        yield pending.result()
 
 
 def _epoch_record(state, seconds, halve):
@@ -348,12 +409,6 @@ def _epoch_record(state, seconds, halve):
 
 def _is_fitted(estimator):
     return any(k.endswith("_") and not k.startswith("__") for k in vars(estimator))
-
-
-def _vdesc(validation):
-    if validation is None or (isinstance(validation, numbers.Real) and not isinstance(validation, bool)):
-        return None if validation is None else float(validation)
-    return "external"
 
 
 def _print_record(r):

@@ -9,7 +9,7 @@ run exactly: the position ``(epoch, position)``, the schedule's memory (``prev``
 loss after every epoch: "first" (nothing to compare with), "keep", "halve" (improved by less
 than ``min_improvement``, relative: ``eta0`` is halved) or "revert" (got worse: the model goes
 back to the start of the epoch, and ``eta0`` is halved too); plus early stopping after
-``patience`` epochs without a new best.
+``n_iter_no_change`` epochs without a new best.
 """
 
 from dataclasses import asdict, dataclass, field
@@ -104,7 +104,7 @@ class Schedule:
     revert : bool
         Revert to the start-of-epoch model when the loss got worse.
     early_stopping : bool
-    patience : int
+    n_iter_no_change : int
         Epochs without a new best after which training stops.
 
     Examples
@@ -126,7 +126,7 @@ class Schedule:
     halve: bool = False
     revert: bool = False
     early_stopping: bool = True
-    patience: int = 3
+    n_iter_no_change: int = 3
 
     def action(self, prev, loss, can_revert):
         """"first", "keep", "halve" or "revert" for an epoch that ended with ``loss``."""
@@ -150,6 +150,6 @@ class Schedule:
             state.best, state.stale = loss, 0
         else:
             state.stale += 1
-        if self.early_stopping and state.stale >= self.patience:
+        if self.early_stopping and state.stale >= self.n_iter_no_change:
             state.done = True
         return action

@@ -166,11 +166,10 @@ class KernelModel(MetaEstimatorMixin, BaseEstimator):
         return self._learner_input(fmap.transform_block(fmap.validate_block(X, row_offset), row_offset))
 
     def _learner_input(self, stored):
-        """What the estimator consumes of stored features: GCWS codes as they are for an
-        estimator with ``code_bits`` (e.g. :class:`~dask_kernels.SoftmaxSGD`), else the expansion."""
-        from .softmax import feeds_codes
+        """What the estimator consumes of stored features (:func:`.sources.learner_features`)."""
+        from .sources import learner_features
 
-        return stored if feeds_codes(self.estimator, self.feature_map) else self.feature_map.expand(stored)
+        return learner_features(self.feature_map, stored, self.estimator)
 
     def _apply(self, method, X, width=None, dtype=None):
         fn = getattr(self.estimator, method)

@@ -15,6 +15,11 @@ rows come from every block of its window. With one window holding every block th
 global permutation; ``window=1`` is the cheaper within-block shuffle. Memory: the stored form of
 one window (and the next one, read ahead). Every permutation is a pure function of its key, so
 a run resumed at ``(epoch, step)`` trains on exactly the rows an uninterrupted run would.
+
+With ``part=(r, n)`` (replica ``r`` of ``n``, see :mod:`.replicas`) the plan covers replica
+``r``'s *shard* only: every ``n``-th block of a permutation keyed by the seed alone, the same in
+every epoch (so a replica can keep its rows where it runs), served in an order and with window
+permutations of its own per epoch. The shards are disjoint and together are every block.
 """
 
 import math
@@ -23,6 +28,7 @@ import numpy as np
 import scipy.sparse as sp
 
 _HELD_OUT_KEY = 0x5EED  # rng key component of the held-out selection (not used by shuffles)
+_SHARD_KEY = 0x5AAD  # rng key component of the replicas' shards
 
 #: Stored bytes of one window when the window is chosen automatically.
 WINDOW_BYTES = 128 * 2**20
@@ -37,6 +43,12 @@ def auto_window(src, budget=WINDOW_BYTES):
     """Blocks per window so that a window's stored form takes about ``budget`` bytes."""
     rows = max((b - a for a, b in src.bounds), default=1)
     return int(max(1, min(src.n_blocks, budget // max(1, rows * src.row_bytes()))))
+
+
+def shard(n_blocks, seed, part):
+    """Blocks of replica ``part[0]`` of ``part[1]``: the same in every epoch, disjoint."""
+    r, n = part
+    return np.random.default_rng((int(seed), _SHARD_KEY)).permutation(n_blocks)[r::n]
 
 
 class _Window:
@@ -74,6 +86,12 @@ class EpochPlan:
         Blocks per window (>= 1).
     fraction : float
         Held-out fraction (0: every row trains).
+    part : (int, int), optional
+        ``(r, n)``: only replica ``r``'s shard of the blocks (:func:`shard`).
+    cache : dict, optional
+        Stored training rows by block, kept from epoch to epoch (pass the same dict to every
+        epoch's plan when one window holds every block: the rows are then read once per run,
+        not once per epoch, in the memory one window takes anyway).
 
     Examples
     --------
@@ -89,10 +107,18 @@ class EpochPlan:
     True
     """
 
-    def __init__(self, src, seed, epoch, window, fraction):
+    def __init__(self, src, seed, epoch, window, fraction, part=None, cache=None):
         self.src, self.seed, self.epoch, self.fraction = src, int(seed), int(epoch), float(fraction)
-        order = np.random.default_rng((self.seed, self.epoch)).permutation(src.n_blocks)
-        self.windows = [w for w in np.array_split(order, max(1, math.ceil(src.n_blocks / window))) if w.size]
+        self.cache = cache
+        self.window, self.part = int(window), part
+        self._key = (self.seed, self.epoch)
+        if part is None:
+            order = np.random.default_rng(self._key).permutation(src.n_blocks)
+        else:  # a replica's fixed shard, in an order of its own per epoch
+            order = shard(src.n_blocks, self.seed, part)
+            self._key = (self.seed, self.epoch, part[1], part[0])
+            order = order[np.random.default_rng(self._key).permutation(order.size)]
+        self.windows = [w for w in np.array_split(order, max(1, math.ceil(order.size / window))) if w.size]
         self.starts = np.concatenate([[0], np.cumsum([w.size for w in self.windows])])
 
     @property
@@ -104,7 +130,8 @@ class EpochPlan:
         wi = int(np.searchsorted(self.starts, step, side="right") - 1)
         return wi, int(self.starts[wi])
 
-    def _rows(self, block):
+    def training_rows(self, block):
+        """Rows of ``block`` that train (all but the held-out ones), or None for all."""
         a, b = self.src.bounds[block]
         if not self.fraction:
             return None
@@ -115,10 +142,14 @@ class EpochPlan:
     def load(self, wi):
         """Stored rows, labels and per-step row selections of window ``wi``."""
         blocks = [int(b) for b in self.windows[wi]]
-        parts = self.src.read_blocks(blocks, [self._rows(b) for b in blocks])
+        cache = {} if self.cache is None else self.cache
+        missing = [b for b in blocks if b not in cache]
+        if missing:
+            cache.update(zip(missing, self.src.read_blocks(missing, [self.training_rows(b) for b in missing])))
+        parts = [cache[b] for b in blocks]
         X = _Window([X for X, _ in parts])
         y = None if parts[0][1] is None else np.concatenate([y for _, y in parts])
-        perm = np.random.default_rng((self.seed, self.epoch, wi)).permutation(X.shape[0])
+        perm = np.random.default_rng(self._key + (wi,)).permutation(X.shape[0])
         return X, y, np.array_split(perm, len(blocks))
 
     def steps(self, start, pool=None):
@@ -136,3 +167,35 @@ class EpochPlan:
             skip = start - first if w == wi else 0
             for rows in pieces[skip:]:
                 yield X, y, rows
+
+
+def step_features(src, X, y, rows, estimator=None):
+    """``(learner features or None, labels, n)`` of the step ``rows`` of a window's stored rows."""
+    if not rows.size:
+        return None, None, 0
+    return src.expand(X[rows], estimator), (None if y is None else y[rows]), int(rows.size)
+
+
+def local_steps(plan, start, estimator=None, prefetch=True):
+    """Prepared steps of ``plan`` from ``start`` in this process; with ``prefetch`` the next
+    window is read and the next step expanded in two background threads."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    src = plan.src
+    if not prefetch:
+        for X, y, rows in plan.steps(start):
+            yield step_features(src, X, y, rows, estimator)
+        return
+    with ThreadPoolExecutor(max_workers=1) as reader, ThreadPoolExecutor(max_workers=1) as expander:
+        pending = None
+        try:
+            for X, y, rows in plan.steps(start, reader):
+                nxt = expander.submit(step_features, src, X, y, rows, estimator)
+                if pending is not None:
+                    yield pending.result()
+                pending = nxt
+            if pending is not None:
+                yield pending.result()
+        finally:
+            for pool in (reader, expander):
+                pool.shutdown(wait=True, cancel_futures=True)

@@ -15,10 +15,26 @@ read-ahead buffer small.
   feature map it passes the raw rows through (a linear baseline).
 """
 
+import copy
+
 import numpy as np
 import scipy.sparse as sp
 
 from ..blocks import validate_block
+
+
+def learner_features(fmap, stored, estimator=None):
+    """What the learner receives for a block of stored features: the one rule, used in this
+    process and on the workers alike.
+
+    The feature map's expansion of the stored form (GCWS codes -> one-hot CSR; floats as they
+    are), or the stored block itself without a map. ``estimator`` is the learner (its
+    parameters may ask for another form of the same features: an estimator built with
+    ``code_bits``, such as :class:`~dask_kernels.SoftmaxSGD`, receives GCWS codes as stored).
+    """
+    from .softmax import feeds_codes
+
+    return stored if fmap is None or feeds_codes(estimator, fmap) else fmap.expand(stored)
 
 
 def _is_dask(a):
@@ -65,6 +81,15 @@ class BlockSource:
     n_rows = 0
     bounds = ()
     has_labels = False
+    #: dask scheduler of this source's reads (None: the active one); "synchronous" in tasks
+    #: that run on a worker, which read in their own thread where they run
+    scheduler = None
+
+    def synchronous(self):
+        """A copy of this source whose reads run in the calling thread (for worker tasks)."""
+        out = copy.copy(self)
+        out.scheduler = "synchronous"
+        return out
 
     @property
     def n_blocks(self):
@@ -98,17 +123,17 @@ class BlockSource:
     codes = False
 
     def feed(self, estimator):
-        """Set what :meth:`expand` gives ``estimator``: GCWS codes as stored if it takes them
-        (``code_bits``, checked against the map's bits), else the expansion."""
+        """Check what :func:`learner_features` gives ``estimator`` (GCWS codes as stored if it
+        takes them: ``code_bits``, checked against the map's bits here, naming the store)."""
         from .softmax import feeds_codes
 
         self.codes = feeds_codes(estimator, self.feature_map, getattr(getattr(self, "store", None), "path",
                                                                      "the feature map"))
         return self
 
-    def expand(self, stored):
-        """Learner features of a stored block."""
-        return stored if self.feature_map is None or self.codes else self.feature_map.expand(stored)
+    def expand(self, stored, estimator=None):
+        """Learner features of a stored block (see :func:`learner_features`)."""
+        return stored if self.codes else learner_features(self.feature_map, stored, estimator)
 
     def fingerprint(self):
         """What must match for a checkpoint of this source to be resumed."""
@@ -163,7 +188,7 @@ class StoreSource(BlockSource):
         a, b = self.bounds[i]
         # one compute: the row slice spans every column chunk, so whole rows come back
         parts = (self.features[a:b],) + ((self.labels[a:b],) if self.has_labels else ())
-        got = dask.compute(*parts)
+        got = dask.compute(*parts, scheduler=self.scheduler)
         X = np.asarray(got[0])
         y = np.asarray(got[1]) if self.has_labels else None
         if rows is not None:
@@ -179,7 +204,7 @@ class StoreSource(BlockSource):
         for i in blocks:
             a, b = self.bounds[i]
             parts += [self.features[a:b]] + ([self.labels[a:b]] if self.has_labels else [])
-        got = dask.compute(*parts)
+        got = dask.compute(*parts, scheduler=self.scheduler)
         step = 2 if self.has_labels else 1
         out = []
         for j, r in enumerate(rows):
@@ -195,7 +220,7 @@ class StoreSource(BlockSource):
 
     def read_labels(self, i):
         a, b = self.bounds[i]
-        return np.asarray(self.labels[a:b].compute())
+        return np.asarray(self.labels[a:b].compute(scheduler=self.scheduler))
 
     def classes(self):
         import dask.array as da
@@ -257,7 +282,7 @@ class ArraySource(BlockSource):
     def _rows(self, a, b, rows=None):
         X = self.X[a:b]
         if _is_dask(X):
-            X = X.compute()
+            X = X.compute(scheduler=self.scheduler)
         if rows is not None:
             X = X[rows]
         return sp.csr_matrix(X) if sp.issparse(X) else np.asarray(X)
@@ -268,7 +293,7 @@ class ArraySource(BlockSource):
         y = None
         if self.has_labels:
             y = self.y[a:b]
-            y = np.asarray(y.compute() if _is_dask(y) else y)
+            y = np.asarray(y.compute(scheduler=self.scheduler) if _is_dask(y) else y)
             if rows is not None:
                 y = y[rows]
         return X, y
@@ -276,7 +301,7 @@ class ArraySource(BlockSource):
     def read_labels(self, i):
         a, b = self.bounds[i]
         y = self.y[a:b]
-        return np.asarray(y.compute() if _is_dask(y) else y)
+        return np.asarray(y.compute(scheduler=self.scheduler) if _is_dask(y) else y)
 
 
 class PartitionSource(BlockSource):

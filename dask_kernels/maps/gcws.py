@@ -247,9 +247,11 @@ def expand_codes(codes: npt.ArrayLike, bits: int) -> sp.csr_matrix:
     if codes.size and int(codes.max()) >= 2**bits:
         raise ValueError(f"a code is >= 2**bits = {2**bits}: were these codes made with bits={bits}?")
     n, k = codes.shape
-    cols = (np.arange(k, dtype=np.int64) << bits) + codes.astype(np.int64)
+    # int32 indices whenever they fit: SciPy would copy int64 ones down to int32 anyway (5x the time)
+    idx = np.int32 if max(k << bits, n * k) < 2**31 else np.int64
+    cols = (np.arange(k, dtype=idx) << bits) + codes.astype(idx)
     return sp.csr_matrix(
-        (np.ones(n * k, dtype=np.float32), cols.ravel(), np.arange(0, n * k + 1, k, dtype=np.int64)),
+        (np.ones(n * k, dtype=np.float32), cols.ravel(), np.arange(0, n * k + 1, k, dtype=idx)),
         shape=(n, k << bits),
     )
 

@@ -1,0 +1,119 @@
+"""Learning where the data is: under a distributed Client, training steps are prepared on the workers.
+
+:class:`WorkerFeed` runs the epoch plan of :mod:`.shuffle` on the cluster: one task per window
+reads the window's blocks (store blocks, or raw rows featurized with the map) on a worker and
+keeps them there; one task per step gathers the step's rows from that window and turns them into
+what the learner receives (:func:`.sources.learner_features`, e.g. GCWS codes -> one-hot CSR).
+Steps are submitted :data:`AHEAD` at a time, with the next window's read, so the workers stay
+ahead of the learner; only prepared steps reach this process, in order. When one window holds
+every block, its stored rows stay on the worker from epoch to epoch (read once per run). Every task is a pure
+function of the seed, the epoch and the step, so the coefficients equal the local run's bitwise.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import deque
+from collections.abc import Iterator
+from typing import Any
+
+from .shuffle import EpochPlan, step_features
+
+#: Steps in flight on the workers ahead of the learner.
+AHEAD = 4
+
+
+def get_client(client: Any = None) -> Any:
+    """``client`` if given (False: none), else the active distributed Client, else None."""
+    if client is False:
+        return None
+    if client is not None:
+        return client
+    if "distributed" not in sys.modules:  # no Client can be active without the module loaded
+        return None
+    from distributed import default_client
+
+    try:
+        return default_client()
+    except ValueError:
+        return None
+
+
+def _load_window(src: Any, seed: int, epoch: int, window: int, fraction: float, wi: int,
+                 previous: tuple | None = None) -> tuple:
+    """Window ``wi`` of the epoch, and the stored rows by block it was built from; with the
+    ``previous`` epoch's (one window of every block) no block is read again."""
+    cache = {} if previous is None else previous[3]
+    return EpochPlan(src, seed, epoch, window, fraction, cache=cache).load(wi) + (cache,)
+
+
+def _prepare(src: Any, loaded: tuple, j: int, estimator: Any) -> tuple:
+    X, y, pieces, _ = loaded
+    return step_features(src, X, y, pieces[j], estimator)
+
+
+def _read(src: Any, i: int, rows: Any) -> tuple:
+    return src.read(i, rows)
+
+
+class WorkerFeed:
+    """Prepared training steps computed on the workers of ``client``.
+
+    Parameters
+    ----------
+    client : distributed.Client
+    src : BlockSource
+        Sent to the cluster once (its reads then run inside the workers' tasks).
+    estimator : estimator
+        The learner; only its parameters travel (an unfitted clone), for the feeding rule.
+    """
+
+    def __init__(self, client: Any, src: Any, estimator: Any) -> None:
+        from sklearn.base import clone
+
+        self.client = client
+        self.n_blocks = src.n_blocks
+        self.src = client.scatter(src.synchronous(), hash=False)
+        self.estimator = client.scatter(clone(estimator), hash=False)
+        self._kept = None  # one window of every block: last epoch's, kept on its worker
+
+    def read(self, items: list) -> list:
+        """``[src.read(i, rows) for i, rows in items]``, read on the workers."""
+        futures = [self.client.submit(_read, self.src, i, rows, pure=False) for i, rows in items]
+        return self.client.gather(futures)
+
+    def steps(self, plan: EpochPlan, start: int) -> Iterator[tuple]:
+        """``(features, labels, n)`` of the steps of ``plan`` from ``start``, in order."""
+        client, args = self.client, (plan.seed, plan.epoch, plan.window, plan.fraction)
+        wi, first = plan.window_of(start)
+        jobs = [(w, j) for w in range(wi, len(plan.windows))
+                for j in range(start - first if w == wi else 0, plan.windows[w].size)]
+        windows, pending = {}, deque()
+
+        whole = len(plan.windows) == 1 and plan.windows[0].size == self.n_blocks
+
+        def window(w):
+            if w not in windows and w < len(plan.windows):
+                windows[w] = client.submit(_load_window, self.src, *args, w, self._kept if whole else None,
+                                           pure=False)
+                self._kept = windows[w] if whole else None
+            return windows.get(w)
+
+        def submit(k):
+            w, j = jobs[k]
+            window(w + 1)  # read ahead: the next window is read while this one is served
+            pending.append((w, client.submit(_prepare, self.src, window(w), j, self.estimator, pure=False)))
+
+        nxt = 0
+        while nxt < len(jobs) and len(pending) < AHEAD:
+            submit(nxt)
+            nxt += 1
+        while pending:
+            w, fut = pending.popleft()
+            out = fut.result()
+            if nxt < len(jobs):
+                submit(nxt)
+                nxt += 1
+            if not pending or pending[0][0] != w:
+                windows.pop(w, None)  # its steps are done: the workers may free it
+            yield out

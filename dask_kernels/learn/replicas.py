@@ -1,0 +1,174 @@
+"""Data-parallel training by iterative parameter mixing: ``fit_incremental(..., replicas=n)``.
+
+Every epoch, ``n`` copies of the estimator start from the current model and train, in parallel,
+each on its own *shard* of the blocks (disjoint, fixed for the run, in a new order every epoch:
+:class:`.shuffle.EpochPlan` with ``part=(r, n)``); then
+their learned arrays are averaged into the model (Mann et al. 2009; McDonald, Hall & Mann 2010;
+Zinkevich et al. 2010). The held-out score, the schedule, early stopping and checkpoints then act
+on the averaged model exactly as after a sequential epoch.
+
+Averaging is sound only for models that are *linear in their parameters and trained on a convex
+loss*: then the average of the replicas' parameters has a loss no larger than the replicas' mean
+loss (Jensen), and mixing after every epoch converges like sequential SGD. That is the SGD family
+of scikit-learn (:data:`MIXABLE`): SGDClassifier, SGDRegressor, Perceptron and the
+passive-aggressive models. Others are refused: naive Bayes keeps counts (they add, they do not
+average), k-means' clusters are exchangeable (replica A's centroid 3 need not be replica B's), and
+neural networks are neither convex nor identifiable.
+
+Where the replicas run: under a distributed Client, one task per replica on the workers, each
+reading its own shard where it runs (nothing but the estimators travels; a shard that fits one
+shuffle window is read once and kept on its worker); otherwise in threads of this process
+(scikit-learn's SGD releases the GIL). Each replica's work is a pure function of the
+start model, the seed and the epoch, and the average is taken in a fixed order, so a run is
+bitwise reproducible and does not depend on where the replicas ran.
+
+References
+----------
+Mann, G., McDonald, R., Mohri, M., Silberman, N. & Walker, D. (2009). Efficient large-scale
+distributed training of conditional maximum entropy models. NIPS.
+McDonald, R., Hall, K. & Mann, G. (2010). Distributed training strategies for the structured
+perceptron. NAACL.
+Zinkevich, M., Weimer, M., Li, L. & Smola, A. (2010). Parallelized stochastic gradient descent.
+NIPS.
+"""
+
+from __future__ import annotations
+
+import copy
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+from sklearn import linear_model
+
+from .shuffle import EpochPlan, local_steps, shard
+from .state import _scalar, _unscalar, get_state, set_state
+
+#: Estimator classes whose coefficients may be averaged (linear models, convex losses).
+MIXABLE = tuple(getattr(linear_model, n) for n in ("SGDClassifier", "SGDRegressor", "Perceptron",
+                                                   "PassiveAggressiveClassifier",
+                                                   "PassiveAggressiveRegressor") if hasattr(linear_model, n))
+
+
+#: Sample counters and their value in a freshly initialized estimator: scikit-learn's SGD counts
+#: the samples seen in ``t_`` (from 1), which sets the "optimal" and "invscaling" rates.
+_COUNTERS = {"t_": 1.0}
+
+
+def check_replicas(estimator: Any, replicas: Any, n_blocks: int, checkpoint_every: Any) -> int:
+    """``replicas`` as an int, or ValueError/TypeError naming what is wrong."""
+    if not isinstance(replicas, (int, np.integer)) or isinstance(replicas, bool) or replicas < 1:
+        raise ValueError(f"replicas must be an integer >= 1, got {replicas!r}")
+    replicas = int(replicas)
+    if replicas == 1:
+        return 1
+    if not isinstance(estimator, MIXABLE):
+        raise TypeError(f"replicas={replicas}: averaging the coefficients of {type(estimator).__name__} is not "
+                        "sound (only linear models with a convex loss can be mixed: "
+                        f"{', '.join(c.__name__ for c in MIXABLE)}); use replicas=1")
+    if replicas > n_blocks:
+        raise ValueError(f"replicas={replicas} but the training input has only {n_blocks} blocks: every "
+                         "replica needs at least one (use smaller block_rows or fewer replicas)")
+    if checkpoint_every:
+        raise ValueError("checkpoint_every cannot be used with replicas > 1: replicas are checkpointed after "
+                         "every epoch, once their coefficients are averaged")
+    return replicas
+
+
+def train_replica(estimator: Any, src: Any, seed: int, epoch: int, window: int, fraction: float,
+                  part: tuple[int, int], fit_args: dict, supervised: bool, prefetch: bool,
+                  on_worker: bool = False, cache: dict | None = None) -> tuple[Any, int]:
+    """Train ``estimator`` (in place) on replica ``part``'s shard for one epoch; return it and
+    its number of training rows. On a worker, reads run in the task's own thread; ``cache``
+    holds the shard's stored rows when they are kept from epoch to epoch."""
+    if on_worker:
+        src = src.synchronous()
+    rows = 0
+    plan = EpochPlan(src, seed, epoch, window, fraction, part=part, cache=cache)
+    for F, yb, n in local_steps(plan, 0, estimator, prefetch):
+        if n:
+            estimator.partial_fit(F, *((yb,) if supervised else ()), **fit_args)
+        rows += n
+    return estimator, rows
+
+
+def mix(estimator: Any, trained: list) -> None:
+    """Set ``estimator`` to the average of the ``trained`` replicas (all started from it).
+
+    Floating-point arrays are averaged (in float64, in replica order); other arrays (classes)
+    are the same in every replica, and so are scalars other than the sample counters
+    (:data:`_COUNTERS`, SGD's ``t_``): for those the model gets its own value plus every
+    replica's increment, as if one learner had seen all the rows.
+    """
+    states = [get_state(e) for e in trained]
+    start = get_state(estimator)[1]["scalars"] if _fitted(estimator) else {}
+    arrays0, meta = states[0]
+    arrays = {}
+    for key, a in arrays0.items():
+        if np.issubdtype(a.dtype, np.floating):
+            acc = np.zeros(a.shape, dtype=np.float64)
+            for s, _ in states:
+                acc += s[key]
+            arrays[key] = (acc / len(states)).astype(a.dtype)
+        else:
+            arrays[key] = a
+    meta = copy.deepcopy(meta)
+    for key, initial in _COUNTERS.items():
+        if key in meta["scalars"]:
+            values = [_unscalar(s[1]["scalars"][key]) for s in states]
+            base = _unscalar(start[key]) if key in start else initial
+            meta["scalars"][key] = _scalar(type(values[0])(base + sum(v - base for v in values)))
+    set_state(estimator, arrays, meta, where="replica average")
+
+
+def _fitted(estimator: Any) -> bool:
+    return any(k.endswith("_") and not k.startswith("__") for k in vars(estimator))
+
+
+def _shard_rows(src: Any, seed: int, fraction: float, part: tuple[int, int]) -> dict:
+    """Stored training rows of a shard by block (kept on the worker that reads them)."""
+    src = src.synchronous()
+    blocks = [int(b) for b in shard(src.n_blocks, seed, part)]
+    plan = EpochPlan(src, seed, 0, max(1, len(blocks)), fraction, part=part)
+    return dict(zip(blocks, src.read_blocks(blocks, [plan.training_rows(b) for b in blocks])))
+
+
+class Replicas:
+    """The replicas of one run: where they train, and their shards' rows when kept.
+
+    When one window holds a whole shard (``keep``), each replica's rows are read once per run
+    and kept where the replica trains (a dict in this process, or a task result on its worker);
+    otherwise every epoch reads its windows again, as sequential training does.
+    """
+
+    def __init__(self, n: int, src: Any, *, seed: int, window: int, fraction: float, client: Any = None,
+                 src_future: Any = None) -> None:
+        self.n, self.src, self.seed, self.window, self.fraction = n, src, seed, window, fraction
+        self.client, self.src_future = client, src_future
+        keep = window >= -(-src.n_blocks // n)
+        self.caches: list = [None] * n
+        if client is not None:
+            workers = sorted(client.scheduler_info()["workers"])
+            self.workers = [[workers[r % len(workers)]] for r in range(n)]
+            if keep:
+                self.caches = [client.submit(_shard_rows, src_future, seed, fraction, (r, n), pure=False,
+                                             workers=self.workers[r]) for r in range(n)]
+        elif keep:
+            self.caches = [{} for _ in range(n)]
+
+    def run_epoch(self, estimator: Any, epoch: int, fit_args: dict, supervised: bool, prefetch: bool) -> int:
+        """One epoch of iterative parameter mixing; ``estimator`` becomes the average. Returns
+        the number of training rows."""
+        args, n = (self.seed, epoch, self.window, self.fraction), self.n
+        if self.client is not None:
+            futures = [self.client.submit(train_replica, estimator, self.src_future, *args, (r, n), fit_args,
+                                          supervised, prefetch, True, self.caches[r], pure=False,
+                                          workers=self.workers[r], allow_other_workers=True) for r in range(n)]
+            results = self.client.gather(futures)
+        else:
+            with ThreadPoolExecutor(max_workers=n) as pool:
+                results = list(pool.map(lambda r: train_replica(copy.deepcopy(estimator), self.src, *args, (r, n),
+                                                                fit_args, supervised, prefetch,
+                                                                cache=self.caches[r]), range(n)))
+        mix(estimator, [e for e, _ in results])
+        return sum(rows for _, rows in results)
