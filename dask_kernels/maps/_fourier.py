@@ -18,7 +18,7 @@ import weakref
 
 import numpy as np
 from numba import njit
-from sklearn.utils._param_validation import Interval, StrOptions
+from .._compat import Interval, StrOptions
 
 from ..rng import bits, index_key, stream_key, unit64
 from ._parallel import N_JOBS_CONSTRAINT

@@ -27,7 +27,7 @@ import json
 
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
-from sklearn.utils._param_validation import InvalidParameterError, validate_parameter_constraints
+from .._compat import InvalidParameterError, validate_parameter_constraints
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..blocks import MAX_FEATURES_IN, as_block, check_finite_rows  # noqa: F401  (re-exported for maps)

@@ -31,7 +31,7 @@ import numbers
 import numpy as np
 import scipy.sparse as sp
 from numba import njit
-from sklearn.utils._param_validation import Interval, StrOptions
+from .._compat import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ..rng import bits, index_key, stream_key, unit64

@@ -26,7 +26,7 @@ import numbers
 import numpy as np
 import scipy.sparse as sp
 from numba import njit
-from sklearn.utils._param_validation import Interval, StrOptions
+from .._compat import Interval, StrOptions
 
 from ..rng import bits, index_key, normal_array, rank_array, stream_key, unit64
 from ._fourier import COMMON_CONSTRAINTS, POSITIVE_FINITE, FloatFeatures, cached_table, uniform_phases

@@ -26,7 +26,7 @@ import numbers
 import numpy as np
 import scipy.sparse as sp
 from numba import njit
-from sklearn.utils._param_validation import Interval, StrOptions
+from .._compat import Interval, StrOptions
 
 from ..rng import bits, gamma2_f32_words, hi32, index_key, lo32, log32, stream_key, unit32_word
 from ._dart import L1_MAX, L1_MIN, SCALE_LOG2_MAX, STREAM_DART, dart_count, dart_csr, dart_dense, grid_tables

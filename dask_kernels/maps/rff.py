@@ -13,7 +13,7 @@ dimension i only on (seed, j, i).
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.utils._param_validation import StrOptions
+from .._compat import StrOptions
 
 import math
 

@@ -56,6 +56,7 @@ import warnings
 import dask.array as da
 import numpy as np
 
+from .._compat import zarr_sync
 from ._digest import digest
 from .fingerprint import differences, fingerprint_hash, job_key
 
@@ -556,13 +557,11 @@ class BlockReader:
 
 def _chunk_exists(group, name, i):
     try:
-        from zarr.core.sync import sync
-
         arr = group[name]
         if arr.shards is not None:  # the object is the shard that holds block i
             i //= arr.shards[0] // arr.chunks[0]
         key = arr.metadata.encode_chunk_key((i,) + (0,) * (arr.ndim - 1))
-        return bool(sync(group.store.exists(f"{arr.path}/{key}")))
+        return bool(zarr_sync(group.store.exists(f"{arr.path}/{key}")))
     except Exception:  # noqa: BLE001 - only refines a message
         return True
 
