@@ -34,12 +34,12 @@ from numba import njit
 from .._compat import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from ..rng import bits, index_key, stream_key, unit64
+from ..rng import bits, index_key, register_stream, stream_key, unit64
 from ._parallel import N_JOBS_CONSTRAINT
 from .base import FeatureMap
 
-STREAM_RANK = 61
-STREAM_PROJ = 62
+STREAM_RANK = register_stream("core.rank", 61)
+STREAM_PROJ = register_stream("core.projection", 62)
 #: Rows hashed per kernel call in ``transform_block``: bounds its int64/float64 scratch
 #: (24 bytes per row and hash) whatever the block size.
 _ROWS_PER_CALL = 1024

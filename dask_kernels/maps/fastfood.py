@@ -28,19 +28,19 @@ import scipy.sparse as sp
 from numba import njit
 from .._compat import Interval, StrOptions
 
-from ..rng import bits, index_key, normal_array, rank_array, stream_key, unit64
+from ..rng import bits, index_key, normal_array, rank_array, register_stream, stream_key, unit64
 from ._fourier import COMMON_CONSTRAINTS, POSITIVE_FINITE, FloatFeatures, cached_table, uniform_phases
 from ._cos32 import cos32_into
 from ._fwht import fwht_row
 from .base import FeatureMap
 
-STREAM_B = 41
-STREAM_P = 42
-STREAM_G = 43
-STREAM_S = 44
-STREAM_PHASE = 45
-STREAM_RADIUS = 46
-STREAM_BARTLETT = 47
+STREAM_B = register_stream("fastfood.sign", 41)
+STREAM_P = register_stream("fastfood.permutation", 42)
+STREAM_G = register_stream("fastfood.gaussian", 43)
+STREAM_S = register_stream("fastfood.scale", 44)
+STREAM_PHASE = register_stream("fastfood.phase", 45)
+STREAM_RADIUS = register_stream("fastfood.radius", 46)
+STREAM_BARTLETT = register_stream("fastfood.bartlett", 47)
 
 ROWS_PER_CHUNK = 8
 

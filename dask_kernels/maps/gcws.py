@@ -28,13 +28,13 @@ import scipy.sparse as sp
 from numba import njit
 from .._compat import Interval, StrOptions
 
-from ..rng import bits, gamma2_f32_words, hi32, index_key, lo32, log32, stream_key, unit32_word
+from ..rng import bits, gamma2_f32_words, hi32, index_key, lo32, log32, register_stream, stream_key, unit32_word
 from ._dart import L1_MAX, L1_MIN, SCALE_LOG2_MAX, STREAM_DART, dart_count, dart_csr, dart_dense, grid_tables
 from ._dart import rank_scale_log2
 from ._parallel import N_JOBS_CONSTRAINT
 from .base import FeatureMap
 
-STREAM = 1
+STREAM = register_stream("gcws.icws", 1)
 #: The table path is used when its three float32 tables stay below this many bytes.
 TABLE_BYTES_LIMIT = 256 * 2**20
 _INF32 = np.float32(np.inf)

@@ -17,10 +17,11 @@ from ._fourier import COMMON_CONSTRAINTS, NORMAL_MAX, POSITIVE_FINITE, FloatFeat
 from ._fourier import projection_tables, row_chunks
 from ._cos32 import cos32_into
 from .base import FeatureMap
+from ..rng import register_stream
 from .rff import projection
 
-STREAM_NORMAL = 31
-STREAM_PHASE = 32
+STREAM_NORMAL = register_stream("nrff.normal", 31)
+STREAM_PHASE = register_stream("nrff.phase", 32)
 
 
 @njit(nogil=True, cache=True)

@@ -21,10 +21,11 @@ from ._fourier import CAUCHY_MAX, COMMON_CONSTRAINTS, NORMAL_MAX, POSITIVE_FINIT
 from ._fourier import normal_table, projection_bound, projection_tables, row_chunks
 from ._cos32 import affine_cos32_rows
 from .base import FeatureMap
+from ..rng import register_stream
 
-STREAM_GAUSSIAN = 21
-STREAM_CAUCHY = 22
-STREAM_PHASE = 23
+STREAM_GAUSSIAN = register_stream("rff.gaussian", 21)
+STREAM_CAUCHY = register_stream("rff.cauchy", 22)
+STREAM_PHASE = register_stream("rff.phase", 23)
 
 
 def projection(X, W, dtype):
