@@ -330,7 +330,7 @@ def as_source(data, y=None, feature_map=None, block_rows=None):
             raise ValueError("partitioned sparse input carries its own labels: do not pass y")
         return PartitionSource(data, feature_map)
     if isinstance(data, (str, bytes)) or hasattr(data, "__fspath__"):
-        from .. import open_store  # noqa: PLC0415  (pipeline layer, present once merged)
+        from ..pipeline.store import open_store  # noqa: PLC0415  (the store reader, on first use)
 
         return StoreSource(open_store(data), block_rows=block_rows)
     from ..io.tabular import as_rows  # dask DataFrames/Series -> dask arrays of known lengths

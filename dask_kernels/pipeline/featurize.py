@@ -408,7 +408,7 @@ def featurize(X, feature_map, *, labels=None, row_ids=None, store=None, chunks=N
     block_rows = max(1, int(chunks))
     fp = job_fingerprint(fmap.spec(), input_fingerprint(kind, src), block_rows, columns)
     fp_sha = fingerprint_hash(fp)
-    from .. import __version__
+    from .._version import __version__
     from ..rng import RNG_SCHEME
 
     info = {"spec": fmap.spec(), "rng_scheme": RNG_SCHEME, "fingerprint": fp, "fingerprint_sha256": fp_sha,
