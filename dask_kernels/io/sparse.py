@@ -143,7 +143,7 @@ def from_sparse(X, y=None, *, block_rows=None):
     >>> src.row_counts, src.row_offsets
     ((4, 4, 2), (0, 4, 8))
     """
-    from ..blocks import validate_block
+    from ..blocks import row_bounds, validate_block
 
     # checked whole, before slicing: slicing a malformed matrix silently drops entries
     X = validate_block(sp.csr_matrix(X) if sp.issparse(X) else X)
@@ -157,10 +157,7 @@ def from_sparse(X, y=None, *, block_rows=None):
             raise ValueError(f"{n} rows but {y.shape[0]} labels")
     digest = content_hash(*(np.ascontiguousarray(a).data for a in (X.data, X.indices, X.indptr)),
                           *(() if y is None else (y.data,)))
-    bounds = list(range(0, n, rows)) + [n] if n else [0, 0]
-    parts = [
-        (X[a:b], None if y is None else y[a:b], None) for a, b in zip(bounds[:-1], bounds[1:])
-    ]
+    parts = [(X[a:b], None if y is None else y[a:b], None) for a, b in (row_bounds(n, rows) or [(0, 0)])]
     fp = {"kind": "scipy-sparse", "shape": [n, d], "dtype": X.dtype.str, "nnz": int(X.nnz), "hash": digest}
     return SparsePartitions(
         _InMemory(parts), [p[0].shape[0] for p in parts], d, has_labels=y is not None, has_qid=False,

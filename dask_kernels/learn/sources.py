@@ -18,7 +18,7 @@ read-ahead buffer small.
 import numpy as np
 import scipy.sparse as sp
 
-from ..blocks import validate_block
+from ..blocks import row_bounds, validate_block
 
 
 def _is_dask(a):
@@ -49,13 +49,13 @@ def _fit_if_needed(fmap, first_block, n_features, all_rows=None):
 
 def _bounds(n_rows, block_rows, chunks=None):
     if block_rows is None and chunks is not None:
-        edges = np.concatenate([[0], np.cumsum(chunks)]).astype(np.int64)
+        bounds = row_bounds(sizes=chunks)
     else:
         block_rows = int(block_rows or 10_000)
         if block_rows < 1:
             raise ValueError(f"block_rows must be >= 1, got {block_rows}")
-        edges = np.append(np.arange(0, n_rows, block_rows, dtype=np.int64), n_rows)
-    return [(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:]) if b > a]
+        bounds = row_bounds(n_rows, block_rows)
+    return [(a, b) for a, b in bounds if b > a]
 
 
 class BlockSource:
@@ -282,9 +282,8 @@ class PartitionSource(BlockSource):
 
     def __init__(self, parts, feature_map=None):
         self.parts = parts
-        edges = np.concatenate([[0], np.cumsum(parts.row_counts)]).astype(np.int64)
-        self.bounds = [(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:])]
-        self.n_rows = int(edges[-1])
+        self.bounds = row_bounds(sizes=parts.row_counts)
+        self.n_rows = self.bounds[-1][1] if self.bounds else 0
         self.has_labels = bool(parts.has_labels)
         if feature_map is not None:
             _fit_if_needed(feature_map, self._first_rows, int(parts.n_features), parts)

@@ -17,7 +17,7 @@ from sklearn.utils.validation import check_is_fitted
 from sklearn.exceptions import NotFittedError
 
 from .._progress import local_progress, wait_futures
-from ..blocks import validate_block
+from ..blocks import row_bounds, validate_block
 from ..io.dense import file_identity, from_array
 from ..io.sparse import SparsePartitions, from_sparse
 from ..sidecar import graph_arrays, map_arrays, rebuild_with_arrays, write_group
@@ -514,7 +514,7 @@ def _block_pieces(src, block_rows, n_rows, labels, row_ids, labels_from_source):
     block may take rows from two or more partitions; each partition is parsed once.
     """
     parts = src.to_delayed()
-    part_rows = [(o, o + n) for o, n in zip(src.row_offsets, src.row_counts)]
+    part_rows = row_bounds(sizes=src.row_counts)
     extra = {}
     for name, col in (("labels", labels), ("row_ids", row_ids)):
         if col is not None:

@@ -57,6 +57,7 @@ import dask.array as da
 import numpy as np
 
 from .._compat import zarr_sync
+from ..blocks import block_bounds
 from ._digest import digest
 from .fingerprint import differences, fingerprint_hash, job_key
 
@@ -359,10 +360,6 @@ def add_segment(path, storage_options, lease, name):
 
 
 # -- records -------------------------------------------------------------------------------------
-def block_bounds(i, block_rows, n_rows):
-    return i * block_rows, min((i + 1) * block_rows, n_rows)
-
-
 def make_record(i, rows, lease, key, arrays, input_digest, checked=True):
     """Done record of block i: ``arrays`` maps array name -> the block as written."""
     rec = np.zeros(len(RECORD_FIELDS), dtype=np.uint64)
