@@ -236,14 +236,23 @@ def uniform(seed, stream, index, counter):
     return unit64(bits(index_key(stream_key(seed, stream), index), counter))
 
 
-@njit(nogil=True, cache=True)
-def normal(seed, stream, index, counter):
-    """Standard normal, float64 (Box-Muller on counters 2c and 2c + 1)."""
-    ikey = index_key(stream_key(seed, stream), index)
+@njit(nogil=True, cache=True, inline="always")
+def normal_of_key(ikey, counter):
+    """Standard normal from an index key: Box-Muller on its counters 2c and 2c + 1.
+
+    The scheme's one Gaussian transform: :func:`normal` and every map's normal draws (tables,
+    hot loops with their index keys hoisted) call it, so they give the same bits.
+    """
     c = np.uint64(counter) * np.uint64(2)
     u1 = unit64(bits(ikey, c))
     u2 = unit64(bits(ikey, c + _ONE))
     return np.sqrt(-2.0 * np.log(u1)) * np.cos(2.0 * np.pi * u2)
+
+
+@njit(nogil=True, cache=True)
+def normal(seed, stream, index, counter):
+    """Standard normal, float64 (Box-Muller on counters 2c and 2c + 1)."""
+    return normal_of_key(index_key(stream_key(seed, stream), index), counter)
 
 
 @njit(nogil=True, cache=True)

@@ -20,7 +20,7 @@ import numpy as np
 from numba import njit
 from .._compat import Interval, StrOptions
 
-from ..rng import bits, index_key, stream_key, unit64
+from ..rng import bits, index_key, normal_of_key, stream_key, unit64
 from ._parallel import N_JOBS_CONSTRAINT
 
 
@@ -91,19 +91,16 @@ def uniform_phases(seed, stream, k):
 def normal_table(seed, stream, d, k, scale, out):
     """``out[i, j] = scale * rng.normal(seed, stream, index=j, counter=i)`` for a (d, k) table.
 
-    The same Box-Muller formula as :func:`dask_kernels.rng.normal`, with the index keys
-    hoisted so that the table fills row by row.
+    :func:`dask_kernels.rng.normal_of_key`, with the index keys hoisted so that the table fills
+    row by row.
     """
     skey = stream_key(np.uint64(seed), np.uint64(stream))
     keys = np.empty(k, dtype=np.uint64)
     for j in range(k):
         keys[j] = index_key(skey, np.uint64(j))
     for i in range(d):
-        c = np.uint64(2 * i)
         for j in range(k):
-            u1 = unit64(bits(keys[j], c))
-            u2 = unit64(bits(keys[j], c + np.uint64(1)))
-            out[i, j] = scale * (np.sqrt(-2.0 * np.log(u1)) * np.cos(2.0 * np.pi * u2))
+            out[i, j] = scale * normal_of_key(keys[j], np.uint64(i))
     return out
 
 

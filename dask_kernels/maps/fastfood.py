@@ -28,7 +28,7 @@ import scipy.sparse as sp
 from numba import njit
 from .._compat import Interval, StrOptions
 
-from ..rng import bits, index_key, normal_array, rank_array, register_stream, stream_key, unit64
+from ..rng import bits, index_key, normal_array, normal_of_key, rank_array, register_stream, stream_key, unit64
 from ._fourier import COMMON_CONSTRAINTS, POSITIVE_FINITE, FloatFeatures, cached_table, uniform_phases
 from ._cos32 import cos32_into
 from ._fwht import fwht_row
@@ -49,19 +49,10 @@ ROWS_PER_CHUNK = 8
 
 
 @njit(nogil=True, cache=True)
-def _std_normal(ikey, c):
-    """Box-Muller normal from counters 2c, 2c + 1 of an index key (as ``rng.normal``)."""
-    c2 = np.uint64(2) * np.uint64(c)
-    u1 = unit64(bits(ikey, c2))
-    u2 = unit64(bits(ikey, c2 + np.uint64(1)))
-    return np.sqrt(-2.0 * np.log(u1)) * np.cos(2.0 * np.pi * u2)
-
-
-@njit(nogil=True, cache=True)
 def gamma_draw(ikey, a):
     """Gamma(a, 1) for a > 0 from one index key (Marsaglia-Tsang; exact, by rejection).
 
-    Attempt m uses the normal ``_std_normal(ikey, 1 + m)`` (counters 2 + 2m, 3 + 2m) and the
+    Attempt m uses the normal ``normal_of_key(ikey, 1 + m)`` (counters 2 + 2m, 3 + 2m) and the
     uniform ``unit64(bits(ikey, 2**32 + m))``; for a < 1 the boost ``U**(1/a)`` uses
     ``unit64(bits(ikey, 0))``. Acceptance is above 95 %, so a draw
     costs about one attempt.
@@ -74,7 +65,7 @@ def gamma_draw(ikey, a):
     c = 1.0 / np.sqrt(9.0 * dd)
     m = np.uint64(0)
     while True:
-        z = _std_normal(ikey, np.uint64(1) + m)
+        z = normal_of_key(ikey, np.uint64(1) + m)
         v = 1.0 + c * z
         if v > 0.0:
             v = v * v * v
@@ -118,7 +109,7 @@ def matern_radii(seed, d, k, t):
             ikey = index_key(skey, np.uint64(j * t + m))
             R[m, m] = np.sqrt(2.0 * gamma_draw(ikey, 0.5 * (d - m)))
             for col in range(m + 1, t):
-                R[m, col] = _std_normal(jn, np.uint64(e))
+                R[m, col] = normal_of_key(jn, np.uint64(e))
                 e += 1
         vec[:] = 0.0
         for col in range(t):
