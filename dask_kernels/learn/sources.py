@@ -19,6 +19,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..blocks import row_bounds, validate_block
+from ..maps.base import ensure_fitted
 
 
 def _is_dask(a):
@@ -34,17 +35,11 @@ def _featurize(fmap, X, a, b, rows):
 
 
 def _fit_if_needed(fmap, first_block, n_features, all_rows=None):
-    from sklearn.exceptions import NotFittedError
-    from sklearn.utils.validation import check_is_fitted
-
-    try:
-        check_is_fitted(fmap)
-    except NotFittedError:
-        fits_all = all_rows is not None and getattr(fmap, "fits_partitioned", False)  # Nystroem: all rows
-        fmap.fit(all_rows if fits_all else first_block())
+    fmap = ensure_fitted(fmap, first_block, all_rows)  # unfitted: a fitted clone, as in featurize
     if fmap.n_features_in_ != n_features:
         raise ValueError(f"the feature map expects {fmap.n_features_in_} input features, "
                          f"the input has {n_features}")
+    return fmap
 
 
 def _bounds(n_rows, block_rows, chunks=None):
@@ -239,7 +234,7 @@ class ArraySource(BlockSource):
         chunks = X.chunks[0] if _is_dask(X) and block_rows is None else None
         self.bounds = _bounds(self.n_rows, block_rows, chunks)
         if feature_map is not None:
-            _fit_if_needed(feature_map, lambda: self._rows(*self.bounds[0]), X.shape[1], X)
+            feature_map = _fit_if_needed(feature_map, lambda: self._rows(*self.bounds[0]), X.shape[1], X)
         self.feature_map = feature_map
 
     def _rows(self, a, b, rows=None):
@@ -286,7 +281,7 @@ class PartitionSource(BlockSource):
         self.n_rows = self.bounds[-1][1] if self.bounds else 0
         self.has_labels = bool(parts.has_labels)
         if feature_map is not None:
-            _fit_if_needed(feature_map, self._first_rows, int(parts.n_features), parts)
+            feature_map = _fit_if_needed(feature_map, self._first_rows, int(parts.n_features), parts)
         self.feature_map = feature_map
 
     def _first_rows(self):

@@ -12,9 +12,6 @@ import dask
 import dask.array as da
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import clone
-from sklearn.utils.validation import check_is_fitted
-from sklearn.exceptions import NotFittedError
 
 from .._progress import local_progress, wait_futures
 from ..blocks import row_bounds, validate_block
@@ -22,6 +19,7 @@ from ..io.dense import file_identity, from_array
 from ..io.sparse import SparsePartitions, from_sparse
 from ..sidecar import graph_arrays, map_arrays, rebuild_with_arrays, write_group
 from ..io.tabular import as_rows
+from ..maps.base import ensure_fitted
 from . import store as _store
 from ._digest import csr_digest, digest
 from .fingerprint import differences, fingerprint_hash, input_fingerprint, job_fingerprint, job_key, stable_part
@@ -199,13 +197,7 @@ def _first_block(kind, src):
 
 
 def _fitted(feature_map, kind, src):
-    try:
-        check_is_fitted(feature_map)
-        fmap = feature_map
-    except NotFittedError:
-        # Documented: an unfitted map is fitted (as a clone) on the first block of rows only.
-        fits_all = getattr(feature_map, "fits_partitioned", False)  # e.g. Nystroem samples all rows
-        fmap = clone(feature_map).fit(src if fits_all else _first_block(kind, src))
+    fmap = ensure_fitted(feature_map, lambda: _first_block(kind, src), src)
     d = src.shape[1]
     if fmap.n_features_in_ != d:
         raise ValueError(f"input has {d} features, the map was fitted on {fmap.n_features_in_}")
