@@ -231,6 +231,16 @@ def log32(x):
 
 
 @njit(nogil=True, cache=True)
+def index_keys(seed, stream, n):
+    """``index_key`` of indices ``0 .. n-1`` in one stream (uint64), for loops that hoist them."""
+    skey = stream_key(seed, stream)
+    keys = np.empty(n, dtype=np.uint64)
+    for j in range(n):
+        keys[j] = index_key(skey, np.uint64(j))
+    return keys
+
+
+@njit(nogil=True, cache=True)
 def uniform(seed, stream, index, counter):
     """Uniform on (0, 1), float64."""
     return unit64(bits(index_key(stream_key(seed, stream), index), counter))

@@ -20,7 +20,7 @@ import numpy as np
 from numba import njit
 from .._compat import Interval, StrOptions
 
-from ..rng import bits, index_key, normal_of_key, stream_key, unit64
+from ..rng import bits, index_key, index_keys, normal_of_key, stream_key, unit64
 from ._parallel import N_JOBS_CONSTRAINT
 
 
@@ -94,10 +94,7 @@ def normal_table(seed, stream, d, k, scale, out):
     :func:`dask_kernels.rng.normal_of_key`, with the index keys hoisted so that the table fills
     row by row.
     """
-    skey = stream_key(np.uint64(seed), np.uint64(stream))
-    keys = np.empty(k, dtype=np.uint64)
-    for j in range(k):
-        keys[j] = index_key(skey, np.uint64(j))
+    keys = index_keys(np.uint64(seed), np.uint64(stream), k)
     for i in range(d):
         for j in range(k):
             out[i, j] = scale * normal_of_key(keys[j], np.uint64(i))
@@ -107,10 +104,7 @@ def normal_table(seed, stream, d, k, scale, out):
 @njit(nogil=True, cache=True)
 def cauchy_table(seed, stream, d, k, scale, out):
     """``out[i, j] = scale * tan(pi (u - 1/2))``, u = ``rng.uniform(seed, stream, j, i)``."""
-    skey = stream_key(np.uint64(seed), np.uint64(stream))
-    keys = np.empty(k, dtype=np.uint64)
-    for j in range(k):
-        keys[j] = index_key(skey, np.uint64(j))
+    keys = index_keys(np.uint64(seed), np.uint64(stream), k)
     for i in range(d):
         for j in range(k):
             out[i, j] = scale * np.tan(np.pi * (unit64(bits(keys[j], np.uint64(i))) - 0.5))
