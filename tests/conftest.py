@@ -55,3 +55,14 @@ def float_identity(temporary_maps):
 
     return FloatIdentity
 
+
+
+@pytest.fixture(scope="session")
+def local_cluster():
+    """Address of one LocalCluster (two single-threaded worker processes) shared by the whole run:
+    starting one costs seconds. For tests that only need *a* cluster; tests that kill workers or
+    count per-worker state start their own."""
+    from distributed import LocalCluster
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        yield cluster.scheduler_address

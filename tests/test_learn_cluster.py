@@ -4,7 +4,7 @@ import os
 
 import dask.array as da
 import numpy as np
-from distributed import Client, LocalCluster
+from distributed import Client
 from sklearn.linear_model import SGDClassifier
 
 import dask_kernels
@@ -17,7 +17,7 @@ def _log_pid(block, log):
     return block
 
 
-def test_store_blocks_are_read_on_the_workers_and_coefficients_match_the_local_run(tmp_path):
+def test_store_blocks_are_read_on_the_workers_and_coefficients_match_the_local_run(tmp_path, local_cluster):
     rng = np.random.default_rng(0)
     X = rng.normal(size=(2400, 4))
     y = (X[:, 0] * X[:, 1] > 0).astype(int)
@@ -34,8 +34,7 @@ def test_store_blocks_are_read_on_the_workers_and_coefficients_match_the_local_r
 
     local = run()
     os.unlink(log)
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster, \
-            Client(cluster):
+    with Client(local_cluster):
         remote = run()
     readers = [line.split() for line in open(log).read().splitlines()]
     pids = {int(p) for p, n in readers if int(n)}
