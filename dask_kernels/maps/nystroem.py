@@ -31,7 +31,7 @@ import numbers
 import dask
 import numpy as np
 import scipy.sparse as sp
-from .._compat import Interval, StrOptions
+from .._compat import StrOptions
 
 from ..blocks import as_block, check_finite_rows
 from ..exact.pairwise import KERNELS, gmm_split, kernel_block, row_sq_norms, unit_rows
