@@ -1,7 +1,6 @@
 """dask_kernels: linearized-kernel features on Dask, stored in Zarr, learned out of core."""
 
-from importlib.metadata import PackageNotFoundError, version
-
+from ._version import __version__
 from .exact import core_kernel, cosine_rbf_kernel, gmm_kernel, laplacian_kernel, minmax_kernel, rbf_kernel
 from .io import SparsePartitions, from_dataframe, read_csv, read_npy, read_parquet, read_svmlight, read_zarr
 from .learn import KernelModel, fit_incremental, load_model
@@ -16,11 +15,6 @@ from .maps.rff import RFF
 from .pipeline import FeatureStore, featurize, open_store
 from .rng import RNG_SCHEME
 from .select import RandomFeatureSelector, select_features
-
-try:
-    __version__ = version("dask-kernels")
-except PackageNotFoundError:  # running from a source tree
-    __version__ = "0.0.0+source"
 
 __all__ = [
     "CoRE",

@@ -275,3 +275,31 @@ def check_finite_rows(X: Any, row_offset: int = 0, row_numbers: npt.ArrayLike | 
 def as_block(X: Any, dtype: Sequence[npt.DTypeLike] = (np.float64, np.float32)) -> np.ndarray | sp.csr_matrix:
     """:func:`validate_block` without a width or bound: the block in the kernels' form."""
     return validate_block(X, dtypes=dtype)
+
+
+# -- row bounds of consecutive blocks --------------------------------------------------------------
+def block_bounds(i: int, block_rows: int, n_rows: int) -> tuple[int, int]:
+    """``(start, stop)`` of block ``i`` when ``n_rows`` rows are cut into blocks of ``block_rows``."""
+    return i * block_rows, min((i + 1) * block_rows, n_rows)
+
+
+def row_bounds(n_rows: int | None = None, block_rows: int | None = None, *,
+               sizes=None) -> list[tuple[int, int]]:
+    """``(start, stop)`` of consecutive row blocks: ``n_rows`` rows in blocks of ``block_rows``
+    (the last one shorter; none for zero rows), or blocks of the given ``sizes`` (kept as they
+    are, empty ones included).
+
+    Examples
+    --------
+    >>> from dask_kernels.blocks import row_bounds
+    >>> row_bounds(5, 2)
+    [(0, 2), (2, 4), (4, 5)]
+    >>> row_bounds(sizes=[2, 0, 3])
+    [(0, 2), (2, 2), (2, 5)]
+    """
+    if sizes is not None:
+        edges = np.concatenate([[0], np.cumsum(np.asarray(sizes, dtype=np.int64))]).astype(np.int64)
+    else:
+        edges = np.append(np.arange(0, n_rows, block_rows, dtype=np.int64), np.int64(n_rows))
+        edges = edges[:1] if n_rows == 0 else edges
+    return [(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:])]

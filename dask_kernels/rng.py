@@ -35,6 +35,49 @@ from numba.extending import intrinsic
 
 RNG_SCHEME = "dk-rng-1"
 
+# ---------------------------------------------------------------------------------------------
+# stream registry: every stream id in use, by name, so two maps can never share one
+
+_STREAMS = {}  # id -> name
+
+
+def register_stream(name: str, stream: int) -> int:
+    """Claim stream id ``stream`` for ``name`` (e.g. ``"gcws.r"``) and return the id.
+
+    Call it at module level (``STREAM = register_stream("gcws.r", 1)``): a second claim of the
+    same id by another name raises at import time, so two kinds of random parameters can never
+    draw the same numbers. Claiming the same (name, id) again is allowed (a module reload).
+    Existing ids never change: they are part of what a spec produces.
+
+    Examples
+    --------
+    >>> from dask_kernels.rng import register_stream, registered_streams
+    >>> registered_streams()[1]
+    'gcws.icws'
+    """
+    if isinstance(stream, bool) or not isinstance(stream, (int, np.integer)) or not 0 <= int(stream) < 2**64:
+        raise ValueError(f"stream id for {name!r} must be an integer in [0, 2**64), got {stream!r}")
+    stream = int(stream)
+    owner = _STREAMS.get(stream)
+    if owner is not None and owner != name:
+        raise ValueError(f"RNG stream {stream} is already registered to {owner!r}; {name!r} needs another id")
+    taken = [s for s, n in _STREAMS.items() if n == name and s != stream]
+    if taken:
+        raise ValueError(f"RNG stream name {name!r} is already registered with id {taken[0]}")
+    _STREAMS[stream] = name
+    return stream
+
+
+def unregister_stream(stream: int) -> None:
+    """Release stream id ``stream`` (for tests that register temporary streams)."""
+    _STREAMS.pop(int(stream), None)
+
+
+def registered_streams() -> dict:
+    """Registered stream ids mapped to their names (the maps register theirs when imported)."""
+    return dict(sorted(_STREAMS.items()))
+
+
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
 C_STREAM = np.uint64(0x9E3779B97F4A7C15)
@@ -190,19 +233,38 @@ def log32(x):
 
 
 @njit(nogil=True, cache=True)
+def index_keys(seed, stream, n):
+    """``index_key`` of indices ``0 .. n-1`` in one stream (uint64), for loops that hoist them."""
+    skey = stream_key(seed, stream)
+    keys = np.empty(n, dtype=np.uint64)
+    for j in range(n):
+        keys[j] = index_key(skey, np.uint64(j))
+    return keys
+
+
+@njit(nogil=True, cache=True)
 def uniform(seed, stream, index, counter):
     """Uniform on (0, 1), float64."""
     return unit64(bits(index_key(stream_key(seed, stream), index), counter))
 
 
-@njit(nogil=True, cache=True)
-def normal(seed, stream, index, counter):
-    """Standard normal, float64 (Box-Muller on counters 2c and 2c + 1)."""
-    ikey = index_key(stream_key(seed, stream), index)
+@njit(nogil=True, cache=True, inline="always")
+def normal_of_key(ikey, counter):
+    """Standard normal from an index key: Box-Muller on its counters 2c and 2c + 1.
+
+    The scheme's one Gaussian transform: :func:`normal` and every map's normal draws (tables,
+    hot loops with their index keys hoisted) call it, so they give the same bits.
+    """
     c = np.uint64(counter) * np.uint64(2)
     u1 = unit64(bits(ikey, c))
     u2 = unit64(bits(ikey, c + _ONE))
     return np.sqrt(-2.0 * np.log(u1)) * np.cos(2.0 * np.pi * u2)
+
+
+@njit(nogil=True, cache=True)
+def normal(seed, stream, index, counter):
+    """Standard normal, float64 (Box-Muller on counters 2c and 2c + 1)."""
+    return normal_of_key(index_key(stream_key(seed, stream), index), counter)
 
 
 @njit(nogil=True, cache=True)

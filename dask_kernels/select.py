@@ -29,16 +29,16 @@ import time
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, TransformerMixin, clone
-from sklearn.utils._param_validation import HasMethods, Interval
+from ._compat import HasMethods, Interval
 from sklearn.utils.validation import check_is_fitted
 
 from .maps.base import FeatureMap
 from .maps.fastfood import Fastfood, padded_dim
 from .maps.nrff import NRFF
 from .maps.rff import RFF
-from .rng import rank_array
+from .rng import rank_array, register_stream
 
-STREAM_SELECT_ROWS = 71
+STREAM_SELECT_ROWS = register_stream("select.rows", 71)
 
 #: Maps whose features can be selected (they take ``feature_ids``).
 SELECTABLE = (RFF, NRFF, Fastfood)

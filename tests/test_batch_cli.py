@@ -2,7 +2,7 @@
 URL), predict / score / info, --scheduler-file, --version, a full-data center=mean, plain-line
 progress in logs, one job per file however it is named, compressed svmlight, and job files.
 
-Cluster work runs on one module-wide LocalCluster (``--scheduler ADDRESS``) to stay fast.
+Cluster work runs on the session's shared LocalCluster (``--scheduler ADDRESS``) to stay fast.
 """
 
 import json
@@ -21,11 +21,8 @@ from dask_kernels.cli import main
 
 
 @pytest.fixture(scope="module")
-def cluster():
-    from distributed import LocalCluster
-
-    with LocalCluster(n_workers=1, threads_per_worker=2, processes=True, dashboard_address=None) as c:
-        yield c.scheduler_address
+def cluster(local_cluster):
+    return local_cluster  # the session's shared LocalCluster (tests/conftest.py)
 
 
 @pytest.fixture(scope="module")

@@ -53,14 +53,11 @@ def _write(d, text, name="job.toml"):
 
 
 def test_a_job_file_runs_featurize_train_predict_with_paths_relative_to_it(job_dir, tmp_path_factory, capsys,
-                                                                          monkeypatch):
-    from distributed import LocalCluster
-
+                                                                          monkeypatch, local_cluster):
     job = _write(job_dir, JOB)
     elsewhere = tmp_path_factory.mktemp("cwd")  # cron runs jobs from anywhere
     monkeypatch.chdir(elsewhere)
-    with LocalCluster(n_workers=1, threads_per_worker=2, processes=True, dashboard_address=None) as cluster:
-        assert main(["run", job, "--scheduler", cluster.scheduler_address]) == 0
+    assert main(["run", job, "--scheduler", local_cluster]) == 0
     stdout = capsys.readouterr().out
     store = open_store(str(job_dir / "out" / "features.zarr"))
     assert store.complete and store.n_blocks == 3 and store.labels is not None

@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from sklearn.linear_model import SGDClassifier
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import dask_kernels
 from dask_kernels import CoRE, core_kernel, fit_incremental, from_spec
@@ -246,11 +245,6 @@ def test_spec_rejects_bad_parameters():
     core = from_spec(spec)
     with pytest.raises(ValueError, match="row 0, hash 1"):
         core.expand(np.array([[0, 300.5, 0, 0, 1, 1, 1, 1]], np.float32))
-
-
-@parametrize_with_checks([CoRE(n_components=8), CoRE(n_components=8, type=2, bits=4)])
-def test_sklearn_compatible(estimator, check):
-    check(estimator)
 
 
 # -- pipeline -------------------------------------------------------------------------------------

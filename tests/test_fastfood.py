@@ -10,7 +10,6 @@ import scipy.sparse as sp
 from scipy import special, stats
 from scipy.linalg import hadamard
 from sklearn.base import clone
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from dask_kernels import RFF, Fastfood, from_spec
 from dask_kernels.exact.rbf import rbf_kernel
@@ -203,11 +202,6 @@ def test_errors():
                    {"matern_t": 0}, {"dtype": "float16"}, {"seed": 1.5}):
         with pytest.raises(ValueError):
             Fastfood(**params).fit(X)
-
-
-@parametrize_with_checks([Fastfood(n_components=8), Fastfood(n_components=8, radial="matern", dtype="float64")])
-def test_sklearn_estimator_checks(estimator, check):
-    check(estimator)
 
 
 def test_dask_map_blocks_threaded_is_bitwise_identical():

@@ -8,7 +8,6 @@ import textwrap
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from dask_kernels import GCWS, expand_codes, from_spec, gmm_kernel
 
@@ -251,8 +250,3 @@ def test_wide_sparse_input_needs_no_table():
     i_star, _ = gcws.sample(X)
     assert np.all(i_star[1] == 2 * (2**31 - 1))
     assert not gcws._uses_table()
-
-
-@parametrize_with_checks([GCWS(n_components=8), GCWS(n_components=5, bits=12, output="onehot")])
-def test_sklearn_compatible(estimator, check):
-    check(estimator)

@@ -1,30 +1,7 @@
-"""Shared test helpers: a duck-typed feature store and a float identity feature map."""
+"""Out-of-core learning: fit_incremental on stores, arrays and partitions, KernelModel, checkpoints."""
 
 import dask.array as da
 import numpy as np
-
-from dask_kernels.maps.base import FeatureMap
-
-
-class FloatIdentity(FeatureMap):
-    """Stores rows as float32 unchanged: a stand-in for Fourier-type float features."""
-
-    method = "test-float-identity"
-    _parameter_constraints = {}
-
-    def __init__(self):
-        pass
-
-    @property
-    def n_output_features_(self):
-        return int(self.n_features_in_)
-
-    @property
-    def output_dtype_(self):
-        return np.dtype(np.float32)
-
-    def transform_block(self, X, row_offset=0):
-        return np.asarray(X.toarray() if hasattr(X, "toarray") else X, dtype=np.float32)
 
 
 class FakeStore:
@@ -81,14 +58,14 @@ def sgd(**kw):
 
 
 # -- every column is used -----------------------------------------------------------------------
-def test_every_column_chunk_is_used():
+def test_every_column_chunk_is_used(float_identity):
     # 12 float columns in 3 column chunks of 4; the label depends only on the LAST chunk. A
     # learner that saw only the first chunk (dask-ml Incremental) would be at chance (0.5,
     # binomial sd 0.02 on ~600 held-out rows); one that sees every column learns it.
     rng = np.random.default_rng(1)
     X = rng.normal(size=(4000, 12))
     y = (X[:, 9] + X[:, 10] - X[:, 11] > 0).astype(np.int64)
-    fmap = FloatIdentity().fit(X)
+    fmap = float_identity().fit(X)
     store = store_of(X, y, fmap, row_chunk=500, col_chunk=4)
     assert len(store.features.chunks[1]) == 3
     model = fit_incremental(sgd(), store, epochs=5, validation_fraction=0.15, progress=False)
@@ -153,10 +130,10 @@ def test_other_incremental_classifiers_learn_from_codes(est):
     assert "erp" in model.history[-1] or not hasattr(est, "predict_proba")
 
 
-def test_regressor_and_clusterer():
+def test_regressor_and_clusterer(float_identity):
     X, _ = xor_data(2000)
     y = np.sin(X[:, 0]) + 0.1 * X[:, 1]
-    fmap = FloatIdentity().fit(X)
+    fmap = float_identity().fit(X)
     reg = fit_incremental(SGDRegressor(learning_rate="constant", eta0=0.01, random_state=0),
                           X, y, feature_map=fmap, block_rows=300, epochs=3, progress=False)
     last = reg.history[-1]

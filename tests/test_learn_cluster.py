@@ -5,8 +5,7 @@ import os
 
 import dask.array as da
 import numpy as np
-import pytest
-from distributed import Client, LocalCluster
+from distributed import Client
 from sklearn.linear_model import SGDClassifier
 
 import dask_kernels
@@ -23,12 +22,6 @@ def _readers(log):
     return [(int(p), int(n)) for p, n in (line.split() for line in open(log).read().splitlines())]
 
 
-@pytest.fixture(scope="module")
-def cluster():
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as c:
-        yield c
-
-
 def _sgd():
     return SGDClassifier(loss="log_loss", learning_rate="constant", eta0=0.01, random_state=0)
 
@@ -39,7 +32,7 @@ def _data():
     return X, (X[:, 0] * X[:, 1] > 0).astype(int)
 
 
-def test_store_blocks_are_read_on_the_workers_and_coefficients_match_the_local_run(tmp_path, cluster):
+def test_store_blocks_are_read_on_the_workers_and_coefficients_match_the_local_run(tmp_path, local_cluster):
     X, y = _data()
     gcws = GCWS(n_components=32, seed=0).fit(X)
     path = str(tmp_path / "f.zarr")
@@ -53,7 +46,7 @@ def test_store_blocks_are_read_on_the_workers_and_coefficients_match_the_local_r
 
     local = run()
     os.unlink(log)
-    with Client(cluster):
+    with Client(local_cluster):
         remote = run()
     readers = _readers(log)
     pids = {p for p, n in readers if n}
@@ -63,7 +56,7 @@ def test_store_blocks_are_read_on_the_workers_and_coefficients_match_the_local_r
     assert np.array_equal(local.estimator.intercept_, remote.estimator.intercept_)
 
 
-def test_raw_rows_are_featurized_and_expanded_on_the_workers_and_read_once(tmp_path, cluster, monkeypatch):
+def test_raw_rows_are_featurized_and_expanded_on_the_workers_and_read_once(tmp_path, local_cluster, monkeypatch):
     X, y = _data()
     gcws = GCWS(n_components=32, seed=0).fit(X)
     log = str(tmp_path / "reads.log")
@@ -76,7 +69,7 @@ def test_raw_rows_are_featurized_and_expanded_on_the_workers_and_read_once(tmp_p
     for name in ("transform_block", "expand"):  # this process's class only: workers import their own
         real = getattr(GCWS, name)
         monkeypatch.setattr(GCWS, name, lambda self, *a, _real=real, _n=name, **k: calls.append(_n) or _real(self, *a, **k))
-    with Client(cluster) as client:
+    with Client(local_cluster) as client:
         remote = fit_incremental(_sgd(), rows, y, client=client, **kw)
     assert calls == []  # the client featurized and expanded nothing
     assert os.getpid() not in {p for p, _ in _readers(log)}
@@ -85,7 +78,7 @@ def test_raw_rows_are_featurized_and_expanded_on_the_workers_and_read_once(tmp_p
     assert np.array_equal(local.estimator.intercept_, remote.estimator.intercept_)
 
 
-def test_replicas_on_the_workers_equal_replicas_in_threads(tmp_path, cluster):
+def test_replicas_on_the_workers_equal_replicas_in_threads(tmp_path, local_cluster):
     X, y = _data()
     gcws = GCWS(n_components=32, seed=0).fit(X)
     path = str(tmp_path / "f.zarr")
@@ -100,7 +93,7 @@ def test_replicas_on_the_workers_equal_replicas_in_threads(tmp_path, cluster):
 
     local = run(False)
     os.unlink(log)
-    with Client(cluster) as client:
+    with Client(local_cluster) as client:
         remote = run(client)
     readers = _readers(log)
     assert os.getpid() not in {p for p, n in readers if n}

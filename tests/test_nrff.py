@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from sklearn.base import clone
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from dask_kernels import NRFF, RFF, from_spec
 from dask_kernels.exact.rbf import cosine_rbf_kernel
@@ -121,8 +120,3 @@ def test_errors():
     for params in ({"n_components": 0}, {"gamma": 0}, {"gamma": np.nan}, {"dtype": "int8"}, {"seed": 2**64}):
         with pytest.raises(ValueError):
             NRFF(**params).fit(X)
-
-
-@parametrize_with_checks([NRFF(n_components=8)])
-def test_sklearn_estimator_checks(estimator, check):
-    check(estimator)

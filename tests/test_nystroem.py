@@ -15,7 +15,6 @@ import pytest
 import scipy.sparse as sp
 from sklearn.kernel_approximation import Nystroem as SkNystroem
 from sklearn.linear_model import SGDClassifier
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from dask_kernels import KernelModel, Nystroem, featurize, from_spec, load_model, open_store
 from dask_kernels.exact import cosine_rbf_kernel, gmm_kernel, laplacian_kernel, minmax_kernel, rbf_kernel
@@ -406,15 +405,6 @@ def test_fewer_rows_than_components_and_duplicates():
     Z = ny.transform(A)
     assert np.abs(Z @ Z.T - rbf_kernel(A, A, gamma=ny.gamma_)).max() < 1e-9
     assert pickle.loads(pickle.dumps(ny)).spec() == ny.spec()
-
-
-@parametrize_with_checks([
-    Nystroem(n_components=8),
-    Nystroem(n_components=8, kernel="rbf", dtype="float64"),
-    Nystroem(n_components=6, kernel="laplacian", landmarks="kmeans++"),
-])
-def test_sklearn_estimator_checks(estimator, check):
-    check(estimator)
 
 
 def test_dask_scheduler_default_is_used_for_the_fit():

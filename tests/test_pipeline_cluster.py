@@ -16,7 +16,7 @@ import dask.array as da
 import numpy as np
 import pytest
 import zarr
-from distributed import Client, LocalCluster
+from distributed import Client
 
 from dask_kernels import GCWS, featurize, open_store
 from dask_kernels.io import read_npy, read_svmlight
@@ -161,9 +161,8 @@ def test_worker_killed_mid_run_completes_identically(cluster, tmp_path):
     assert victim not in client.run(os.getpid).values()
 
 
-def test_local_cluster_processes(tmp_path):
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as lc, \
-            Client(lc):
+def test_local_cluster_processes(tmp_path, local_cluster):
+    with Client(local_cluster):
         s = featurize(da.from_array(X, chunks=(130, 40)), G, store=str(tmp_path / "l.zarr"), progress=True)
         assert s.run_stats == {"computed": 7, "skipped": 0}
         assert np.array_equal(s.features.compute(), REF)

@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from sklearn.base import clone
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from dask_kernels import RFF, from_spec
 from dask_kernels.exact.rbf import laplacian_kernel, rbf_kernel
@@ -151,8 +150,3 @@ def test_errors_name_the_row_and_width():
 def test_nonsense_parameters(params):
     with pytest.raises(ValueError):
         RFF(**params).fit(np.ones((3, 2)))
-
-
-@parametrize_with_checks([RFF(n_components=8), RFF(n_components=8, kernel="laplacian", dtype="float64")])
-def test_sklearn_estimator_checks(estimator, check):
-    check(estimator)

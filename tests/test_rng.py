@@ -114,3 +114,47 @@ def test_log32_accuracy():
     ulp = np.spacing(np.abs(ref).astype(np.float32)).astype(np.float64)
     assert np.max(np.abs(got - ref) / ulp) <= 2.0
     assert rng.log32(np.float32(1.0)) == 0.0
+
+
+# The stream ids the maps draw from. Pinned: a changed id changes what every spec produces.
+STREAMS = {
+    1: "gcws.icws", 2: "gcws.dart",
+    21: "rff.gaussian", 22: "rff.cauchy", 23: "rff.phase", 24: "rff.support",
+    31: "nrff.normal", 32: "nrff.phase",
+    41: "fastfood.sign", 42: "fastfood.permutation", 43: "fastfood.gaussian", 44: "fastfood.scale",
+    45: "fastfood.phase", 46: "fastfood.radius", 47: "fastfood.bartlett",
+    51: "nystroem.landmark", 52: "nystroem.kmeans",
+    61: "core.rank", 62: "core.projection",
+    71: "select.rows",
+}
+
+
+def test_stream_ids_are_pinned():
+    import dask_kernels.maps  # noqa: F401  (the maps register their streams on import)
+
+    got = rng.registered_streams()
+    assert {s: got[s] for s in STREAMS} == STREAMS
+    # any new stream must be added above, with an id no one used before
+    assert set(got) == set(STREAMS), sorted(set(got) - set(STREAMS))
+
+
+def test_registering_a_used_stream_id_is_an_import_time_error(tmp_path, monkeypatch):
+    with pytest.raises(ValueError, match="stream 21 is already registered to 'rff.gaussian'"):
+        rng.register_stream("mine.normal", 21)
+    with pytest.raises(ValueError, match="'rff.phase' is already registered with id 23"):
+        rng.register_stream("rff.phase", 99)
+    for bad in (-1, 2**64, 1.5, True, "3"):
+        with pytest.raises(ValueError, match="must be an integer"):
+            rng.register_stream("mine.bad", bad)
+    assert rng.register_stream("rff.phase", 23) == 23  # the same claim again (a module reload)
+    # a map module that claims a used id fails to import
+    (tmp_path / "clashing_map.py").write_text(
+        "from dask_kernels.rng import register_stream\nSTREAM = register_stream('clash.r', 1)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(ValueError, match="stream 1 is already registered to 'gcws.icws'"):
+        __import__("clashing_map")
+    assert "clash.r" not in rng.registered_streams().values()
+    # a free id is taken and can be released
+    assert rng.register_stream("test.free", 999_999) == 999_999
+    rng.unregister_stream(999_999)
+    assert 999_999 not in rng.registered_streams()

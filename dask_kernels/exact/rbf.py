@@ -1,19 +1,29 @@
-"""Exact Gaussian, Laplacian and cosine-RBF kernels, for validating the Fourier-type maps."""
+"""Exact Gaussian, Laplacian and cosine-RBF kernels, for validating the Fourier-type maps.
+
+The Gaussian and Laplacian kernels are scikit-learn's (``sklearn.metrics.pairwise``), after our
+input contract (finite, real, bounded so that the distances cannot overflow); the cosine-RBF
+kernel of :class:`~dask_kernels.NRFF` has no scikit-learn counterpart.
+"""
 
 import math
 
 import numpy as np
 import scipy.sparse as sp
 from scipy.spatial.distance import cdist
+from sklearn.metrics import pairwise
 
 from ..blocks import validate_block
 
 
-def _dense(X):
+def _validated(X):
     # |x - y|^2 summed over d features stays finite for |x| <= sqrt(max / (4 d)).
     X = X if sp.issparse(X) else np.atleast_2d(np.asarray(X))
     d = max(X.shape[-1], 1)
-    X = validate_block(X, dtypes=(np.float64,), max_abs=math.sqrt(float(np.finfo(np.float64).max) / (4 * d)))
+    return validate_block(X, dtypes=(np.float64,), max_abs=math.sqrt(float(np.finfo(np.float64).max) / (4 * d)))
+
+
+def _dense(X):
+    X = _validated(X)
     return X.toarray() if sp.issparse(X) else X
 
 
@@ -27,16 +37,12 @@ def rbf_kernel(X, Y=None, gamma=1.0):
     >>> rbf_kernel(np.array([[0.0, 0.0]]), np.array([[1.0, 1.0]]), gamma=0.5)
     array([[0.36787944]])
     """
-    X = _dense(X)
-    Y = X if Y is None else _dense(Y)
-    return np.exp(-gamma * cdist(X, Y, "sqeuclidean"))
+    return pairwise.rbf_kernel(_validated(X), None if Y is None else _validated(Y), gamma=gamma)
 
 
 def laplacian_kernel(X, Y=None, gamma=1.0):
     """Laplacian kernel ``exp(-gamma ||x - y||_1)`` between the rows of X and Y (float64)."""
-    X = _dense(X)
-    Y = X if Y is None else _dense(Y)
-    return np.exp(-gamma * cdist(X, Y, "cityblock"))
+    return pairwise.laplacian_kernel(_validated(X), None if Y is None else _validated(Y), gamma=gamma)
 
 
 def cosine_rbf_kernel(X, Y=None, gamma=1.0):

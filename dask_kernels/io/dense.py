@@ -4,13 +4,13 @@ Each returns a dask array of shape (n_rows, n_features), chunked along rows only
 a fingerprint of the input; the graph holds a small file handle, never the data.
 """
 
-import hashlib
 import os
 import weakref
 
 import dask.array as da
 import numpy as np
 
+from .._hashing import content_hash, parts_hash
 from ._identity import FileIdentity
 
 #: default rows per block when the caller gives none: about 32 MiB of float64 input.
@@ -25,14 +25,6 @@ def default_block_rows(n_features, itemsize=8, target_bytes=TARGET_BLOCK_BYTES):
 def _file_token(path):
     st = os.stat(path)
     return f"{os.path.abspath(path)}|{st.st_size}|{st.st_mtime_ns}"
-
-
-def _short_hash(*parts):
-    h = hashlib.blake2b(digest_size=10)
-    for p in parts:
-        h.update(str(p).encode())
-        h.update(b"\0")
-    return h.hexdigest()
 
 
 class NpyFile:
@@ -89,7 +81,7 @@ def read_npy(path, *, block_rows=None):
     """
     f = NpyFile(path)
     rows = block_rows or default_block_rows(f.shape[1], f.dtype.itemsize)
-    name = "npy-" + _short_hash(f.token)
+    name = "npy-" + parts_hash(f.token)
     _IDENTITIES[name] = f.identity
     # inline_array: each block task carries the small file handle instead of depending on a
     # shared key, so block tasks stay independent root tasks the scheduler can freely balance.
@@ -120,9 +112,9 @@ def read_zarr(url, component=None, *, block_rows=None, storage_options=None):
     # Cheap content hash: metadata plus the first and last stored chunks.
     first = np.asarray(arr[: min(arr.chunks[0], arr.shape[0])])
     last = np.asarray(arr[max(0, arr.shape[0] - arr.chunks[0]) :])
-    name = "zarr-" + _short_hash(
-        url, component, arr.shape, arr.dtype, arr.chunks, hashlib.blake2b(first.tobytes()).hexdigest(),
-        hashlib.blake2b(last.tobytes()).hexdigest(),
+    name = "zarr-" + parts_hash(
+        url, component, arr.shape, arr.dtype, arr.chunks, content_hash(first.tobytes(), digest_size=64),
+        content_hash(last.tobytes(), digest_size=64),
     )
     return da.from_array(arr, chunks=(rows, arr.shape[1]), name=name, meta=np.empty((0, 0), arr.dtype),
                          inline_array=True)  # see read_npy
@@ -134,5 +126,5 @@ def from_array(X, *, block_rows=None):
     if X.ndim != 2:
         raise ValueError(f"expected a 2-d array of rows, found shape {X.shape}")
     rows = block_rows or default_block_rows(X.shape[1], X.dtype.itemsize)
-    name = "ndarray-" + _short_hash(X.shape, X.dtype.str, hashlib.blake2b(np.ascontiguousarray(X).data).hexdigest())
+    name = "ndarray-" + parts_hash(X.shape, X.dtype.str, content_hash(np.ascontiguousarray(X).data, digest_size=64))
     return da.from_array(X, chunks=(rows, X.shape[1]), name=name)

@@ -6,13 +6,13 @@ carry labels and query ids, and a fingerprint of the input. Its ``loader`` is a 
 callable ``loader(i) -> (X_csr, y or None, qid or None)`` that runs on a worker.
 """
 
-import hashlib
 
 import dask
 import dask.array as da
 import numpy as np
 import scipy.sparse as sp
 
+from .._hashing import content_hash
 from ._identity import FileIdentity
 
 
@@ -143,7 +143,7 @@ def from_sparse(X, y=None, *, block_rows=None):
     >>> src.row_counts, src.row_offsets
     ((4, 4, 2), (0, 4, 8))
     """
-    from ..blocks import validate_block
+    from ..blocks import row_bounds, validate_block
 
     # checked whole, before slicing: slicing a malformed matrix silently drops entries
     X = validate_block(sp.csr_matrix(X) if sp.issparse(X) else X)
@@ -151,20 +151,15 @@ def from_sparse(X, y=None, *, block_rows=None):
         X = sp.csr_matrix(X)
     n, d = X.shape
     rows = block_rows or max(1, min(n, 65536))
-    h = hashlib.blake2b(digest_size=10)
-    for a in (X.data, X.indices, X.indptr):
-        h.update(np.ascontiguousarray(a).data)
     if y is not None:
         y = np.asarray(y, dtype=np.float64).ravel()
         if y.shape[0] != n:
             raise ValueError(f"{n} rows but {y.shape[0]} labels")
-        h.update(y.data)
-    bounds = list(range(0, n, rows)) + [n] if n else [0, 0]
-    parts = [
-        (X[a:b], None if y is None else y[a:b], None) for a, b in zip(bounds[:-1], bounds[1:])
-    ]
-    fp = {"kind": "scipy-sparse", "shape": [n, d], "dtype": X.dtype.str, "nnz": int(X.nnz), "hash": h.hexdigest()}
+    digest = content_hash(*(np.ascontiguousarray(a).data for a in (X.data, X.indices, X.indptr)),
+                          *(() if y is None else (y.data,)))
+    parts = [(X[a:b], None if y is None else y[a:b], None) for a, b in (row_bounds(n, rows) or [(0, 0)])]
+    fp = {"kind": "scipy-sparse", "shape": [n, d], "dtype": X.dtype.str, "nnz": int(X.nnz), "hash": digest}
     return SparsePartitions(
         _InMemory(parts), [p[0].shape[0] for p in parts], d, has_labels=y is not None, has_qid=False,
-        fingerprint=fp, name="csr-" + h.hexdigest(),
+        fingerprint=fp, name="csr-" + digest,
     )

@@ -14,12 +14,12 @@ row number of its first row before any parsing; errors name the file, the global
 and row (0-based) and the byte offset of the line.
 """
 
-import hashlib
 
 import dask
 import numpy as np
 import scipy.sparse as sp
 
+from .._hashing import content_hash
 from . import _svmlight_scan
 from .sparse import SparsePartitions
 
@@ -298,7 +298,7 @@ def read_svmlight(path, n_features=None, *, blocksize=DEFAULT_BLOCKSIZE, zero_ba
     mtime = info.get("mtime", info.get("LastModified", info.get("ETag", "")))
     fp = {"kind": "svmlight", "path": str(path), "size": size, "mtime": str(mtime), "blocksize": blocksize,
           "n_features": int(n_features), "zero_based": bool(zero_based)}
-    name = "svmlight-" + hashlib.blake2b(repr(sorted(fp.items())).encode(), digest_size=10).hexdigest()
+    name = "svmlight-" + content_hash(repr(sorted(fp.items())))
     loader = _SvmlightLoader(path, storage_options, ranges, line_offsets, row_offsets, int(n_features),
                              zero_based, has_qid)
     return SparsePartitions(loader, [s[1] for s in scans], n_features, has_labels=True, has_qid=has_qid,

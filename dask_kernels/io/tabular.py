@@ -15,23 +15,19 @@ label column chunked the same way.
 """
 
 import functools
-import hashlib
 import json
 
 import dask
 import dask.array as da
 import numpy as np
 
+from .._hashing import parts_hash
 from ._identity import FileIdentity, InputChangedError
 from .dense import default_block_rows
 
 
 def _hash(*parts):
-    h = hashlib.blake2b(digest_size=10)
-    for p in parts:
-        h.update(repr(p).encode())
-        h.update(b"\0")
-    return h.hexdigest()
+    return parts_hash(*parts, text=repr)
 
 
 def _numeric_kind(arrow_type):

@@ -139,7 +139,9 @@ def fit_incremental(
     y : array-like or dask array, optional
         Labels of raw rows (a store carries its own).
     feature_map : FeatureMap, optional
-        Map for raw rows.
+        Map for raw rows. An unfitted map is not changed: a clone is fitted on the first block
+        that has rows (on all rows for Nystroem) and is the returned model's ``feature_map``,
+        as in :func:`~dask_kernels.featurize`.
     epochs : int, default=5
         Maximum number of passes over the training rows.
     validation_fraction : float or None, default=0.1

@@ -1,6 +1,7 @@
 """Held-out metrics, including the thesis' ERP (entropy-regularized log loss)."""
 
 import numpy as np
+from sklearn.metrics import accuracy_score, mean_squared_error, r2_score
 
 _EPS = np.finfo(np.float64).eps
 
@@ -53,7 +54,7 @@ def cross_entropy(y_true, proba, classes):
 def evaluate(kind, y_true, pred, proba=None, classes=None, inertia=None):
     """Metrics of one held-out evaluation as a dict (see :func:`fit_incremental`)."""
     if kind == "classifier":
-        acc = float(np.mean(np.asarray(pred) == np.asarray(y_true)))
+        acc = float(accuracy_score(y_true, pred))
         out = {"accuracy": acc, "error": 1.0 - acc}
         if proba is not None:
             out["log_loss"] = cross_entropy(y_true, proba, classes)
@@ -61,10 +62,10 @@ def evaluate(kind, y_true, pred, proba=None, classes=None, inertia=None):
         return out
     if kind == "regressor":
         y = np.asarray(y_true, dtype=np.float64)
-        err = np.asarray(pred, dtype=np.float64) - y
-        mse = float(np.mean(err**2))
-        var = float(np.var(y))
-        return {"mse": mse, "r2": 1.0 - mse / var if var > 0 else float("nan")}
+        pred = np.asarray(pred, dtype=np.float64)
+        # constant held-out labels: R^2 is undefined (nan), not scikit-learn's finite stand-in
+        r2 = float(r2_score(y, pred)) if np.var(y) > 0 else float("nan")
+        return {"mse": float(mean_squared_error(y, pred)), "r2": r2}
     return {"inertia": float(inertia)}
 
 

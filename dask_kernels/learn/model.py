@@ -12,7 +12,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, MetaEstimatorMixin
 
-from ..blocks import validate_block
+from ..blocks import row_bounds, validate_block
 from ..maps.base import from_spec
 from ..pipeline.store import filesystem, local_path
 from ..sidecar import model_arrays, save_model_arrays
@@ -185,7 +185,7 @@ class KernelModel(MetaEstimatorMixin, BaseEstimator):
         n = X.shape[0]
         if n <= PREDICT_BLOCK_ROWS:
             return fn(self.features(X))
-        outs = [fn(self.features(X[a:a + PREDICT_BLOCK_ROWS], a)) for a in range(0, n, PREDICT_BLOCK_ROWS)]
+        outs = [fn(self.features(X[a:b], a)) for a, b in row_bounds(n, PREDICT_BLOCK_ROWS)]
         return np.concatenate(outs)
 
     def _out_meta(self, fn, sample_block, width, dtype):

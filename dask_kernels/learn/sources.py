@@ -20,7 +20,8 @@ import copy
 import numpy as np
 import scipy.sparse as sp
 
-from ..blocks import validate_block
+from ..blocks import row_bounds, validate_block
+from ..maps.base import ensure_fitted
 
 
 def learner_features(fmap, stored, estimator=None):
@@ -50,28 +51,22 @@ def _featurize(fmap, X, a, b, rows):
 
 
 def _fit_if_needed(fmap, first_block, n_features, all_rows=None):
-    from sklearn.exceptions import NotFittedError
-    from sklearn.utils.validation import check_is_fitted
-
-    try:
-        check_is_fitted(fmap)
-    except NotFittedError:
-        fits_all = all_rows is not None and getattr(fmap, "fits_partitioned", False)  # Nystroem: all rows
-        fmap.fit(all_rows if fits_all else first_block())
+    fmap = ensure_fitted(fmap, first_block, all_rows)  # unfitted: a fitted clone, as in featurize
     if fmap.n_features_in_ != n_features:
         raise ValueError(f"the feature map expects {fmap.n_features_in_} input features, "
                          f"the input has {n_features}")
+    return fmap
 
 
 def _bounds(n_rows, block_rows, chunks=None):
     if block_rows is None and chunks is not None:
-        edges = np.concatenate([[0], np.cumsum(chunks)]).astype(np.int64)
+        bounds = row_bounds(sizes=chunks)
     else:
         block_rows = int(block_rows or 10_000)
         if block_rows < 1:
             raise ValueError(f"block_rows must be >= 1, got {block_rows}")
-        edges = np.append(np.arange(0, n_rows, block_rows, dtype=np.int64), n_rows)
-    return [(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:]) if b > a]
+        bounds = row_bounds(n_rows, block_rows)
+    return [(a, b) for a, b in bounds if b > a]
 
 
 class BlockSource:
@@ -276,7 +271,7 @@ class ArraySource(BlockSource):
         chunks = X.chunks[0] if _is_dask(X) and block_rows is None else None
         self.bounds = _bounds(self.n_rows, block_rows, chunks)
         if feature_map is not None:
-            _fit_if_needed(feature_map, lambda: self._rows(*self.bounds[0]), X.shape[1], X)
+            feature_map = _fit_if_needed(feature_map, lambda: self._rows(*self.bounds[0]), X.shape[1], X)
         self.feature_map = feature_map
 
     def _rows(self, a, b, rows=None):
@@ -319,12 +314,11 @@ class PartitionSource(BlockSource):
 
     def __init__(self, parts, feature_map=None):
         self.parts = parts
-        edges = np.concatenate([[0], np.cumsum(parts.row_counts)]).astype(np.int64)
-        self.bounds = [(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:])]
-        self.n_rows = int(edges[-1])
+        self.bounds = row_bounds(sizes=parts.row_counts)
+        self.n_rows = self.bounds[-1][1] if self.bounds else 0
         self.has_labels = bool(parts.has_labels)
         if feature_map is not None:
-            _fit_if_needed(feature_map, self._first_rows, int(parts.n_features), parts)
+            feature_map = _fit_if_needed(feature_map, self._first_rows, int(parts.n_features), parts)
         self.feature_map = feature_map
 
     def _first_rows(self):
@@ -367,7 +361,7 @@ def as_source(data, y=None, feature_map=None, block_rows=None):
             raise ValueError("partitioned sparse input carries its own labels: do not pass y")
         return PartitionSource(data, feature_map)
     if isinstance(data, (str, bytes)) or hasattr(data, "__fspath__"):
-        from .. import open_store  # noqa: PLC0415  (pipeline layer, present once merged)
+        from ..pipeline.store import open_store  # noqa: PLC0415  (the store reader, on first use)
 
         return StoreSource(open_store(data), block_rows=block_rows)
     from ..io.tabular import as_rows  # dask DataFrames/Series -> dask arrays of known lengths

@@ -29,8 +29,9 @@ the scalar function's operations, so vector lanes and scalar remainders give ide
 import numpy as np
 from llvmlite import ir
 from numba import njit, types
-from numba.core import cgutils
 from numba.extending import intrinsic
+
+from .._compat import cgutils
 
 #: Largest |x| handled by the polynomial path.
 COS32_MAX = np.float32(2.0**13)

@@ -52,9 +52,9 @@ import math
 import numpy as np
 from numba import njit
 
-from ..rng import bits, hi32, index_key, lo32, unit64
+from ..rng import bits, hi32, index_key, lo32, register_stream, unit64
 
-STREAM_DART = 2
+STREAM_DART = register_stream("gcws.dart", 2)
 L1_MIN = 2.0**-800
 L1_MAX = 2.0**800
 #: Bound on the exponent of the rank scale (see :func:`rank_scale_log2`).

@@ -18,9 +18,9 @@ import weakref
 
 import numpy as np
 from numba import njit
-from sklearn.utils._param_validation import Interval, StrOptions
+from .._compat import Interval, StrOptions
 
-from ..rng import bits, index_key, stream_key, unit64
+from ..rng import bits, index_key, index_keys, normal_of_key, stream_key, unit64
 from ._parallel import N_JOBS_CONSTRAINT
 
 
@@ -93,29 +93,20 @@ def uniform_phases(seed, stream, k):
 def normal_table(seed, stream, d, k, scale, out):
     """``out[i, j] = scale * rng.normal(seed, stream, index=j, counter=i)`` for a (d, k) table.
 
-    The same Box-Muller formula as :func:`dask_kernels.rng.normal`, with the index keys
-    hoisted so that the table fills row by row.
+    :func:`dask_kernels.rng.normal_of_key`, with the index keys hoisted so that the table fills
+    row by row.
     """
-    skey = stream_key(np.uint64(seed), np.uint64(stream))
-    keys = np.empty(k, dtype=np.uint64)
-    for j in range(k):
-        keys[j] = index_key(skey, np.uint64(j))
+    keys = index_keys(np.uint64(seed), np.uint64(stream), k)
     for i in range(d):
-        c = np.uint64(2 * i)
         for j in range(k):
-            u1 = unit64(bits(keys[j], c))
-            u2 = unit64(bits(keys[j], c + np.uint64(1)))
-            out[i, j] = scale * (np.sqrt(-2.0 * np.log(u1)) * np.cos(2.0 * np.pi * u2))
+            out[i, j] = scale * normal_of_key(keys[j], np.uint64(i))
     return out
 
 
 @njit(nogil=True, cache=True)
 def cauchy_table(seed, stream, d, k, scale, out):
     """``out[i, j] = scale * tan(pi (u - 1/2))``, u = ``rng.uniform(seed, stream, j, i)``."""
-    skey = stream_key(np.uint64(seed), np.uint64(stream))
-    keys = np.empty(k, dtype=np.uint64)
-    for j in range(k):
-        keys[j] = index_key(skey, np.uint64(j))
+    keys = index_keys(np.uint64(seed), np.uint64(stream), k)
     for i in range(d):
         for j in range(k):
             out[i, j] = scale * np.tan(np.pi * (unit64(bits(keys[j], np.uint64(i))) - 0.5))

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit
-from sklearn.utils._param_validation import StrOptions
+from .._compat import StrOptions
 
 from ..rng import bits, index_key, stream_key, unit64
 from ..sidecar import manifest

@@ -30,8 +30,9 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from sklearn.base import BaseEstimator, TransformerMixin
-from sklearn.utils._param_validation import InvalidParameterError, validate_parameter_constraints
+from sklearn.base import BaseEstimator, TransformerMixin, clone
+from sklearn.exceptions import NotFittedError
+from .._compat import InvalidParameterError, validate_parameter_constraints
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..blocks import MAX_FEATURES_IN, as_block, check_finite_rows  # noqa: F401  (re-exported for maps)
@@ -212,6 +213,22 @@ class FeatureMap(TransformerMixin, BaseEstimator):
     def spec_json(self) -> str:
         """:meth:`spec` as canonical JSON text (sorted keys): stable for fingerprints."""
         return json.dumps(self.spec(), sort_keys=True, separators=(",", ":"))
+
+
+def ensure_fitted(feature_map, first_rows, all_rows=None):
+    """The one rule for an unfitted map handed to ``featurize`` or ``fit_incremental``.
+
+    A fitted map is returned as it is. An unfitted one is not changed: a clone is fitted and
+    returned (it ends up in the returned store or model, ``model.feature_map``). The clone is
+    fitted on ``all_rows`` if the map learns from all the data (``fits_partitioned``, e.g.
+    Nystroem) and they are given, else on ``first_rows()``, the first block that has rows.
+    """
+    try:
+        check_is_fitted(feature_map)
+        return feature_map
+    except NotFittedError:
+        fits_all = all_rows is not None and getattr(feature_map, "fits_partitioned", False)
+        return clone(feature_map).fit(all_rows if fits_all else first_rows())
 
 
 def _jsonable(obj):

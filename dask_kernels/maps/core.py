@@ -34,19 +34,18 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 from numba import njit
-from sklearn.utils._param_validation import Interval, StrOptions
+from .._compat import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from ..rng import bits, index_key, stream_key, unit64
+from ..rng import bits, index_key, normal_of_key, register_stream, stream_key
 from ._parallel import N_JOBS_CONSTRAINT
 from .base import FeatureMap
 
-STREAM_RANK = 61
-STREAM_PROJ = 62
+STREAM_RANK = register_stream("core.rank", 61)
+STREAM_PROJ = register_stream("core.projection", 62)
 #: Rows hashed per kernel call in ``transform_block``: bounds its int64/float64 scratch
 #: (24 bytes per row and hash) whatever the block size.
 _ROWS_PER_CALL = 1024
-_TWO_PI = 2.0 * np.pi
 _NO_RANK = np.uint64(0xFFFFFFFFFFFFFFFF)
 
 
@@ -63,10 +62,7 @@ def _visit(i, u, rkey, pkey, project, best, loc, val, proj):
     if project:
         pk = index_key(pkey, np.uint64(i))
         for j in range(best.size):
-            c = np.uint64(2 * j)
-            u1 = unit64(bits(pk, c))
-            u2 = unit64(bits(pk, c + np.uint64(1)))
-            proj[j] += u * (np.sqrt(-2.0 * np.log(u1)) * np.cos(_TWO_PI * u2))
+            proj[j] += u * normal_of_key(pk, np.uint64(j))
 
 
 @njit(nogil=True, cache=True, inline="always")

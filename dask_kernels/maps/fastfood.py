@@ -26,22 +26,22 @@ import numbers
 import numpy as np
 import scipy.sparse as sp
 from numba import njit
-from sklearn.utils._param_validation import Interval, StrOptions
+from .._compat import Interval, StrOptions
 
-from ..rng import bits, index_key, normal_array, rank_array, stream_key, unit64
+from ..rng import bits, index_key, normal_array, normal_of_key, rank_array, register_stream, stream_key, unit64
 from ._cos32 import affine_cos32v2, cos32_into
 from ._fourier import COMMON_CONSTRAINTS, POSITIVE_FINITE, FloatFeatures, cached_table
 from ._subset import FEATURE_IDS_CONSTRAINT, FeatureIds, phases_of
 from ._fwht import fwht_row
 from .base import FeatureMap
 
-STREAM_B = 41
-STREAM_P = 42
-STREAM_G = 43
-STREAM_S = 44
-STREAM_PHASE = 45
-STREAM_RADIUS = 46
-STREAM_BARTLETT = 47
+STREAM_B = register_stream("fastfood.sign", 41)
+STREAM_P = register_stream("fastfood.permutation", 42)
+STREAM_G = register_stream("fastfood.gaussian", 43)
+STREAM_S = register_stream("fastfood.scale", 44)
+STREAM_PHASE = register_stream("fastfood.phase", 45)
+STREAM_RADIUS = register_stream("fastfood.radius", 46)
+STREAM_BARTLETT = register_stream("fastfood.bartlett", 47)
 
 ROWS_PER_CHUNK = 8
 
@@ -50,19 +50,10 @@ ROWS_PER_CHUNK = 8
 
 
 @njit(nogil=True, cache=True)
-def _std_normal(ikey, c):
-    """Box-Muller normal from counters 2c, 2c + 1 of an index key (as ``rng.normal``)."""
-    c2 = np.uint64(2) * np.uint64(c)
-    u1 = unit64(bits(ikey, c2))
-    u2 = unit64(bits(ikey, c2 + np.uint64(1)))
-    return np.sqrt(-2.0 * np.log(u1)) * np.cos(2.0 * np.pi * u2)
-
-
-@njit(nogil=True, cache=True)
 def gamma_draw(ikey, a):
     """Gamma(a, 1) for a > 0 from one index key (Marsaglia-Tsang; exact, by rejection).
 
-    Attempt m uses the normal ``_std_normal(ikey, 1 + m)`` (counters 2 + 2m, 3 + 2m) and the
+    Attempt m uses the normal ``normal_of_key(ikey, 1 + m)`` (counters 2 + 2m, 3 + 2m) and the
     uniform ``unit64(bits(ikey, 2**32 + m))``; for a < 1 the boost ``U**(1/a)`` uses
     ``unit64(bits(ikey, 0))``. Acceptance is above 95 %, so a draw
     costs about one attempt.
@@ -75,7 +66,7 @@ def gamma_draw(ikey, a):
     c = 1.0 / np.sqrt(9.0 * dd)
     m = np.uint64(0)
     while True:
-        z = _std_normal(ikey, np.uint64(1) + m)
+        z = normal_of_key(ikey, np.uint64(1) + m)
         v = 1.0 + c * z
         if v > 0.0:
             v = v * v * v
@@ -133,7 +124,7 @@ def matern_radii_of(seed, d, ids, t):
             ikey = index_key(skey, j * np.uint64(t) + np.uint64(m))
             R[m, m] = np.sqrt(2.0 * gamma_draw(ikey, 0.5 * (d - m)))
             for col in range(m + 1, t):
-                R[m, col] = _std_normal(jn, np.uint64(e))
+                R[m, col] = normal_of_key(jn, np.uint64(e))
                 e += 1
         vec[:] = 0.0
         for col in range(t):

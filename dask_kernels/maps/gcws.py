@@ -30,15 +30,16 @@ import numpy as np
 import numpy.typing as npt
 import scipy.sparse as sp
 from numba import njit
-from sklearn.utils._param_validation import Interval, StrOptions
+from .._compat import Interval, StrOptions
 
-from ..rng import bits, gamma2_f32_words, hi32, index_key, lo32, log32, stream_key, unit32_word
+from ..rng import bits, gamma2_f32_words, hi32, index_key, lo32, log32, register_stream, stream_key, unit32_word
 from ._dart import L1_MAX, L1_MIN, SCALE_LOG2_MAX, STREAM_DART, dart_count, dart_csr, dart_dense, grid_tables
 from ._dart import rank_scale_log2
+from ._fourier import cached_table
 from ._parallel import N_JOBS_CONSTRAINT
 from .base import FeatureMap
 
-STREAM = 1
+STREAM = register_stream("gcws.icws", 1)
 #: The table path is used when its three float32 tables stay below this many bytes.
 TABLE_BYTES_LIMIT = 256 * 2**20
 _INF32 = np.float32(np.inf)
@@ -192,10 +193,8 @@ def _dart_grid(k):
     return grid_tables(float(dart_count(k)))
 
 
-@functools.lru_cache(maxsize=4)
 def _parameter_table(seed, n_split, k):
-    """The hash function's values for every split index, cached per process: every map rebuilt
-    from the same spec in a worker shares one table."""
+    """The hash function's values for every split index (read-only; cached per map by ``_tables``)."""
     tables = _build_table(np.uint64(stream_key(np.uint64(seed), STREAM)), n_split, k)
     for t in tables:
         t.setflags(write=False)
@@ -450,7 +449,8 @@ class GCWS(FeatureMap):
         return np.uint64(stream_key(np.uint64(self.seed), STREAM))
 
     def _tables(self):
-        return _parameter_table(int(self.seed), 2 * int(self.n_features_in_), int(self.n_components))
+        key = (int(self.seed), 2 * int(self.n_features_in_), int(self.n_components))
+        return cached_table(self, key, lambda: _parameter_table(*key))  # the maps' one table cache
 
     # -- transforms ---------------------------------------------------------------------------
     def sample(self, X: Any) -> tuple[np.ndarray, np.ndarray]:

@@ -20,10 +20,11 @@ from ._fourier import cached_table
 from ._parallel import GEMM_BLOCKS
 from ._subset import FEATURE_IDS_CONSTRAINT, FeatureIds, normal_columns, phases_of
 from .base import FeatureMap
+from ..rng import register_stream
 from .rff import projection
 
-STREAM_NORMAL = 31
-STREAM_PHASE = 32
+STREAM_NORMAL = register_stream("nrff.normal", 31)
+STREAM_PHASE = register_stream("nrff.phase", 32)
 
 
 @njit(nogil=True, cache=True)

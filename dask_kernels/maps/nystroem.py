@@ -34,17 +34,17 @@ from typing import Any
 import dask
 import numpy as np
 import scipy.sparse as sp
-from sklearn.utils._param_validation import Interval, StrOptions
+from .._compat import StrOptions
 
 from ..blocks import as_block, check_finite_rows
 from ..exact.pairwise import KERNELS, gmm_split, kernel_block, row_sq_norms, unit_rows
-from ..rng import rank_array, uniform
+from ..rng import rank_array, register_stream, uniform
 from ..sidecar import manifest
 from ._fourier import COMMON_CONSTRAINTS, POSITIVE_FINITE, cached_table
 from .base import FeatureMap
 
-STREAM_LANDMARK = 51
-STREAM_KMEANS = 52
+STREAM_LANDMARK = register_stream("nystroem.landmark", 51)
+STREAM_KMEANS = register_stream("nystroem.kmeans", 52)
 #: k-means++ seeding picks m landmarks among this many times m uniformly sampled rows.
 KMEANS_OVERSAMPLE = 8
 #: fan-in of the merge tree over partitions' samples

@@ -14,7 +14,7 @@ dimension i only on (seed, j, i).
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.utils._param_validation import Interval, StrOptions
+from .._compat import Interval, StrOptions
 
 import math
 import numbers
@@ -27,11 +27,12 @@ from ._parallel import GEMM_BLOCKS
 from ._sparse import MAX_NONZEROS, SparseFrequencies, sparse_support, sparse_values
 from ._subset import FEATURE_IDS_CONSTRAINT, FeatureIds, cauchy_columns, normal_columns, phases_of
 from .base import FeatureMap
+from ..rng import register_stream
 
-STREAM_GAUSSIAN = 21
-STREAM_CAUCHY = 22
-STREAM_PHASE = 23
-STREAM_SUPPORT = 24
+STREAM_GAUSSIAN = register_stream("rff.gaussian", 21)
+STREAM_CAUCHY = register_stream("rff.cauchy", 22)
+STREAM_PHASE = register_stream("rff.phase", 23)
+STREAM_SUPPORT = register_stream("rff.support", 24)
 
 
 def projection(X, W, dtype, out=None):

@@ -13,16 +13,14 @@ import dask
 import dask.array as da
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import clone
-from sklearn.utils.validation import check_is_fitted
-from sklearn.exceptions import NotFittedError
 
 from .._progress import local_progress, wait_futures
-from ..blocks import validate_block
+from ..blocks import row_bounds, validate_block
 from ..io.dense import file_identity, from_array
 from ..io.sparse import SparsePartitions, from_sparse
 from ..sidecar import graph_arrays, map_arrays, rebuild_with_arrays, write_group
 from ..io.tabular import as_rows
+from ..maps.base import ensure_fitted
 from . import store as _store
 from ._digest import csr_digest, digest
 from .fingerprint import differences, fingerprint_hash, input_fingerprint, job_fingerprint, job_key, stable_part
@@ -200,13 +198,7 @@ def _first_block(kind, src):
 
 
 def _fitted(feature_map, kind, src):
-    try:
-        check_is_fitted(feature_map)
-        fmap = feature_map
-    except NotFittedError:
-        # Documented: an unfitted map is fitted (as a clone) on the first block of rows only.
-        fits_all = getattr(feature_map, "fits_partitioned", False)  # e.g. Nystroem samples all rows
-        fmap = clone(feature_map).fit(src if fits_all else _first_block(kind, src))
+    fmap = ensure_fitted(feature_map, lambda: _first_block(kind, src), src)
     d = src.shape[1]
     if fmap.n_features_in_ != d:
         raise ValueError(f"input has {d} features, the map was fitted on {fmap.n_features_in_}")
@@ -420,7 +412,7 @@ def featurize(X, feature_map, *, labels=None, row_ids=None, store=None, block_ro
     block_rows = max(1, int(block_rows))
     fp = job_fingerprint(fmap.spec(), input_fingerprint(kind, src), block_rows, columns)
     fp_sha = fingerprint_hash(fp)
-    from .. import __version__
+    from .._version import __version__
     from ..rng import RNG_SCHEME
 
     info = {"spec": fmap.spec(), "rng_scheme": RNG_SCHEME, "fingerprint": fp, "fingerprint_sha256": fp_sha,
@@ -526,7 +518,7 @@ def _block_pieces(src, block_rows, n_rows, labels, row_ids, labels_from_source):
     block may take rows from two or more partitions; each partition is parsed once.
     """
     parts = src.to_delayed()
-    part_rows = [(o, o + n) for o, n in zip(src.row_offsets, src.row_counts)]
+    part_rows = row_bounds(sizes=src.row_counts)
     extra = {}
     for name, col in (("labels", labels), ("row_ids", row_ids)):
         if col is not None:

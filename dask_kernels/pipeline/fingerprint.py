@@ -23,9 +23,9 @@ re-run on changed input (a fixed row) keeps the store and recomputes only the bl
 rows changed.
 """
 
-import hashlib
-import json
 import os
+
+from .._hashing import fingerprint_hash  # noqa: F401  (re-exported: the stores use it from here)
 
 
 def normalize_path(path):
@@ -50,11 +50,6 @@ def input_fingerprint(kind, source):
 
 def job_fingerprint(spec, input_fp, block_rows, columns):
     return {"spec": spec, "input": input_fp, "block_rows": int(block_rows), "columns": sorted(columns)}
-
-
-def fingerprint_hash(fp):
-    text = json.dumps(fp, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(text.encode()).hexdigest()
 
 
 #: input fingerprint keys that describe what the input is, not its current content

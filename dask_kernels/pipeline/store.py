@@ -56,6 +56,8 @@ import warnings
 import dask.array as da
 import numpy as np
 
+from .._compat import zarr_sync
+from ..blocks import block_bounds
 from ._digest import digest
 from .fingerprint import differences, fingerprint_hash, job_key
 
@@ -358,10 +360,6 @@ def add_segment(path, storage_options, lease, name):
 
 
 # -- records -------------------------------------------------------------------------------------
-def block_bounds(i, block_rows, n_rows):
-    return i * block_rows, min((i + 1) * block_rows, n_rows)
-
-
 def make_record(i, rows, lease, key, arrays, input_digest, checked=True):
     """Done record of block i: ``arrays`` maps array name -> the block as written."""
     rec = np.zeros(len(RECORD_FIELDS), dtype=np.uint64)
@@ -556,13 +554,11 @@ class BlockReader:
 
 def _chunk_exists(group, name, i):
     try:
-        from zarr.core.sync import sync
-
         arr = group[name]
         if arr.shards is not None:  # the object is the shard that holds block i
             i //= arr.shards[0] // arr.chunks[0]
         key = arr.metadata.encode_chunk_key((i,) + (0,) * (arr.ndim - 1))
-        return bool(sync(group.store.exists(f"{arr.path}/{key}")))
+        return bool(zarr_sync(group.store.exists(f"{arr.path}/{key}")))
     except Exception:  # noqa: BLE001 - only refines a message
         return True
 

@@ -1,0 +1,136 @@
+"""The contract every registered feature map keeps, run over all of them.
+
+A new map gets these tests by being registered and listed in ``CASES`` (the first test fails
+while a registered map has no case): scikit-learn's estimator checks, spec round trip (JSON,
+bitwise), chunk invariance (the lazy ``featurize`` graph at two block sizes equals one block),
+dense = CSR, pickling, and save/load (``KernelModel`` directory and spec file + sidecar).
+"""
+
+import json
+import pickle
+
+import dask
+import dask.array as da
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.base import clone
+from sklearn.linear_model import SGDClassifier
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from dask_kernels import (GCWS, NRFF, RFF, CoRE, Fastfood, KernelModel, Nystroem, featurize, from_spec,
+                          load_model, registered_maps)
+from dask_kernels.sidecar import load_map, map_arrays, save_map
+
+# method -> instances that together reach each map's distinct code paths (kernels, dtypes, outputs)
+CASES = {
+    "gcws": [GCWS(n_components=8), GCWS(n_components=5, bits=12, output="onehot")],
+    "rff": [RFF(n_components=8), RFF(n_components=8, kernel="laplacian", dtype="float64")],
+    "nrff": [NRFF(n_components=8)],
+    "fastfood": [Fastfood(n_components=8), Fastfood(n_components=8, radial="matern", dtype="float64")],
+    "nystroem": [
+        Nystroem(n_components=8),
+        Nystroem(n_components=8, kernel="rbf", dtype="float64"),
+        Nystroem(n_components=6, kernel="laplacian", landmarks="kmeans++"),
+    ],
+    "core": [CoRE(n_components=8), CoRE(n_components=8, type=2, bits=4)],
+}
+ALL = [est for ests in CASES.values() for est in ests]
+IDS = [repr(e) for e in ALL]
+
+_rng = np.random.default_rng(0)
+# nonnegative (GCWS, CoRE, min-max kernels) and half zeros, so CSR differs from dense
+X = np.abs(_rng.standard_normal((40, 10))) * (_rng.random((40, 10)) < 0.5)
+Y = (X[:, 0] > np.median(X[:, 0])).astype(int)
+
+
+def _dense(a):
+    return a.toarray() if sp.issparse(a) else np.asarray(a)
+
+
+def _fitted(est):
+    return clone(est).fit(X)
+
+
+def _block(fmap, rows):
+    """What the pipeline stores for ``rows``: the block function on validated rows."""
+    return fmap.transform_block(fmap.validate_block(rows))
+
+
+def test_every_registered_map_has_cases_and_no_test_map_is_registered():
+    maps = registered_maps()
+    leaked = {m: c.__module__ for m, c in maps.items() if not c.__module__.startswith("dask_kernels.")}
+    assert not leaked, f"test-only maps in the global registry: {leaked}"
+    assert set(CASES) == set(maps), f"registered maps without a case in CASES: {sorted(set(maps) - set(CASES))}"
+    for method, ests in CASES.items():
+        assert ests and all(type(e) is maps[method] for e in ests), method
+
+
+@parametrize_with_checks(ALL)
+def test_sklearn_estimator_checks(estimator, check):
+    check(estimator)
+
+
+@pytest.mark.parametrize("est", ALL, ids=IDS)
+def test_spec_round_trip_is_bitwise(est):
+    fmap = _fitted(est)
+    spec = fmap.spec()
+    rebuilt = from_spec(json.loads(fmap.spec_json()), arrays=map_arrays(fmap))
+    assert rebuilt.spec() == spec
+    assert rebuilt.spec_json() == fmap.spec_json()
+    np.testing.assert_array_equal(_dense(rebuilt.transform(X)), _dense(fmap.transform(X)))
+
+
+@pytest.mark.parametrize("est", ALL, ids=IDS)
+def test_blocks_do_not_change_the_features(est):
+    fmap = _fitted(est)
+    ref = _block(fmap, X)
+    for rows in (7, 40):
+        with dask.config.set(scheduler="sync"):
+            got = featurize(da.from_array(X, chunks=(rows, 10)), fmap, progress=False).compute()
+        assert got.dtype == ref.dtype
+        np.testing.assert_array_equal(got, ref)
+    # and rows in another order give the same rows' features
+    perm = np.random.default_rng(1).permutation(X.shape[0])
+    np.testing.assert_array_equal(_block(fmap, X[perm]), ref[perm])
+
+
+@pytest.mark.parametrize("est", ALL, ids=IDS)
+def test_dense_equals_csr(est):
+    fmap = _fitted(est)
+    assert fmap.accepts_sparse  # every map today; one that is not would skip the CSR half below
+    dense, csr = _block(fmap, X), _block(fmap, sp.csr_matrix(X))
+    if np.issubdtype(dense.dtype, np.integer):  # hashes and codes: identical
+        np.testing.assert_array_equal(csr, dense)
+    else:  # sums over the nonzeros in another order: a few ulp of each projection
+        tol = 64 * np.finfo(dense.dtype).eps
+        np.testing.assert_allclose(csr, dense, rtol=0, atol=tol)
+
+
+@pytest.mark.parametrize("est", ALL, ids=IDS)
+def test_pickling_keeps_the_map(est):
+    fmap = _fitted(est)
+    back = pickle.loads(pickle.dumps(fmap))
+    assert back.spec() == fmap.spec()
+    np.testing.assert_array_equal(_dense(back.transform(X)), _dense(fmap.transform(X)))
+
+
+@pytest.mark.parametrize("est", ALL, ids=IDS)
+def test_save_and_load(est, tmp_path):
+    fmap = _fitted(est)
+    model = KernelModel(fmap, SGDClassifier(random_state=0, max_iter=20, tol=None))
+    model.estimator.fit(model.features(X), Y)
+    model.save(tmp_path / "model")
+    back = load_model(tmp_path / "model")
+    assert back.feature_map.spec() == fmap.spec()
+    np.testing.assert_array_equal(_dense(back.features(X)), _dense(model.features(X)))
+    np.testing.assert_array_equal(back.predict(X), model.predict(X))
+    # a spec file with its sidecar beside it (the arrays of maps that have them, e.g. Nystroem)
+    path = save_map(fmap, tmp_path / "map.json")
+    np.testing.assert_array_equal(_dense(load_map(path).transform(X)), _dense(fmap.transform(X)))
+
+
+def test_test_maps_are_registered_only_while_the_test_runs(float_identity):
+    assert registered_maps()["test-float-identity"] is float_identity
+    fmap = float_identity().fit(X)
+    assert type(from_spec(fmap.spec())) is float_identity  # reachable through the registry meanwhile
