@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import numbers
 import time
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -188,7 +189,7 @@ class RandomFeatureSelector(TransformerMixin, BaseEstimator):
         n_components: int = 1000,
         subset_rows: int | None = None,
         rounds: int = 10,
-        estimator=None,
+        estimator: Any = None,
         seed: int = 0,
     ) -> None:
         self.feature_map = feature_map
@@ -211,7 +212,7 @@ class RandomFeatureSelector(TransformerMixin, BaseEstimator):
         return SGDClassifier(loss="log_loss", alpha=1e-5, learning_rate="constant", eta0=eta0,
                              random_state=(int(self.seed) + t) % 2**32)
 
-    def fit(self, X, y) -> RandomFeatureSelector:
+    def fit(self, X: Any, y: Any) -> RandomFeatureSelector:
         """Run the selection on rows ``X`` (NumPy, SciPy sparse or Dask array) with labels ``y``.
 
         Only ``rounds`` subsets of ``subset_rows`` rows are read, one per round.
@@ -277,14 +278,15 @@ class RandomFeatureSelector(TransformerMixin, BaseEstimator):
         self.selection_seconds_ = time.perf_counter() - start
         return self
 
-    def transform(self, X) -> np.ndarray:
+    def transform(self, X: Any) -> np.ndarray:
         """The selected features of ``X``: ``feature_map_.transform(X)``."""
         check_is_fitted(self)
         return self.feature_map_.transform(X)
 
 
-def select_features(feature_map: FeatureMap, X, y, *, n_components: int = 1000, subset_rows: int | None = None,
-                    rounds: int = 10, estimator=None, seed: int = 0) -> FeatureMap:
+def select_features(feature_map: FeatureMap, X: Any, y: Any, *, n_components: int = 1000,
+                    subset_rows: int | None = None,
+                    rounds: int = 10, estimator: Any = None, seed: int = 0) -> FeatureMap:
     """Random feature selection (May 2017, Algorithm 1): a fitted map with the kept features.
 
     Shorthand for ``RandomFeatureSelector(...).fit(X, y).feature_map_``; see

@@ -5,7 +5,10 @@ input contract (finite, real, bounded so that the distances cannot overflow); th
 kernel of :class:`~dask_kernels.NRFF` has no scikit-learn counterpart.
 """
 
+from __future__ import annotations
+
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
@@ -13,6 +16,9 @@ from scipy.spatial.distance import cdist
 from sklearn.metrics import pairwise
 
 from ..blocks import validate_block
+
+if TYPE_CHECKING:  # names used only in annotations
+    import numpy.typing as npt
 
 
 def _validated(X):
@@ -27,7 +33,7 @@ def _dense(X):
     return X.toarray() if sp.issparse(X) else X
 
 
-def rbf_kernel(X, Y=None, gamma=1.0):
+def rbf_kernel(X: npt.ArrayLike, Y: npt.ArrayLike | None = None, gamma: float = 1.0) -> np.ndarray:
     """Gaussian kernel ``exp(-gamma ||x - y||^2)`` between the rows of X and Y (float64).
 
     Examples
@@ -40,12 +46,12 @@ def rbf_kernel(X, Y=None, gamma=1.0):
     return pairwise.rbf_kernel(_validated(X), None if Y is None else _validated(Y), gamma=gamma)
 
 
-def laplacian_kernel(X, Y=None, gamma=1.0):
+def laplacian_kernel(X: npt.ArrayLike, Y: npt.ArrayLike | None = None, gamma: float = 1.0) -> np.ndarray:
     """Laplacian kernel ``exp(-gamma ||x - y||_1)`` between the rows of X and Y (float64)."""
     return pairwise.laplacian_kernel(_validated(X), None if Y is None else _validated(Y), gamma=gamma)
 
 
-def cosine_rbf_kernel(X, Y=None, gamma=1.0):
+def cosine_rbf_kernel(X: npt.ArrayLike, Y: npt.ArrayLike | None = None, gamma: float = 1.0) -> np.ndarray:
     """The NRFF kernel ``exp(-gamma (1 - rho))``, rho the cosine similarity (float64).
 
     In general ``exp(-gamma ||u - v||^2 / 2)`` with ``u = x / ||x||``, which is the same for

@@ -4,6 +4,8 @@ Each returns a dask array of shape (n_rows, n_features), chunked along rows only
 a fingerprint of the input; the graph holds a small file handle, never the data.
 """
 
+from __future__ import annotations
+
 import os
 import weakref
 
@@ -58,7 +60,7 @@ def file_identity(X):
     return _IDENTITIES.get(getattr(X, "name", None))
 
 
-def read_npy(path, *, block_rows=None):
+def read_npy(path: str, *, block_rows: int | None = None) -> da.Array:
     """Dense rows of a ``.npy`` file as a lazy dask array, memory-mapped on each worker.
 
     Parameters
@@ -89,7 +91,8 @@ def read_npy(path, *, block_rows=None):
                          inline_array=True)
 
 
-def read_zarr(url, component=None, *, block_rows=None, storage_options=None):
+def read_zarr(url: str, component: str | None = None, *, block_rows: int | None = None,
+              storage_options: dict | None = None) -> da.Array:
     """Dense rows of a 2-d Zarr array (local path or fsspec URL) as a lazy dask array.
 
     The stored chunking along rows is kept unless ``block_rows`` is given (then it should be a

@@ -7,6 +7,10 @@ callable ``loader(i) -> (X_csr, y or None, qid or None)`` that runs on a worker.
 """
 
 
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 import dask
 import dask.array as da
 import numpy as np
@@ -14,6 +18,9 @@ import scipy.sparse as sp
 
 from .._hashing import content_hash
 from ._identity import FileIdentity
+
+if TYPE_CHECKING:  # names used only in annotations
+    from dask.delayed import Delayed
 
 
 class SparsePartitions:
@@ -34,7 +41,8 @@ class SparsePartitions:
         Prefix of the task keys; derived from the fingerprint, so it is deterministic.
     """
 
-    def __init__(self, loader, row_counts, n_features, *, has_labels, has_qid, fingerprint, name):
+    def __init__(self, loader: Callable, row_counts: tuple[int, ...], n_features: int, *, has_labels: bool,
+                 has_qid: bool, fingerprint: str, name: str) -> None:
         self.loader = loader
         self.row_counts = tuple(int(c) for c in row_counts)
         self.n_features = int(n_features)
@@ -65,7 +73,7 @@ class SparsePartitions:
         """Global row number of the first row of each partition."""
         return tuple(int(v) for v in np.concatenate([[0], np.cumsum(self.row_counts)[:-1]]))
 
-    def to_delayed(self):
+    def to_delayed(self) -> list[Delayed]:
         """One :class:`dask.delayed.Delayed` per partition, computing ``(X, y, qid)``.
 
         The loader is one key of the graph; each partition task refers to it.
@@ -94,7 +102,7 @@ class SparsePartitions:
         """Query ids as a dask array (int64), or None."""
         return self._column(2, np.int64) if self.has_qid else None
 
-    def compute(self):
+    def compute(self) -> tuple[sp.csr_matrix, np.ndarray | None, np.ndarray | None]:
         """All partitions as one in-memory ``(X_csr, y, qid)``: for small data and tests."""
         parts = dask.compute(*self.to_delayed())
         X = sp.vstack([p[0] for p in parts], format="csr") if parts else sp.csr_matrix((0, self.n_features))

@@ -15,6 +15,8 @@ and row (0-based) and the byte offset of the line.
 """
 
 
+from __future__ import annotations
+
 import dask
 import numpy as np
 import scipy.sparse as sp
@@ -234,7 +236,8 @@ class _SvmlightLoader:
         return X, labels, (qids if self.has_qid else None)
 
 
-def read_svmlight(path, n_features=None, *, blocksize=DEFAULT_BLOCKSIZE, zero_based=False, storage_options=None):
+def read_svmlight(path: str, n_features: int | None = None, *, blocksize: int = DEFAULT_BLOCKSIZE,
+                  zero_based: bool = False, storage_options: dict | None = None) -> SparsePartitions:
     """An svmlight/LIBSVM file as byte-range partitions that each parse their own rows.
 
     A first pass (one task per byte range, on the active Dask scheduler) counts lines and rows

@@ -14,8 +14,11 @@ label column chunked the same way.
 * :func:`read_csv` is dask's CSV reader followed by :func:`from_dataframe`.
 """
 
+from __future__ import annotations
+
 import functools
 import json
+from typing import TYPE_CHECKING, Any
 
 import dask
 import dask.array as da
@@ -24,6 +27,9 @@ import numpy as np
 from .._hashing import parts_hash
 from ._identity import FileIdentity, InputChangedError
 from .dense import default_block_rows
+
+if TYPE_CHECKING:  # names used only in annotations
+    import dask.dataframe as dd
 
 
 def _hash(*parts):
@@ -159,7 +165,9 @@ def _pick_columns(schema, columns, label, where):
     return columns
 
 
-def read_parquet(path, *, columns=None, label=None, block_rows=None, storage_options=None):
+def read_parquet(path: str, *, columns: list[str] | None = None, label: str | None = None,
+                 block_rows: int | None = None,
+                 storage_options: dict | None = None) -> da.Array | tuple[da.Array, da.Array]:
     """Numeric columns of Parquet files as dense rows (a lazy dask array with known row counts).
 
     Only the footers are read here (in parallel on the active scheduler): rows per row group come
@@ -259,7 +267,8 @@ def _check_numeric(ddf, columns, where):
                              "with columns=[...]")
 
 
-def from_dataframe(ddf, *, columns=None, label=None, lengths=None):
+def from_dataframe(ddf: dd.DataFrame, *, columns: list[str] | None = None, label: str | None = None,
+                   lengths: tuple[int, ...] | None = None) -> da.Array | tuple[da.Array, da.Array]:
     """Numeric columns of a dask DataFrame as dense rows: partitions as blocks, lengths known.
 
     Parameters
@@ -322,7 +331,8 @@ def as_rows(X, y=None):
     return X, y
 
 
-def read_csv(path, *, columns=None, label=None, blocksize="64MB", storage_options=None, **kwargs):
+def read_csv(path: str, *, columns: list[str] | None = None, label: str | None = None, blocksize: int | str = "64MB",
+             storage_options: dict | None = None, **kwargs: Any) -> da.Array | tuple[da.Array, da.Array]:
     """Numeric columns of CSV files (dask's reader) as dense rows; see :func:`from_dataframe`.
 
     Partitions are dask's byte ranges (``blocksize``); their row counts are computed once, which

@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import tempfile
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -18,6 +19,11 @@ from ..pipeline.store import filesystem, local_path
 from ..sidecar import model_arrays, save_model_arrays
 from .checkpoint import load_npz, save_npz
 from .state import get_state, json_params, params_from_json, set_state
+
+if TYPE_CHECKING:  # names used only in annotations
+    from ..maps.base import FeatureMap
+    import dask.array as da
+
 
 MODEL_FORMAT = "dask-kernels-model-1"
 #: The files of a saved model: a directory holding anything else is not replaced or deleted.
@@ -99,7 +105,8 @@ class KernelModel(MetaEstimatorMixin, BaseEstimator):
     (5,)
     """
 
-    def __init__(self, feature_map=None, estimator=None, history=None):
+    def __init__(self, feature_map: FeatureMap | None = None, estimator: Any = None,
+                 history: list[dict] | None = None) -> None:
         self.feature_map = feature_map
         self.estimator = estimator
         self.history = history
@@ -131,7 +138,7 @@ class KernelModel(MetaEstimatorMixin, BaseEstimator):
             return self.estimator.n_features_in_
         return self.feature_map.n_features_in_
 
-    def fit(self, X, y=None, **fit_params):
+    def fit(self, X: Any, y: Any = None, **fit_params: Any) -> KernelModel:
         """Fit the feature map (if any) and then the estimator on in-memory rows ``X``.
 
         For data that does not fit in memory use :func:`dask_kernels.fit_incremental`.
@@ -157,7 +164,7 @@ class KernelModel(MetaEstimatorMixin, BaseEstimator):
         return self
 
     # -- features ---------------------------------------------------------------------------
-    def features(self, X, row_offset=0):
+    def features(self, X: Any, row_offset: int = 0) -> np.ndarray | sp.csr_matrix | da.Array:
         """Learner features of in-memory raw rows (what the estimator consumes); errors name
         global rows (``row_offset`` is the number of ``X[0]``)."""
         if self.feature_map is None:
@@ -229,21 +236,21 @@ class KernelModel(MetaEstimatorMixin, BaseEstimator):
                             meta=np.empty((0, 0), out_dtype))
 
     # -- estimator API ------------------------------------------------------------------------
-    def predict(self, X):
+    def predict(self, X: Any) -> np.ndarray | da.Array:
         """Predicted labels / values / clusters of raw rows (or a store's rows)."""
         return self._apply("predict", X)
 
-    def predict_proba(self, X):
+    def predict_proba(self, X: Any) -> np.ndarray | da.Array:
         """Class probabilities (estimators with ``predict_proba``)."""
         if not hasattr(self.estimator, "predict_proba"):
             raise AttributeError(f"{self.estimator!r} has no predict_proba (e.g. use loss='log_loss')")
         return self._apply("predict_proba", X)
 
-    def decision_function(self, X):
+    def decision_function(self, X: Any) -> np.ndarray | da.Array:
         """Decision values of linear classifiers."""
         return self._apply("decision_function", X)
 
-    def score(self, X, y):
+    def score(self, X: Any, y: Any) -> float:
         """Accuracy (classifiers) or R^2 (regressors) on raw rows; dask input is computed."""
         pred = self.predict(X)
         if hasattr(pred, "compute"):

@@ -11,6 +11,7 @@ first layer, stored as (features, outputs) so that each gathered row is contiguo
 from __future__ import annotations
 
 import numbers
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -286,7 +287,7 @@ class SoftmaxSGD(ClassifierMixin, BaseEstimator):
     def _order(self, n: int, rs) -> np.ndarray:
         return rs.permutation(n).astype(np.int64) if self.shuffle else np.arange(n, dtype=np.int64)
 
-    def partial_fit(self, X, y, classes=None) -> SoftmaxSGD:
+    def partial_fit(self, X: Any, y: Any, classes: Any = None) -> SoftmaxSGD:
         """One SGD pass over the rows of ``X`` (in a random order if ``shuffle``).
 
         Parameters
@@ -321,7 +322,7 @@ class SoftmaxSGD(ClassifierMixin, BaseEstimator):
         self._run(mode, X, yi, self._order(X.shape[0], check_random_state(self.random_state)))
         return self
 
-    def fit(self, X, y) -> SoftmaxSGD:
+    def fit(self, X: Any, y: Any) -> SoftmaxSGD:
         """Train from scratch: ``max_iter`` SGD epochs over ``X``.
 
         Parameters
@@ -371,21 +372,21 @@ class SoftmaxSGD(ClassifierMixin, BaseEstimator):
             h = np.asarray(X @ A, dtype=np.float64)
         return (h if U.shape[1] == 0 else h @ U.T) + c
 
-    def decision_function(self, X) -> np.ndarray:
+    def decision_function(self, X: Any) -> np.ndarray:
         """Class scores ``W z + c``: shape (n, n_classes), or (n,) for two classes (the second
         class's score minus the first's, scikit-learn's convention)."""
         z = self._scores(X)
         return z[:, 1] - z[:, 0] if z.shape[1] == 2 else z
 
-    def predict_proba(self, X) -> np.ndarray:
+    def predict_proba(self, X: Any) -> np.ndarray:
         """Class probabilities ``softmax(W z + c)``, shape (n, n_classes)."""
         return softmax(self._scores(X), axis=1)
 
-    def predict_log_proba(self, X) -> np.ndarray:
+    def predict_log_proba(self, X: Any) -> np.ndarray:
         """Logarithm of :meth:`predict_proba`."""
         return log_softmax(self._scores(X), axis=1)
 
-    def predict(self, X) -> np.ndarray:
+    def predict(self, X: Any) -> np.ndarray:
         """The most probable class of every row."""
         z = self._scores(X)
         return self.classes_[np.argmax(z, axis=1)]

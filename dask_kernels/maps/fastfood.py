@@ -20,8 +20,11 @@ i = row within the block, j = t * d + i = output feature:
   ``normal(seed, 47, j, e)``
 """
 
+from __future__ import annotations
+
 import math
 import numbers
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -34,6 +37,10 @@ from ._fourier import COMMON_CONSTRAINTS, POSITIVE_FINITE, FloatFeatures, cached
 from ._subset import FEATURE_IDS_CONSTRAINT, FeatureIds, phases_of
 from ._fwht import fwht_row
 from .base import FeatureMap
+
+if TYPE_CHECKING:  # names used only in annotations
+    import numpy.typing as npt
+
 
 STREAM_B = register_stream("fastfood.sign", 41)
 STREAM_P = register_stream("fastfood.permutation", 42)
@@ -347,16 +354,16 @@ class Fastfood(FeatureIds, FloatFeatures, FeatureMap):
     def __init__(
         self,
         *,
-        n_components=100,
-        gamma=None,
-        sigma=None,
-        radial="gaussian",
-        matern_t=3,
-        seed=0,
-        dtype="float32",
-        n_jobs=None,
-        feature_ids=None,
-    ):
+        n_components: int = 100,
+        gamma: float | None = None,
+        sigma: float | None = None,
+        radial: str = "gaussian",
+        matern_t: int = 3,
+        seed: int = 0,
+        dtype: str = "float32",
+        n_jobs: int | None = None,
+        feature_ids: npt.ArrayLike | None = None,
+    ) -> None:
         self.n_components = n_components
         self.gamma = gamma
         self.sigma = sigma
@@ -453,11 +460,11 @@ class Fastfood(FeatureIds, FloatFeatures, FeatureMap):
         np.take(out, gather, axis=1, out=target)
         return target
 
-    def projection_block(self, X, row_offset=0):
+    def projection_block(self, X: Any, row_offset: int = 0) -> np.ndarray:
         """``V x``, before phase and cosine, of a validated block: ndarray (n, n_components)."""
         return self._compute(X, row_offset, features=False)
 
-    def transform_block(self, X, row_offset=0):
+    def transform_block(self, X: Any, row_offset: int = 0) -> np.ndarray:
         """Features of a validated block: ndarray (n, n_components) of ``output_dtype_``."""
         return self._compute(X, row_offset, features=True)
 

@@ -530,7 +530,7 @@ class GCWS(FeatureMap):
             )
         return (code_out, None) if codes_only else (s_out, id_out)
 
-    def transform_block(self, X, row_offset=0):
+    def transform_block(self, X: Any, row_offset: int = 0) -> np.ndarray:
         """Codes of a validated block: ndarray (n, n_components) of ``output_dtype_``."""
         return self._sample_block(X, codes_only=True, row_offset=row_offset)[0]
 

@@ -7,6 +7,9 @@ Random streams under the map's seed (``dask_kernels.rng``, scheme dk-rng-1):
 """
 
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 import numpy as np
 import scipy.sparse as sp
 from numba import njit
@@ -22,6 +25,10 @@ from ._subset import FEATURE_IDS_CONSTRAINT, FeatureIds, normal_columns, phases_
 from .base import FeatureMap
 from ..rng import register_stream
 from .rff import projection
+
+if TYPE_CHECKING:  # names used only in annotations
+    import numpy.typing as npt
+
 
 STREAM_NORMAL = register_stream("nrff.normal", 31)
 STREAM_PHASE = register_stream("nrff.phase", 32)
@@ -192,7 +199,8 @@ class NRFF(FeatureIds, FloatFeatures, FeatureMap):
         **FEATURE_IDS_CONSTRAINT,
     }
 
-    def __init__(self, *, n_components=100, gamma=1.0, seed=0, dtype="float32", n_jobs=None, feature_ids=None):
+    def __init__(self, *, n_components: int = 100, gamma: float = 1.0, seed: int = 0, dtype: str = "float32",
+                 n_jobs: int | None = None, feature_ids: npt.ArrayLike | None = None) -> None:
         self.n_components = n_components
         self.gamma = gamma
         self.seed = seed
@@ -216,7 +224,7 @@ class NRFF(FeatureIds, FloatFeatures, FeatureMap):
         fill = lambda W: normal_table(seed, STREAM_NORMAL, *W.shape, np.sqrt(gamma), W)  # noqa: E731
         return projection_tables(self, (gamma,), fill, STREAM_PHASE)
 
-    def transform_block(self, X, row_offset=0):
+    def transform_block(self, X: Any, row_offset: int = 0) -> np.ndarray:
         """Unit-length features of a validated block: ndarray (n, n_components)."""
         return self._transform_into(X, None, row_offset)
 

@@ -472,7 +472,8 @@ class Nystroem(FeatureMap):
         self.landmark_rows_ = np.ascontiguousarray(arrays["landmark_rows"])
 
     # -- transforming -----------------------------------------------------------------------------
-    def validate_block(self, X, row_offset=0, row_numbers=None):
+    def validate_block(self, X: Any, row_offset: int = 0,
+                       row_numbers: np.ndarray | None = None) -> np.ndarray | sp.csr_matrix:
         """The input contract of :meth:`FeatureMap.validate_block`; for ``kernel="minmax"`` also
         nonnegative entries (the kernels compute GMM, which equals min-max only there)."""
         X = super().validate_block(X, row_offset=row_offset, row_numbers=row_numbers)

@@ -12,6 +12,9 @@ dimension i only on (seed, j, i).
 """
 
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 import numpy as np
 import scipy.sparse as sp
 from .._compat import Interval, StrOptions
@@ -28,6 +31,10 @@ from ._sparse import MAX_NONZEROS, SparseFrequencies, sparse_support, sparse_val
 from ._subset import FEATURE_IDS_CONSTRAINT, FeatureIds, cauchy_columns, normal_columns, phases_of
 from .base import FeatureMap
 from ..rng import register_stream
+
+if TYPE_CHECKING:  # names used only in annotations
+    import numpy.typing as npt
+
 
 STREAM_GAUSSIAN = register_stream("rff.gaussian", 21)
 STREAM_CAUCHY = register_stream("rff.cauchy", 22)
@@ -154,15 +161,15 @@ class RFF(FeatureIds, FloatFeatures, FeatureMap):
     def __init__(
         self,
         *,
-        n_components=100,
-        gamma=1.0,
-        kernel="rbf",
-        seed=0,
-        dtype="float32",
-        n_jobs=None,
-        feature_ids=None,
-        density=1.0,
-    ):
+        n_components: int = 100,
+        gamma: float = 1.0,
+        kernel: str = "rbf",
+        seed: int = 0,
+        dtype: str = "float32",
+        n_jobs: int | None = None,
+        feature_ids: npt.ArrayLike | None = None,
+        density: float = 1.0,
+    ) -> None:
         self.n_components = n_components
         self.gamma = gamma
         self.kernel = kernel
@@ -208,7 +215,7 @@ class RFF(FeatureIds, FloatFeatures, FeatureMap):
 
         return projection_tables(self, (gamma, self.kernel), fill, STREAM_PHASE)
 
-    def transform_block(self, X, row_offset=0):
+    def transform_block(self, X: Any, row_offset: int = 0) -> np.ndarray:
         """Features of a validated block: ndarray (n, n_components) of ``output_dtype_``."""
         return self._transform_into(X, None, row_offset)
 

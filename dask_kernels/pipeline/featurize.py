@@ -5,9 +5,12 @@ by that text), so the task graph never carries parameter matrices and its size d
 on the number of features k or the input dimension d.
 """
 
+from __future__ import annotations
+
 import functools
 import uuid
 import warnings
+from typing import TYPE_CHECKING, Any
 
 import dask
 import dask.array as da
@@ -24,6 +27,10 @@ from ..maps.base import ensure_fitted
 from . import store as _store
 from ._digest import csr_digest, digest
 from .fingerprint import differences, fingerprint_hash, input_fingerprint, job_fingerprint, job_key, stable_part
+
+if TYPE_CHECKING:  # names used only in annotations
+    from ..maps.base import FeatureMap
+    from ..pipeline.store import FeatureStore
 
 
 @functools.lru_cache(maxsize=16)
@@ -274,8 +281,10 @@ def shard_blocks(shards, n_blocks, block_bytes):
 _UNSET = object()
 
 
-def featurize(X, feature_map, *, labels=None, row_ids=None, store=None, block_rows=None, compressors="auto",
-              overwrite=False, progress=True, storage_options=None, shards="auto", mode="write", chunks=_UNSET):
+def featurize(X: Any, feature_map: FeatureMap, *, labels: Any = None, row_ids: Any = None, store: str | None = None,
+              block_rows: int | None = None, compressors: Any = "auto", overwrite: bool = False, progress: bool = True,
+              storage_options: dict | None = None, shards: int | str | None = "auto", mode: str = "write",
+              chunks: int | None = _UNSET) -> da.Array | FeatureStore:
     """Featurize rows on Dask: a lazy dask array, or a resumable Zarr feature store.
 
     Parameters

@@ -44,6 +44,8 @@ Format 1 stores (done as one byte per block, no checksums) still open for readin
 featurize does not resume them (``overwrite=True`` replaces them).
 """
 
+from __future__ import annotations
+
 import functools
 import json
 import os
@@ -52,6 +54,7 @@ import shutil
 import time
 import uuid
 import warnings
+from collections.abc import Iterable, Iterator
 
 import dask.array as da
 import numpy as np
@@ -625,7 +628,7 @@ class FeatureStore:
     [(0, 40), (40, 80), (80, 100)]
     """
 
-    def __init__(self, path, storage_options=None, verify=True):
+    def __init__(self, path: str, storage_options: dict | None = None, verify: bool = True) -> None:
         self.path = path
         self.storage_options = storage_options
         g, info = open_checked(path, storage_options)
@@ -707,13 +710,13 @@ class FeatureStore:
         own = record_ok(read_records(self.group), self.info, np.arange(self._own_blocks), check=False)
         return np.concatenate([own] + [s.done for s in self.segments])
 
-    def read_block(self, i):
+    def read_block(self, i: int) -> dict[str, np.ndarray]:
         """``{array name: block i}``, each checked against the block's done record."""
         where, j, _ = self._locate(i)
         return {name: where._reader.read(name, j, where.verify)
                 for name in ("features",) + COLUMNS if getattr(where, name) is not None}
 
-    def verify_blocks(self, blocks=None):
+    def verify_blocks(self, blocks: Iterable[int] | None = None) -> dict[int, str]:
         """Read blocks (all by default) and return ``{block: error message}`` for the bad ones."""
         bad = {}
         for i in range(self.n_blocks) if blocks is None else blocks:
@@ -723,7 +726,7 @@ class FeatureStore:
                 bad[i] = str(e)
         return bad
 
-    def blocks(self):
+    def blocks(self) -> Iterator[tuple[int, int]]:
         """Iterate over ``(start, stop)`` row bounds of the stored blocks, in order."""
         yield from (block_bounds(i, self.block_rows, self.info["n_rows"]) for i in range(self._own_blocks))
         row = self.info["n_rows"]
@@ -737,7 +740,7 @@ class FeatureStore:
                 f"complete={self.complete})")
 
 
-def open_store(path, *, storage_options=None, verify=True):
+def open_store(path: str, *, storage_options: dict | None = None, verify: bool = True) -> FeatureStore:
     """Open a feature store written by :func:`~dask_kernels.featurize`.
 
     Opening validates the store's attributes (format, sizes, spec against the job fingerprint)
