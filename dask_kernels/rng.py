@@ -235,10 +235,16 @@ def log32(x):
 @njit(nogil=True, cache=True)
 def index_keys(seed, stream, n):
     """``index_key`` of indices ``0 .. n-1`` in one stream (uint64), for loops that hoist them."""
-    skey = stream_key(seed, stream)
-    keys = np.empty(n, dtype=np.uint64)
-    for j in range(n):
-        keys[j] = index_key(skey, np.uint64(j))
+    return index_keys_of(seed, stream, np.arange(n, dtype=np.uint64))
+
+
+@njit(nogil=True, cache=True)
+def index_keys_of(seed, stream, ids):
+    """``index_key`` of the indices ``ids`` in one stream (uint64), for loops that hoist them."""
+    skey = stream_key(np.uint64(seed), np.uint64(stream))
+    keys = np.empty(ids.size, dtype=np.uint64)
+    for j in range(ids.size):
+        keys[j] = index_key(skey, np.uint64(ids[j]))
     return keys
 
 

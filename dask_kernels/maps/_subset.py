@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit
+
 from .._compat import StrOptions
 
-from ..rng import bits, index_key, stream_key, unit64
+from ..rng import bits, index_keys_of, normal_of_key, unit64
 from ..sidecar import manifest
 
 #: Longest id list written into a spec's JSON; longer lists go to the sidecar.
@@ -144,30 +145,19 @@ class FeatureIds:
 @njit(nogil=True, cache=True)
 def normal_columns(seed, stream, ids, d, scale, out):
     """``out[i, c] = scale * rng.normal(seed, stream, index=ids[c], counter=i)``, a (d, len(ids)) table."""
-    skey = stream_key(np.uint64(seed), np.uint64(stream))
-    k = ids.size
-    keys = np.empty(k, dtype=np.uint64)
-    for c in range(k):
-        keys[c] = index_key(skey, np.uint64(ids[c]))
+    keys = index_keys_of(seed, stream, ids)
     for i in range(d):
-        cc = np.uint64(2 * i)
-        for c in range(k):
-            u1 = unit64(bits(keys[c], cc))
-            u2 = unit64(bits(keys[c], cc + np.uint64(1)))
-            out[i, c] = scale * (np.sqrt(-2.0 * np.log(u1)) * np.cos(2.0 * np.pi * u2))
+        for c in range(ids.size):
+            out[i, c] = scale * normal_of_key(keys[c], i)
     return out
 
 
 @njit(nogil=True, cache=True)
 def cauchy_columns(seed, stream, ids, d, scale, out):
     """``out[i, c] = scale * tan(pi (u - 1/2))``, u = ``rng.uniform(seed, stream, ids[c], i)``."""
-    skey = stream_key(np.uint64(seed), np.uint64(stream))
-    k = ids.size
-    keys = np.empty(k, dtype=np.uint64)
-    for c in range(k):
-        keys[c] = index_key(skey, np.uint64(ids[c]))
+    keys = index_keys_of(seed, stream, ids)
     for i in range(d):
-        for c in range(k):
+        for c in range(ids.size):
             out[i, c] = scale * np.tan(np.pi * (unit64(bits(keys[c], np.uint64(i))) - 0.5))
     return out
 
@@ -175,8 +165,8 @@ def cauchy_columns(seed, stream, ids, d, scale, out):
 @njit(nogil=True, cache=True)
 def phases_of(seed, stream, ids):
     """``phase[c] = 2 pi * unit64(bits(index_key(stream_key(seed, stream), ids[c]), 0))``."""
-    skey = stream_key(np.uint64(seed), np.uint64(stream))
+    keys = index_keys_of(seed, stream, ids)
     out = np.empty(ids.size)
     for c in range(ids.size):
-        out[c] = 2.0 * np.pi * unit64(bits(index_key(skey, np.uint64(ids[c])), np.uint64(0)))
+        out[c] = 2.0 * np.pi * unit64(bits(keys[c], np.uint64(0)))
     return out

@@ -55,6 +55,25 @@ def _scale_rows(P, s):
 
 
 @njit(nogil=True, cache=True)
+def _scale_to_unit(row, acc):
+    """Scale a float32 row to unit l2 norm; the squares summed in float64 over 16 lanes (``acc``)."""
+    acc[:] = 0.0
+    n16 = row.size - row.size % 16
+    for j0 in range(0, n16, 16):
+        for m in range(16):
+            v = np.float64(row[j0 + m])
+            acc[m] += v * v
+    total = 0.0
+    for m in range(16):
+        total += acc[m]
+    for j in range(n16, row.size):
+        total += np.float64(row[j]) * np.float64(row[j])
+    g = np.float32(1.0 / np.sqrt(total))
+    for j in range(row.size):
+        row[j] *= g
+
+
+@njit(nogil=True, cache=True)
 def _cos32_unit_rows(P, inv, phase):
     """In place, row by row (in cache): ``cos32(P * inv + phase)``, then scaled to unit length.
 
@@ -68,20 +87,7 @@ def _cos32_unit_rows(P, inv, phase):
         for j in range(row.size):
             row[j] = row[j] * f + phase[j]
         cos32_into(row, row.size, row, 0, np.float32(1.0))
-        acc[:] = 0.0
-        n16 = row.size - row.size % 16
-        for j0 in range(0, n16, 16):
-            for m in range(16):
-                v = np.float64(row[j0 + m])
-                acc[m] += v * v
-        total = 0.0
-        for m in range(16):
-            total += acc[m]
-        for j in range(n16, row.size):
-            total += np.float64(row[j]) * np.float64(row[j])
-        g = np.float32(1.0 / np.sqrt(total))
-        for j in range(row.size):
-            row[j] *= g
+        _scale_to_unit(row, acc)
 
 
 @njit(nogil=True, cache=True)
@@ -93,20 +99,7 @@ def _cos32v2_unit_rows(P, inv, phase):
     for i in range(P.shape[0]):
         row = P[i]
         shift_cos32v2(row, np.float32(inv[i]), phase, row, np.float32(1.0), tmp)
-        acc[:] = 0.0
-        n16 = row.size - row.size % 16
-        for j0 in range(0, n16, 16):
-            for m in range(16):
-                v = np.float64(row[j0 + m])
-                acc[m] += v * v
-        total = 0.0
-        for m in range(16):
-            total += acc[m]
-        for j in range(n16, row.size):
-            total += np.float64(row[j]) * np.float64(row[j])
-        g = np.float32(1.0 / np.sqrt(total))
-        for j in range(row.size):
-            row[j] *= g
+        _scale_to_unit(row, acc)
 
 
 def _input_norms(X):
