@@ -5,7 +5,9 @@ uninterrupted run.
 
 A runner process imports everything once and forks each run, so a run starts in microseconds
 and the kills land in training, not in imports. The forked runs start from a single-threaded
-process (the runner), which is what makes forking safe.
+process (the runner), which is what makes forking safe. Each run reports every training step
+through a pipe; the runner kills it after a seeded random number of steps plus a random part of
+the next one, so where the kills land does not depend on how fast (or loaded) the machine is.
 """
 
 import json
@@ -32,13 +34,11 @@ y = (X[:, 0] * X[:, 1] > 0).astype(int) + (X[:, 2] > 0.5).astype(int)   # 3 clas
 gcws = GCWS(n_components=16, seed=0).fit(X)
 
 def run(ck, started=None):
-    def cb(info):  # tell the runner that training (not setup) has begun
-        if started is not None and info["position"] and not cb.told:
-            os.write(started, str(time.perf_counter()).encode())
-            cb.told = True
-    cb.told = False
+    def cb(info):  # one byte per training step: the runner's clock
+        if started is not None:
+            os.write(started, b".")
     est = SGDClassifier(loss="log_loss", learning_rate="constant", eta0=0.05, average=True, random_state=0)
-    return fit_incremental(est, X, y, feature_map=gcws, block_rows=50, epochs=3, seed=4, validation=0.1,
+    return fit_incremental(est, X, y, feature_map=gcws, block_rows=50, epochs=3, seed=4, validation_fraction=0.1,
                            checkpoint=ck, checkpoint_every=1, callback=cb, progress=False)
 
 def save(model, name):
@@ -59,16 +59,24 @@ def in_child(fn):
     os.close(w)
     return pid, r
 
-def started(r):
-    # seconds since training began in the child, or None if it exited before
-    data = os.read(r, 64)
-    os.close(r)
-    return float(data) if data else None
+def ticks(r, n):  # read up to n step ticks: (ticks read, seconds of the last step or None)
+    seen, last, step = 0, None, None
+    while seen < n:
+        data = os.read(r, 64)
+        if not data:
+            break  # the run ended first
+        now = time.perf_counter()
+        if last is not None:
+            step = (now - last) / len(data)
+        last, seen = now, seen + len(data)
+    return seen, step
 
 pid, r = in_child(lambda w: save(run(os.path.join(out, "ref.ckpt"), w), "ref.npz"))
-t0 = started(r)
+t0 = time.perf_counter()
+n_ref, _ = ticks(r, 10**9)
+os.close(r)
 os.waitpid(pid, 0)
-block = (time.perf_counter() - t0) / (3 * 60)   # one block's training + checkpoint, on average
+block = (time.perf_counter() - t0) / max(n_ref, 1)   # one step's training + checkpoint, on average
 
 ck = os.path.join(out, "run.ckpt")
 pick = np.random.default_rng(seed)
@@ -76,9 +84,12 @@ kills, positions, lives = 0, [], 0
 while kills < kills_wanted and lives < 4 * kills_wanted:
     lives += 1
     pid, r = in_child(lambda w: run(ck, w))
-    if started(r) is not None:
-        time.sleep(pick.uniform(0.0, 12 * block))  # ~6 blocks a run: the kills span epochs
+    want = int(pick.integers(1, 13))       # ~6 steps a run: the kills span the epochs
+    seen, step = ticks(r, want)
+    if seen == want:
+        time.sleep(pick.uniform(0.0, step or block))  # mid-step: in the SGD update or the checkpoint write
     os.kill(pid, signal.SIGKILL)
+    os.close(r)
     _, status = os.waitpid(pid, 0)
     if os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL:
         kills += 1
