@@ -155,3 +155,16 @@ def test_selected_map_in_a_store_on_a_cluster_and_in_training(selected, tmp_path
     loaded = load_model(str(tmp_path / "model"))
     assert np.array_equal(loaded.feature_map.feature_ids, selected.feature_ids)
     assert np.array_equal(loaded.predict(X), model.predict(X))
+
+
+def test_the_softmax_learner_selects_like_the_recipe():
+    # the thesis selects with its softmax model: SoftmaxSGD's weights (classes x features) rank
+    # the candidates as the OvR recipe's do, and keep the informative inputs (see the test above)
+    from dask_kernels import SoftmaxSGD
+
+    base = RFF(gamma=1.0, density=0.1, seed=2, dtype="float64")
+    sel = RandomFeatureSelector(base, n_components=40, rounds=8, subset_rows=600, seed=1,
+                                estimator=SoftmaxSGD(eta0=0.1, random_state=0)).fit(X, Y)
+    assert sel.feature_ids_.size == 40
+    support = sel.feature_map_.fit(X[:1])._tables()[0].idx[:, 0]
+    assert np.isin(support, [0, 1]).mean() > 0.6  # Binomial(40, 0.2) without selection: 6.3 sd below
