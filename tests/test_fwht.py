@@ -39,3 +39,26 @@ def test_bad_input():
         fwht(np.zeros((2, 8), np.int64))
     with pytest.raises(ValueError, match="C-contiguous"):
         fwht(np.zeros((8, 4), np.float32).T)
+
+
+def _radix2_reference(X):
+    """The definition, stage by stage in numpy: span h pairs (lo, hi) -> (lo + hi, lo - hi)."""
+    X = X.copy()
+    n, d = X.shape
+    h = 1
+    while h < d:
+        Y = X.reshape(n, d // (2 * h), 2, h)
+        lo, hi = Y[:, :, 0, :].copy(), Y[:, :, 1, :].copy()
+        Y[:, :, 0, :] = lo + hi
+        Y[:, :, 1, :] = lo - hi
+        h *= 2
+    return X
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("d", [1, 2, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384])
+def test_rounding_is_bitwise_the_radix2_definition(d, dtype):
+    # Non-integer values, so every addition rounds: the vector stages and their grouping into
+    # radix-8/4/2 register passes must not change a bit of the Fastfood features built on them.
+    X = np.random.default_rng(d + 1).standard_normal((3, d)).astype(dtype)
+    np.testing.assert_array_equal(fwht(X.copy()), _radix2_reference(X))
