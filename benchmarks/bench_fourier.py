@@ -15,13 +15,25 @@ timing (their build time is printed). Input is dense float32 (float64 for RBFSam
 each figure is the best of a few repeats, interleaved across methods so that a slow spell of a
 shared machine hits every method alike.
 
+Each timed call starts on a settled process (``SETTLE`` seconds of sleep first, for every
+method alike): after a multi-threaded BLAS call OpenBLAS's worker threads keep spinning for
+2**28 cycles (about 0.1 s at 2.5 GHz; ``OPENBLAS_THREAD_TIMEOUT``), so without the pause the
+method timed right after RBFSampler's ``blas`` run shares its cores with a spinning thread
+(measured: our 2-thread transforms 1.3-1.9x slower right after it). A user calling one of the
+transforms alone does not pay that, so neither does any method here.
+
 The Fastfood limit: a Fastfood row costs at least ``ceil(k / d)`` x (two FWHTs of d values and
-d cosines). With the one-thread FWHT and cos32v2 speeds measured here, that gives a rows/s limit
-for ``--threads`` threads; the table prints the fraction of it that Fastfood's transform reaches
-(the rest is the diagonal, permutation and phase passes, and thread overhead).
+d cosines). With the one-thread FWHT (d values, in L1) and cos32v2 (arguments in L2) speeds
+measured here, that gives a rows/s limit for ``--threads`` threads; the table prints the
+fraction of it that Fastfood's transform reaches (the rest is the sign, permutation, Gaussian,
+scale and phase passes, writing the output, and thread overhead). A second figure adds the
+cost of the first write of a fresh output array of that size (page faults: the transform
+returns new memory, and so does RBFSampler), measured here per element and assumed to split
+evenly over the threads.
 """
 
 import argparse
+import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -34,10 +46,15 @@ from dask_kernels.maps._cos32 import cos32_array, cos32v2_array
 from dask_kernels.maps._fwht import fwht
 
 
+#: Seconds of sleep before each timed call: longer than OpenBLAS's spin after a threaded call.
+SETTLE = 0.3
+
+
 def rows_per_second(fn, X, repeats, mode, threads, chunk):
     """Best rows/s of ``fn`` over ``repeats`` runs on X in configuration ``mode``."""
     best = np.inf
     for _ in range(repeats):
+        time.sleep(SETTLE)
         if mode == "public":  # our transform manages its own threads and BLAS
             t0 = time.perf_counter()
             fn(X)
@@ -84,6 +101,17 @@ def fwht_ns_per_element(d, rows, repeats):
     return best / X.size * 1e9
 
 
+def first_write_ns_per_element(n, repeats):
+    """Writing n float32 values into freshly allocated memory (what a transform returns):
+    best ns per element, page faults included."""
+    best = np.inf
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        np.empty(n, dtype=np.float32).fill(1.0)
+        best = min(best, time.perf_counter() - t0)
+    return best / n * 1e9
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="fewer rows and repeats (about 1 min)")
@@ -96,7 +124,8 @@ def main():
     cos_v1 = cos_ns_per_element(cos32_array, 1 << 14, 5)
     cos_ns = cos_ns_per_element(cos32v2_array, 1 << 14, 5)
     cos_np = cos_ns_per_element(np.cos, 1 << 14, 5)
-    print(f"threads={args.threads} rows={n_rows} repeats={repeats} (rows/s, higher is better)")
+    print(f"threads={args.threads} rows={n_rows} repeats={repeats} (rows/s, higher is better); "
+          f"load average at start {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
     print(f"one thread: FWHT d=1024 {fwht_ns:.2f} ns/element, cos32v2 {cos_ns:.2f} ns/element (limits use "
           f"these); cos32 (previous specs) {cos_v1:.2f}, numpy float32 cos {cos_np:.2f}")
     head = f"{'d':>5} {'k':>6} {'method':<20} {'blas':>8} {'pool':>8} {'public':>8} {'best':>8}"
@@ -140,9 +169,14 @@ def main():
         pd = 1 << (d - 1).bit_length()
         fwht_pd = fwht_ns if pd == 1024 else fwht_ns_per_element(pd, 256, 3)
         limit = args.threads / (-(-k // pd) * pd * (2 * fwht_pd + cos_ns) * 1e-9)
+        write_ns = first_write_ns_per_element(n_rows * k, 3)
+        limit_out = args.threads / ((-(-k // pd) * pd * (2 * fwht_pd + cos_ns) + k * write_ns) * 1e-9)
         ff = rows["Fastfood (float32)"]["public"]
-        print(f"      Fastfood: {ff / limit:.0%} of the FWHT + cosine limit ({limit:.0f} rows/s on {args.threads} threads)")
+        print(f"      Fastfood: {ff / limit:.0%} of the FWHT + cosine limit ({limit:.0f} rows/s on {args.threads} "
+              f"threads); {ff / limit_out:.0%} of that limit plus a fresh output's first write "
+              f"({write_ns:.2f} ns/element, {limit_out:.0f} rows/s)")
         print("      table build (s): " + ", ".join(f"{n.split()[0]} {t:.2f}" for n, t in builds.items()))
+    print(f"load average at the end {os.getloadavg()[0]:.2f}")
     return results, fwht_ns
 
 
