@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy.linalg import hadamard
 
-from dask_kernels.maps._fwht import fwht
+from dask_kernels.maps._fwht import fwht, fwht_gathered, fwht_scaled
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -62,3 +62,18 @@ def test_rounding_is_bitwise_the_radix2_definition(d, dtype):
     # radix-8/4/2 register passes must not change a bit of the Fastfood features built on them.
     X = np.random.default_rng(d + 1).standard_normal((3, d)).astype(dtype)
     np.testing.assert_array_equal(fwht(X.copy()), _radix2_reference(X))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("d", [16, 32, 256, 1024, 4096])
+def test_fused_diagonal_and_permutation_change_no_bit(d, dtype):
+    # Fastfood's H B x and H G P u with the product and the gather fused into the first pass
+    # (rows of at least one 512-bit vector): bitwise the separate product / gather, then H.
+    rng = np.random.default_rng(d)
+    x, scale = rng.standard_normal((2, d)).astype(dtype)
+    index = rng.permutation(d).astype(np.int32)
+    out = np.empty(d, dtype)
+    fwht_scaled(x, scale, out)
+    np.testing.assert_array_equal(out, _radix2_reference((x * scale)[None])[0])
+    fwht_gathered(x, index, scale, out)
+    np.testing.assert_array_equal(out, _radix2_reference((x[index] * scale)[None])[0])

@@ -35,7 +35,7 @@ from ..rng import bits, index_key, normal_array, normal_of_key, rank_array, regi
 from ._cos32 import affine_cos32v2, cos32_into
 from ._fourier import COMMON_CONSTRAINTS, POSITIVE_FINITE, FloatFeatures, cached_table
 from ._subset import FEATURE_IDS_CONSTRAINT, FeatureIds, phases_of
-from ._fwht import fwht_row
+from ._fwht import fwht_gathered, fwht_row, fwht_scaled
 from .base import FeatureMap
 
 if TYPE_CHECKING:  # names used only in annotations
@@ -196,15 +196,19 @@ def _project_row(x, B, P, G, scale, phase, u, v, out_row, cos_factor, cosine, tm
     n_blocks, d = B.shape
     k = out_row.size
     for t in range(n_blocks):
-        bt = B[t]
-        for i in range(d):
-            u[i] = x[i] * bt[i]
-        fwht_row(u)
-        pt = P[t]
-        gt = G[t]
-        for i in range(d):
-            v[i] = u[pt[i]] * gt[i]
-        fwht_row(v)
+        if d >= 64 // x.itemsize:  # a 512-bit vector or more: B and P G fused into the transforms
+            fwht_scaled(x, B[t], u)
+            fwht_gathered(u, P[t], G[t], v)
+        else:
+            bt = B[t]
+            for i in range(d):
+                u[i] = x[i] * bt[i]
+            fwht_row(u)
+            pt = P[t]
+            gt = G[t]
+            for i in range(d):
+                v[i] = u[pt[i]] * gt[i]
+            fwht_row(v)
         j0 = t * d
         st = scale[t]
         m = min(d, k - j0)
