@@ -94,6 +94,8 @@ def test_cos32v2_vector_lanes_equal_the_scalar_remainder_and_chunks_fall_back_al
 def test_fused_v2_kernels_round_the_argument_like_a_separate_pass():
     rng = np.random.default_rng(4)
     P = rng.standard_normal((5, 700)).astype(np.float32) * 20
+    # beyond the domain and non-finite: only their group of 16 leaves the vector path (libm)
+    P[0, 17], P[1, 3], P[2, 699], P[3, 40] = 1e6, np.inf, -3e5, np.nan
     scale = rng.uniform(0.5, 2, 5)
     phase = rng.uniform(0, 6.3, 700).astype(np.float32)
     factor = np.float32(0.3)
@@ -105,7 +107,7 @@ def test_fused_v2_kernels_round_the_argument_like_a_separate_pass():
     vec_scale = np.repeat(scale.astype(np.float32)[:, None], 700, 1)
     for i in range(5):
         out = np.empty(700, np.float32)
-        affine_cos32v2(P[i], vec_scale[i], phase, out, factor, np.empty(256, np.float32))
+        affine_cos32v2(P[i], vec_scale[i], phase, out, factor)
         np.testing.assert_array_equal(out, expect[i])
 
 

@@ -29,7 +29,7 @@ the scalar function's operations, so vector lanes and scalar remainders give ide
 import numpy as np
 from llvmlite import ir
 from numba import njit, types
-from numba.extending import intrinsic
+from numba.extending import intrinsic, overload
 
 from .._compat import cgutils
 
@@ -306,12 +306,16 @@ def _cos32v2_span(src, dst, factor):
 
 
 @njit(nogil=True, cache=True, inline="always")
+def _cos32v2_any(x):
+    """cos32v2 inside its domain, libm (rounded to float32) outside it (and for non-finite x)."""
+    return cos32v2(x) if abs(x) <= COS32_MAX else np.float32(np.cos(np.float64(x)))
+
+
+@njit(nogil=True, cache=True, inline="always")
 def _cos32v2_safe(src, dst, factor):
     """Like :func:`_cos32v2_span`, and libm (rounded to float32) beyond the domain."""
     for j in range(src.size):
-        x = src[j]
-        c = cos32v2(x) if abs(x) <= COS32_MAX else np.float32(np.cos(np.float64(x)))
-        dst[j] = c * factor
+        dst[j] = _cos32v2_any(src[j]) * factor
 
 
 @njit(nogil=True, cache=True, inline="always")
@@ -337,56 +341,118 @@ def cos32v2_into(arg, m, out, offset, factor):
             _cos32v2_safe(src, dst, factor)
 
 
+def _at(scale, i):
+    """``scale[i]`` for an array, ``scale`` itself for one value (inside jitted code)."""
+
+
+@overload(_at, inline="always")
+def _at_overload(scale, i):
+    if isinstance(scale, types.Array):
+        return lambda scale, i: scale[i]
+    return lambda scale, i: scale
+
+
+@intrinsic
+def _affine_cos32v2_lanes(typingctx, src, scale, phase, dst, factor, start):
+    """``dst[s:s + 16] = factor * cos32v2(fl(fl(src * scale) + phase))`` over ``[s, s + 16)``
+    (s = start) in one 512-bit vector, ``scale`` an array or one value, if all 16 arguments are
+    within ``[-COS32_MAX, COS32_MAX]`` (returns True); else nothing is written (False).
+
+    The operations of :func:`cos32v2` in the same order (fma, subtract, multiply, xor; no
+    contraction), so lanes and the scalar path give identical bits; written as vector IR
+    because LLVM's loop vectorizer picks 256-bit vectors for the loop on this CPU.
+    """
+    arrays = (src, phase, dst) + ((scale,) if isinstance(scale, types.Array) else ())
+    if not all(isinstance(a, types.Array) and a.ndim == 1 and a.layout == "C" for a in arrays):
+        return None
+    sig = types.boolean(src, scale, phase, dst, factor, types.intp)
+    scalar_scale = scale if not isinstance(scale, types.Array) else scale.dtype
+    if not (src.dtype == phase.dtype == dst.dtype == scalar_scale == factor == types.float32):
+        # float64 kernels compile this branch but never run it
+        return sig, lambda c, b, s, a: cgutils.false_bit
+
+    def codegen(context, builder, sig, args):
+        f32 = ir.FloatType()
+        vty = ir.VectorType(f32, _LANES)
+        ity = ir.VectorType(ir.IntType(32), _LANES)
+
+        def const(v):
+            return ir.Constant(vty, [float(np.float32(v))] * _LANES)
+
+        def splat(value):
+            vec = builder.insert_element(ir.Constant(vty, ir.Undefined), value, ir.Constant(ir.IntType(32), 0))
+            return builder.shuffle_vector(vec, vec, ir.Constant(ity, [0] * _LANES))
+
+        def load(ary_type, ary_val):
+            ary = context.make_array(ary_type)(context, builder, ary_val)
+            ptr = builder.bitcast(builder.gep(ary.data, [args[5]], inbounds=True), vty.as_pointer())
+            return builder.load(ptr, align=4), ptr
+
+        x, _ = load(sig.args[0], args[0])
+        f = load(sig.args[1], args[1])[0] if isinstance(sig.args[1], types.Array) else splat(args[1])
+        x = builder.fadd(builder.fmul(x, f), load(sig.args[2], args[2])[0])
+        fn = lambda name: cgutils.get_or_insert_function(  # noqa: E731
+            builder.module, ir.FunctionType(vty, [vty] * (3 if name == "fma" else 1)), f"llvm.{name}.v16f32")
+        inside = builder.fcmp_ordered("<=", builder.call(fn("fabs"), [x]), const(COS32_MAX))  # false for NaN
+        ok = builder.icmp_unsigned("==", builder.bitcast(inside, ir.IntType(_LANES)),
+                                   ir.Constant(ir.IntType(_LANES), (1 << _LANES) - 1))
+        with builder.if_then(ok, likely=True):
+            fma = fn("fma")
+            t = builder.call(fma, [x, const(_INV_PI), const(_MAGIC)])
+            n = builder.fsub(t, const(_MAGIC))
+            r = builder.call(fma, [n, const(-_Q1), x])
+            r = builder.call(fma, [n, const(-_Q2), r])
+            r = builder.call(fma, [n, const(-_Q3), r])
+            z = builder.fmul(r, r)
+            q = builder.call(fma, [const(_K5), z, const(_K4)])
+            for k in (_K3, _K2, _K1):
+                q = builder.call(fma, [q, z, const(k)])
+            c = builder.call(fma, [q, z, const(1.0)])
+            flip = builder.shl(builder.bitcast(t, ity), ir.Constant(ity, [31] * _LANES))
+            c = builder.bitcast(builder.xor(builder.bitcast(c, ity), flip), vty)
+            _, dst_ptr = load(sig.args[3], args[3])
+            builder.store(builder.fmul(c, splat(args[4])), dst_ptr, align=4)
+        return ok
+
+    return sig, codegen
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _affine_cos32v2_fused(src, scale, phase, dst, factor):
+    """``dst[j] = factor * cos(fl(fl(src[j] * scale[j]) + phase[j]))`` (``scale`` an array or
+    one value), 16 lanes at a time; a group of 16 holding a value beyond ``COS32_MAX`` (or a
+    non-finite one) and the remainder take the scalar path, with libm beyond the domain: every
+    value gets the same bits as in :func:`affine_cos32v2`'s chunked passes. ``src`` may be
+    ``dst``."""
+    m = src.size
+    j0 = m - m % _LANES
+    for j in range(0, j0, _LANES):
+        if not _affine_cos32v2_lanes(src, scale, phase, dst, factor, j):
+            for i in range(j, j + _LANES):
+                dst[i] = _cos32v2_any(src[i] * _at(scale, i) + phase[i]) * factor
+    for i in range(j0, m):
+        dst[i] = _cos32v2_any(src[i] * _at(scale, i) + phase[i]) * factor
+
+
 @njit(nogil=True, cache=True)
-def affine_cos32v2(src, scale, phase, dst, factor, tmp):
+def affine_cos32v2(src, scale, phase, dst, factor):
     """``dst[j] = factor * cos(fl(fl(src[j] * scale[j]) + phase[j]))`` (product and sum rounded
-    to float32, as in a separate pass), 256 values at a time through ``tmp`` (a scratch array of
-    at least 256 float32, in L1), so ``src`` may be ``dst``."""
-    m = src.size
-    for a in range(0, m, _CHUNK):
-        b = min(a + _CHUNK, m)
-        s = src[a:b]
-        sc = scale[a:b]
-        ph = phase[a:b]
-        t = tmp[: b - a]
-        mx = np.int32(0)
-        for j in range(s.size):
-            v = s[j] * sc[j] + ph[j]
-            t[j] = v
-            mx = max(mx, _abs_bits(v))
-        if mx <= _MAX_BITS:
-            _cos32v2_span(t, dst[a:b], factor)
-        else:
-            _cos32v2_safe(t, dst[a:b], factor)
+    to float32, as in a separate pass) in one pass of 512-bit vectors; ``src`` may be ``dst``."""
+    _affine_cos32v2_fused(src, scale, phase, dst, factor)
 
 
 @njit(nogil=True, cache=True)
-def shift_cos32v2(src, f, phase, dst, factor, tmp):
+def shift_cos32v2(src, f, phase, dst, factor):
     """:func:`affine_cos32v2` with one scale ``f`` for the whole row: ``cos(src * f + phase)``."""
-    m = src.size
-    for a in range(0, m, _CHUNK):
-        b = min(a + _CHUNK, m)
-        s = src[a:b]
-        ph = phase[a:b]
-        t = tmp[: b - a]
-        mx = np.int32(0)
-        for j in range(s.size):
-            v = s[j] * f + ph[j]
-            t[j] = v
-            mx = max(mx, _abs_bits(v))
-        if mx <= _MAX_BITS:
-            _cos32v2_span(t, dst[a:b], factor)
-        else:
-            _cos32v2_safe(t, dst[a:b], factor)
+    _affine_cos32v2_fused(src, f, phase, dst, factor)
 
 
 @njit(nogil=True, cache=True)
 def shift_cos32v2_rows(P, scale, phase, factor):
     """In place, row i of a float32 block: ``P[i, j] = factor * cos(P[i, j] * scale[i] + phase[j])``
     (:func:`shift_cos32v2`)."""
-    tmp = np.empty(_CHUNK, dtype=np.float32)
     for i in range(P.shape[0]):
-        shift_cos32v2(P[i], np.float32(scale[i]), phase, P[i], factor, tmp)
+        shift_cos32v2(P[i], np.float32(scale[i]), phase, P[i], factor)
 
 
 @njit(nogil=True, cache=True)

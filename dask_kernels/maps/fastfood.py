@@ -187,7 +187,7 @@ NO_COSINE, COS32, COS32V2 = 0, 1, 2
 
 
 @njit(nogil=True, cache=True)
-def _project_row(x, B, P, G, scale, phase, u, v, out_row, cos_factor, cosine, tmp):
+def _project_row(x, B, P, G, scale, phase, u, v, out_row, cos_factor, cosine):
     """``out_row[t d + i] = (V_t x)_i + phase[t d + i]`` for every block t (x zero-padded).
 
     With ``cosine`` COS32 or COS32V2, each block of d values becomes ``cos_factor * cos(...)``
@@ -213,7 +213,7 @@ def _project_row(x, B, P, G, scale, phase, u, v, out_row, cos_factor, cosine, tm
         st = scale[t]
         m = min(d, k - j0)
         if cosine == COS32V2:
-            affine_cos32v2(v[:m], st[:m], phase[j0 : j0 + m], out_row[j0 : j0 + m], cos_factor, tmp)
+            affine_cos32v2(v[:m], st[:m], phase[j0 : j0 + m], out_row[j0 : j0 + m], cos_factor)
         elif cosine == COS32:
             for i in range(m):
                 v[i] = v[i] * st[i] + phase[j0 + i]
@@ -229,11 +229,10 @@ def _project_dense(X, B, P, G, scale, phase, out, cos_factor, cosine):
     x = np.zeros(d, dtype=out.dtype)
     u = np.empty(d, dtype=out.dtype)
     v = np.empty(d, dtype=out.dtype)
-    tmp = np.empty(256, dtype=out.dtype)
     for r in range(X.shape[0]):
         for i in range(X.shape[1]):
             x[i] = X[r, i]
-        _project_row(x, B, P, G, scale, phase, u, v, out[r], cos_factor, cosine, tmp)
+        _project_row(x, B, P, G, scale, phase, u, v, out[r], cos_factor, cosine)
 
 
 @njit(nogil=True, cache=True)
@@ -243,12 +242,11 @@ def _project_csr(data, indices, indptr, r0, B, P, G, scale, phase, out, cos_fact
     x = np.zeros(d, dtype=out.dtype)
     u = np.empty(d, dtype=out.dtype)
     v = np.empty(d, dtype=out.dtype)
-    tmp = np.empty(256, dtype=out.dtype)
     for r in range(out.shape[0]):
         x[:] = 0
         for p in range(indptr[r0 + r], indptr[r0 + r + 1]):
             x[indices[p]] += data[p]  # sums duplicates, like the dense matrix
-        _project_row(x, B, P, G, scale, phase, u, v, out[r], cos_factor, cosine, tmp)
+        _project_row(x, B, P, G, scale, phase, u, v, out[r], cos_factor, cosine)
 
 
 def padded_dim(n_features):

@@ -18,7 +18,7 @@ import math
 
 from ._fourier import COMMON_CONSTRAINTS, NORMAL_MAX, POSITIVE_FINITE, FloatFeatures, normal_table, projection_bound
 from ._fourier import projection_tables, row_chunks
-from ._cos32 import _CHUNK, cos32_into, shift_cos32v2
+from ._cos32 import cos32_into, shift_cos32v2
 from ._fourier import cached_table
 from ._parallel import GEMM_BLOCKS
 from ._subset import FEATURE_IDS_CONSTRAINT, FeatureIds, normal_columns, phases_of
@@ -95,10 +95,9 @@ def _cos32v2_unit_rows(P, inv, phase):
     """:func:`_cos32_unit_rows` with :func:`dask_kernels.maps._cos32.cos32v2`, the argument
     formed in the same pass (``shift_cos32v2``)."""
     acc = np.zeros(16)
-    tmp = np.empty(_CHUNK, dtype=np.float32)
     for i in range(P.shape[0]):
         row = P[i]
-        shift_cos32v2(row, np.float32(inv[i]), phase, row, np.float32(1.0), tmp)
+        shift_cos32v2(row, np.float32(inv[i]), phase, row, np.float32(1.0))
         _scale_to_unit(row, acc)
 
 
