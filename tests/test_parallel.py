@@ -134,3 +134,29 @@ def test_errors_name_the_global_row():
     gcws = GCWS(n_components=8, sampler="dart").fit(X[:10])
     with pytest.raises(ValueError, match=f"row {2 * BLOCK_ROWS + 5}"):
         gcws.set_params(n_jobs=2).transform(X)
+
+
+def test_the_pool_is_reused_and_never_nests():
+    # the worker threads persist between calls (no start-up per call), and a block that calls
+    # transform_rows again with n_jobs=2 from a pool thread runs it serially instead of waiting
+    # on its own busy pool (a deadlock with a shared pool)
+    X = np.arange(4.0 * BLOCK_ROWS).reshape(-1, 1)
+    inner_threads = []
+
+    def block_fn(rows, row_offset):
+        def inner_fn(r, row_offset):
+            inner_threads.append(threading.get_ident())
+            return r + 1
+
+        inner = transform_rows(inner_fn, np.tile(rows, (4, 1)), n_jobs=2)  # several blocks
+        assert set(inner_threads[-4:]) == {threading.get_ident()}  # all on this very thread
+        return inner[: len(rows)] * 2
+
+    def pool_threads():
+        return {t.ident for t in threading.enumerate() if t.name.startswith("dask-kernels-transform")}
+
+    np.testing.assert_array_equal(transform_rows(block_fn, X, n_jobs=2), (X + 1) * 2)
+    before = pool_threads()
+    inner_threads.clear()
+    np.testing.assert_array_equal(transform_rows(block_fn, X, n_jobs=2), (X + 1) * 2)
+    assert pool_threads() == before and set(inner_threads) <= before  # no new thread: reused
