@@ -79,8 +79,8 @@ _S40 = np.uint64(40)
 _S41 = np.uint64(41)
 #: Index of the id key in the dart stream (split indices are below 2**32).
 _ID_INDEX = np.uint64(2**63)
-#: Darts hashed together (a chunk's U stays normal: u >= 2**-24, so U >= 2**-(24 * 16 + 256)).
-_CHUNK = 16
+#: Darts hashed together: one 512-bit vector of words (16 measured 7 % slower on dense D = 784 rows).
+_CHUNK = 8
 _EMPTY = np.uint64(2**64 - 1)
 _TWO_M23 = 2.0**-23
 _TWO_M256 = 2.0**-256
