@@ -284,10 +284,13 @@ class GCWS(FeatureMap):
     sampler : {"icws", "dart"}, default="icws"
         "icws": Ioffe's ICWS as above (O(nnz * k) per row; the code is the lowest b bits of
         i*). "dart": DartMinHash (Christiani 2020) on the same sign-split vector, expected
-        O(k log k + nnz) per row; its sample is a dart, a random 64-bit word, and the code is
-        its lowest b bits, so codes collide with probability ``GMM + (1 - GMM) 2**-b`` exactly
-        (see ``dask_kernels.maps._dart``). The two samplers give different codes for the same
-        seed; the spec records the sampler ("icws" specs stay exactly as before).
+        O(k log k + nnz) per row; its sample is the winning dart's 64-bit id word and the code
+        is its lowest b bits, so codes collide with probability ``GMM + (1 - GMM) 2**-b`` (see
+        ``dask_kernels.maps._dart``). ``fit`` sets its unit of weight from the largest row's
+        split l1 norm; rows up to 2**10 times that norm are accepted (cost grows with the norm
+        above 1). At most 2**20 hashes. The two samplers give different codes for the same
+        seed; the spec records the sampler and the dart scheme version ("icws" specs stay
+        exactly as before).
     n_jobs : int or None, default=None
         Threads of :meth:`transform` over row blocks of in-memory input: None is every usable
         CPU when called from the main thread and one otherwise (never nested inside Dask tasks
