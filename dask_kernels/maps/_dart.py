@@ -34,12 +34,11 @@ the word ``h = bits(ekey, l * 2**40 + q)``:
 
 A row visits layers 0, 1, 2, ... until every bucket holds a dart; later layers only hold higher
 ranks, so the sample is the first dart of each bucket over the whole process, whatever the number
-of layers visited. The fitted scale gives the fit data's largest row split l1 norm 1: a row of
+of layers visited. The fitted scale gives the fit data's largest row split l1 norm 1.25: a row of
 norm ``lam`` expects ``t lam`` hitting darts in layer 0 and fills all k buckets there with
 probability about ``1 - e**-2`` at ``lam = 1``; a row of norm ``lam < 1`` visits more layers (at
-most twice the darts it needs); a later row of norm ``lam > 1`` pays ``t lam`` darts. Rows are
-refused outside ``[LAM_MIN, LAM_MAX]`` (2**-800 to 2**10 times the largest fit row's norm),
-naming the row.
+most twice the darts it needs); a row of norm ``lam > 1`` pays ``t lam`` darts. Rows are refused
+outside ``[LAM_MIN, LAM_MAX]`` (2**-800 to 2**10 in these units), naming the row.
 
 A *sample* is the winning dart's id word ``bits(index_key(stream key, 2**63), rank key)``, a
 counter hash that took no part in the selection (a bijection of the key: equal ids are the same
@@ -64,7 +63,9 @@ from ..rng import bits, index_key, register_stream
 STREAM_DART = register_stream("gcws.dart", 2)
 #: Version of the dart process above, recorded in the spec's state as ``dart_scheme``.
 DART_SCHEME = 2
-#: Accepted split l1 norms in fitted units (the fit data's largest row has norm 1).
+#: Split l1 norm of the fit data's largest row in fitted units.
+FIT_NORM = 1.25
+#: Accepted split l1 norms in fitted units.
 LAM_MIN = 2.0**-800
 LAM_MAX = 2.0**10
 #: Bounds of the fitted scale (beyond them no finite row has a norm inside [LAM_MIN, LAM_MAX]).
@@ -79,7 +80,7 @@ _S40 = np.uint64(40)
 _S41 = np.uint64(41)
 #: Index of the id key in the dart stream (split indices are below 2**32).
 _ID_INDEX = np.uint64(2**63)
-#: Darts hashed together: one 512-bit vector of words (16 measured 7 % slower on dense D = 784 rows).
+#: Darts hashed together (unrolled: their multiplies overlap; 16 measured 7 % slower on dense rows).
 _CHUNK = 8
 _EMPTY = np.uint64(2**64 - 1)
 _TWO_M23 = 2.0**-23
@@ -89,19 +90,20 @@ _LN_TWO_256 = 256 * math.log(2.0)
 
 
 def fit_scale(l1_norms) -> float:
-    """The fitted unit of weight: ``1 / max(split l1 norm)`` over the fit rows with a positive,
-    finite norm (1.0 if none), clipped to ``[SCALE_MIN, SCALE_MAX]``.
+    """The fitted unit of weight: ``FIT_NORM / max(split l1 norm)`` over the fit rows with a
+    positive, finite norm (1.0 if none), clipped to ``[SCALE_MIN, SCALE_MAX]``.
 
-    A row of norm ``lam`` in these units expects ``t lam`` hitting darts in layer 0. Every fit
-    row has ``lam <= 1``: it visits about ``log2(1 / lam) + 1`` layers, at most twice the darts it
-    needs (a median below the maximum costs little: measured on concentrated norms, the median
-    or a low quantile as the unit gave the same speed). A later row with ``lam > 1`` pays
-    ``t lam`` darts: it is accepted up to ``LAM_MAX``, so the cost stays bounded whatever the
-    spread of the fit data (the median as the unit would make rows far above it slow).
+    A row of norm ``lam`` in these units expects ``t lam`` hitting darts in layer 0. A fit row
+    at 80 % of the largest has ``lam = 1``: it fills all k buckets in layer 0 with probability
+    about ``1 - e**-2``; smaller rows visit about ``log2(1 / lam) + 1`` layers (at most twice the
+    darts they need), larger ones pay ``t lam`` (at most 1.25 t for fit rows; a later row is
+    accepted up to ``LAM_MAX``, so the cost stays bounded whatever the spread of the fit data,
+    where the median as the unit would make rows far above it slow). On dense D = 784 rows 1.25
+    measured 8 % faster than 1.0 (fewer rows need a second layer).
     """
     l1 = np.asarray(l1_norms, dtype=np.float64)
     l1 = l1[(l1 > 0) & np.isfinite(l1)]
-    scale = 1.0 / float(l1.max()) if l1.size else 1.0
+    scale = FIT_NORM / float(l1.max()) if l1.size else 1.0
     return float(min(max(scale, SCALE_MIN), SCALE_MAX))
 
 

@@ -287,8 +287,8 @@ class GCWS(FeatureMap):
         O(k log k + nnz) per row; its sample is the winning dart's 64-bit id word and the code
         is its lowest b bits, so codes collide with probability ``GMM + (1 - GMM) 2**-b`` (see
         ``dask_kernels.maps._dart``). ``fit`` sets its unit of weight from the largest row's
-        split l1 norm; rows up to 2**10 times that norm are accepted (cost grows with the norm
-        above 1). At most 2**20 hashes. The two samplers give different codes for the same
+        split l1 norm; rows up to about 800 times that norm are accepted (cost grows with the
+        norm above 80 % of it). At most 2**20 hashes. The two samplers give different codes for the same
         seed; the spec records the sampler and the dart scheme version ("icws" specs stay
         exactly as before).
     n_jobs : int or None, default=None
@@ -527,8 +527,8 @@ class GCWS(FeatureMap):
         if bad >= 0:
             raise ValueError(
                 f"GCWS(sampler='dart'): row {row_offset + bad} has a sign-split l1 norm outside "
-                f"[{LAM_MIN / scale:.3g}, {LAM_MAX / scale:.3g}] (2**-800 to 2**10 times the largest "
-                f"row seen by fit); rescale the data or refit on rows like it"
+                f"[{LAM_MIN / scale:.3g}, {LAM_MAX / scale:.3g}] (from the map's fit: 2**-800 to about 800 "
+                f"times its largest row); rescale the data or refit on rows like it"
             )
         return (code_out, None) if codes_only else (s_out, id_out)
 
