@@ -9,48 +9,14 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+from _gcws_pairs import K_THEORY, PAIRS, assert_rate_is, binomial_bound, pair, pair_near_2_to_the_31, rows_with_zeros
 from dask_kernels import GCWS, expand_codes, from_spec, gmm_kernel
-
-K_THEORY = 20_000  # hashes per pair in the collision tests
-
-
-def _binomial_bound(p, k, z=4.5):
-    return z * np.sqrt(max(p * (1 - p), 1e-4) / k)
-
-
-def _pairs():
-    rng = np.random.default_rng(42)
-    out = {}
-    x = rng.normal(size=30)
-    out["negative entries"] = (x, x + rng.normal(scale=0.7, size=30))
-    a = sp.random(1, 2000, density=0.05, random_state=1).toarray()[0]
-    b = a.copy()
-    b[rng.choice(2000, 60, replace=False)] = rng.uniform(size=60)
-    out["sparse"] = (a, b)
-    scales = 10.0 ** rng.uniform(-3, 3, size=40)
-    u = rng.uniform(size=40) * scales
-    out["different scales"] = (u, u * rng.uniform(0.5, 2.0, size=40))
-    p = np.zeros(200)
-    q = np.zeros(200)
-    p[:100] = rng.uniform(size=100)
-    q[95:] = rng.uniform(size=105)
-    out["GMM near 0"] = (p, q)
-    w = rng.uniform(1, 2, size=50)
-    out["GMM near 1"] = (w, w * (1 + rng.uniform(-0.01, 0.01, size=50)))
-    return out
-
-
-PAIRS = _pairs()
-
 
 @pytest.mark.parametrize("name", list(PAIRS))
 def test_collision_rate_equals_gmm(name):
-    x, y = PAIRS[name]
-    X = np.vstack([x, y])
-    g = gmm_kernel(X)[0, 1]
+    X, g = pair(name)
     i_star, t_star = GCWS(n_components=K_THEORY, seed=5).fit(X).sample(X)
-    rate = np.mean((i_star[0] == i_star[1]) & (t_star[0] == t_star[1]))
-    assert abs(rate - g) < _binomial_bound(g, K_THEORY), (name, g, rate)
+    assert_rate_is(np.mean((i_star[0] == i_star[1]) & (t_star[0] == t_star[1])), g, name)
     if name == "GMM near 0":
         assert g < 0.05
     if name == "GMM near 1":
@@ -59,18 +25,12 @@ def test_collision_rate_equals_gmm(name):
 
 def test_collision_rate_sparse_input_high_dimension():
     # the same pair placed at indices near 2**31 through CSR: hash path, no per-dimension table
-    x, y = PAIRS["sparse"]
-    cols = np.nonzero((x != 0) | (y != 0))[0]
-    offset = 2**31 - 5000
-    X = sp.csr_matrix(np.vstack([x[cols], y[cols]]))
-    X = sp.csr_matrix((X.data, X.indices.astype(np.int64) + offset, X.indptr), shape=(2, 2**31))
-    g = gmm_kernel(np.vstack([x, y]))[0, 1]
+    X, g = pair_near_2_to_the_31()
     gcws = GCWS(n_components=K_THEORY, seed=6).fit(X)
     assert not gcws._uses_table()
     i_star, t_star = gcws.sample(X)
-    assert i_star.max() >= 2 * offset
-    rate = np.mean((i_star[0] == i_star[1]) & (t_star[0] == t_star[1]))
-    assert abs(rate - g) < _binomial_bound(g, K_THEORY)
+    assert i_star.max() >= 2 * (2**31 - 5000)
+    assert_rate_is(np.mean((i_star[0] == i_star[1]) & (t_star[0] == t_star[1])), g)
 
 
 def test_zero_bit_collision_close_to_gmm_in_high_dimension():
@@ -84,13 +44,12 @@ def test_zero_bit_collision_close_to_gmm_in_high_dimension():
     g = gmm_kernel(X)[0, 1]
     i_star, _ = GCWS(n_components=K_THEORY, seed=8).fit(X).sample(X)
     rate = np.mean(i_star[0] == i_star[1])
-    assert abs(rate - g) < _binomial_bound(g, K_THEORY) + 0.01
+    assert abs(rate - g) < binomial_bound(g) + 0.01
 
 
 def test_b_bit_code_collisions():
     # b-bit codes of i* collide when i* does, or by chance otherwise: P ~= P0 + (1 - P0) / 2**b
-    x, y = PAIRS["negative entries"]
-    X = np.vstack([x, y])
+    X, _ = pair("negative entries")
     for bits in (1, 2, 4):
         gcws = GCWS(n_components=K_THEORY, bits=bits, seed=9).fit(X)
         i_star, _ = gcws.sample(X)
@@ -100,16 +59,12 @@ def test_b_bit_code_collisions():
         expected = p0 + (1 - p0) / 2**bits
         rate = np.mean(codes[0] == codes[1])
         # loose on purpose: distinct i* values are not uniformly spread over codes in D = 30
-        assert abs(rate - expected) < _binomial_bound(expected, K_THEORY) + 0.02
+        assert abs(rate - expected) < binomial_bound(expected) + 0.02
 
 
 @pytest.fixture(scope="module")
 def data():
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(37, 50))
-    X[rng.uniform(size=X.shape) < 0.6] = 0.0
-    X[5] = 0.0  # an all-zero row
-    return X
+    return rows_with_zeros()
 
 
 def test_codes_do_not_depend_on_the_block(data):

@@ -9,9 +9,13 @@ import textwrap
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from test_gcws import K_THEORY, PAIRS, _binomial_bound
+from _gcws_pairs import K_THEORY, PAIRS, assert_rate_is, pair, pair_near_2_to_the_31, rows_with_zeros
+from dask_kernels import GCWS, from_spec
+from dask_kernels.maps._dart import DART_SCHEME, FIT_NORM, LAM_MAX
 
-from dask_kernels import GCWS, from_spec, gmm_kernel
+
+#: transform of ``rows_with_zeros(scaled=True)[:2]``, k = 8, seed 3, scheme 2.
+PINNED = [[175, 30, 153, 196, 145, 35, 219, 197], [47, 17, 104, 218, 27, 160, 119, 206]]
 
 
 def _dart(**kw):
@@ -20,56 +24,42 @@ def _dart(**kw):
 
 @pytest.mark.parametrize("name", list(PAIRS))
 def test_collision_rate_equals_gmm(name):
-    x, y = PAIRS[name]
-    X = np.vstack([x, y])
-    g = gmm_kernel(X)[0, 1]
+    X, g = pair(name)
     gcws = _dart(n_components=K_THEORY, seed=5).fit(X)
     s, dart = gcws.sample(X)
     same = (dart[0] == dart[1]) & (s[0] == s[1])
     np.testing.assert_array_equal(same, dart[0] == dart[1])  # a dart belongs to one element
-    assert abs(same.mean() - g) < _binomial_bound(g, K_THEORY), (name, g, same.mean())
+    assert_rate_is(same.mean(), g, name)
 
 
 @pytest.mark.parametrize("bits", [1, 2, 4])
 def test_b_bit_codes_collide_with_the_exact_probability(bits):
     # different darts have independent code bits: P[codes equal] = GMM + (1 - GMM) / 2**b
-    x, y = PAIRS["negative entries"]
-    X = np.vstack([x, y])
-    g = gmm_kernel(X)[0, 1]
+    X, g = pair("negative entries")
     gcws = _dart(n_components=K_THEORY, bits=bits, seed=9).fit(X)
     codes = gcws.transform(X)
     _, dart = gcws.sample(X)
     np.testing.assert_array_equal(codes, dart & (2**bits - 1))
-    expected = g + (1 - g) / 2**bits
-    assert abs(np.mean(codes[0] == codes[1]) - expected) < _binomial_bound(expected, K_THEORY)
+    assert_rate_is(np.mean(codes[0] == codes[1]), g + (1 - g) / 2**bits)
 
 
 def test_collision_rate_at_dimension_2_to_the_31():
-    x, y = PAIRS["sparse"]
-    cols = np.nonzero((x != 0) | (y != 0))[0]
-    offset = 2**31 - 5000
-    X = sp.csr_matrix(np.vstack([x[cols], y[cols]]))
-    X = sp.csr_matrix((X.data, X.indices.astype(np.int64) + offset, X.indptr), shape=(2, 2**31))
-    g = gmm_kernel(np.vstack([x, y]))[0, 1]
+    X, g = pair_near_2_to_the_31()
     gcws = _dart(n_components=K_THEORY, seed=6).fit(X)
     s, dart = gcws.sample(X)
-    assert s.max() >= 2 * offset and s.max() < 2**32
-    rate = np.mean(dart[0] == dart[1])
-    assert abs(rate - g) < _binomial_bound(g, K_THEORY)
+    assert s.max() >= 2 * (2**31 - 5000) and s.max() < 2**32
+    assert_rate_is(np.mean(dart[0] == dart[1]), g)
     # the same rows at the low indices give other darts (the element is part of the hash) but
     # the same collision law
-    low = _dart(n_components=K_THEORY, seed=6).fit(np.vstack([x, y])).sample(np.vstack([x, y]))[1]
+    low_X, _ = pair("sparse")
+    low = _dart(n_components=K_THEORY, seed=6).fit(low_X).sample(low_X)[1]
     assert np.mean(low[0] == dart[0]) < 0.01
-    assert abs(np.mean(low[0] == low[1]) - g) < _binomial_bound(g, K_THEORY)
+    assert_rate_is(np.mean(low[0] == low[1]), g)
 
 
 @pytest.fixture(scope="module")
 def data():
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(37, 50)) * 10.0 ** rng.uniform(-3, 3, size=(37, 1))
-    X[rng.uniform(size=X.shape) < 0.6] = 0.0
-    X[5] = 0.0  # an all-zero row
-    return X
+    return rows_with_zeros(scaled=True)
 
 
 def test_codes_do_not_depend_on_blocks_format_or_dtype(data):
@@ -135,32 +125,54 @@ def test_spec_records_the_sampler_and_icws_specs_are_unchanged(data):
 
 def test_out_of_range_norm_names_the_row():
     X = np.ones((4, 3))
-    X[2] = [1e-300, 0.0, 0.0]  # l1 below 2**-800 (grid units): the rank window would overflow
+    X[2] = [1e-300, 0.0, 0.0]  # norm below 2**-800 times the largest fit row's
     gcws = _dart(n_components=8).fit(X)
     with pytest.raises(ValueError, match="row 2"):
         gcws.transform(X)
     with pytest.raises(ValueError, match="row 2"):
         gcws.transform(sp.csr_matrix(X))
+    big = np.ones((2, 3))
+    big[1] *= 3 * LAM_MAX  # a row costs t * its norm: above LAM_MAX in fitted units, refused
+    with pytest.raises(ValueError, match="row 1"):
+        _dart(n_components=8).fit(np.ones((3, 3))).transform(big)
+    ok = big.copy()
+    ok[1] = LAM_MAX / 4  # norm 3 * LAM_MAX / 4 * FIT_NORM / 3 in fitted units: accepted
+    assert _dart(n_components=8).fit(np.ones((3, 3))).transform(ok).shape == (2, 8)
 
 
-@pytest.mark.parametrize("e", [-30, 0, 30])
-def test_grid_scale_changes_cost_not_the_collision_law(e):
-    # the fitted grid scale 2**e is a change of units of the dart process: any e gives GMM
-    x, y = PAIRS["different scales"]
-    X = np.vstack([x, y])
-    g = gmm_kernel(X)[0, 1]
+@pytest.mark.parametrize("factor", [2.0**-30, 1 / 3, 1.0, 40.0])
+def test_scale_changes_cost_not_the_collision_law(factor):
+    # the fitted scale is a change of units of the dart process: any scale gives GMM
+    X, g = pair("different scales")
     gcws = _dart(n_components=K_THEORY, seed=7).fit(X)
-    gcws.rank_scale_log2_ = e
+    gcws.dart_scale_ *= factor
     _, dart = gcws.sample(X)
-    assert abs(np.mean(dart[0] == dart[1]) - g) < _binomial_bound(g, K_THEORY)
+    assert_rate_is(np.mean(dart[0] == dart[1]), g)
 
 
-def test_grid_scale_is_fitted_kept_in_the_spec_and_checked(data):
+def test_scale_is_fitted_kept_in_the_spec_and_checked(data):
     gcws = _dart(n_components=16).fit(data * 2.0**20)
     spec = gcws.spec()
     l1 = np.abs(data * 2.0**20).sum(axis=1)
-    assert spec["state"]["rank_scale_log2"] == round(np.log2(np.median(l1[l1 > 0])))
-    assert "rank_scale_log2" not in GCWS(n_components=16).fit(data).spec()["state"]
-    for bad in (1.5, "3", 10**6, True):
-        with pytest.raises(ValueError, match=r"spec\['state'\]\['rank_scale_log2'\]"):
-            from_spec(dict(spec, state=dict(spec["state"], rank_scale_log2=bad)))
+    assert spec["state"]["dart_scale"] == FIT_NORM / l1.max()
+    assert spec["state"]["dart_scheme"] == DART_SCHEME == 2
+    assert "dart_scale" not in GCWS(n_components=16).fit(data).spec()["state"]
+    for bad in (0.0, -1.0, "3", float("inf"), True, None, 2.0**1001):
+        with pytest.raises(ValueError, match=r"spec\['state'\]\['dart_scale'\]"):
+            from_spec(dict(spec, state=dict(spec["state"], dart_scale=bad)))
+    with pytest.raises(ValueError, match=r"\['dart_scheme'\]"):
+        from_spec(dict(spec, state=dict(spec["state"], dart_scheme=3)))
+
+
+def test_scheme_1_specs_are_refused_with_a_clear_message(data):
+    # scheme 1 (a 2-D grid of cells; state key rank_scale_log2) made other codes: refuse, say why
+    spec = _dart(n_components=16).fit(data).spec()
+    state = {"center": None, "rank_scale_log2": 3}
+    with pytest.raises(ValueError, match=r"DartMinHash scheme 1 .* refit GCWS\(sampler='dart'\)"):
+        from_spec(dict(spec, state=state))
+
+
+def test_codes_are_pinned(data):
+    # known answer for scheme 2: a change here changes every dart store
+    codes = _dart(n_components=8, seed=3).fit(data).transform(data[:2])
+    assert codes.tolist() == PINNED

@@ -33,8 +33,8 @@ from numba import njit
 from .._compat import Interval, StrOptions
 
 from ..rng import bits, gamma2_f32_words, hi32, index_key, lo32, log32, register_stream, stream_key, unit32_word
-from ._dart import L1_MAX, L1_MIN, SCALE_LOG2_MAX, STREAM_DART, dart_count, dart_csr, dart_dense, grid_tables
-from ._dart import rank_scale_log2
+from ._dart import DART_SCHEME, K_MAX, LAM_MAX, LAM_MIN, STREAM_DART, check_scheme, dart_csr, dart_dense
+from ._dart import fit_scale, layer_rates
 from ._fourier import cached_table
 from ._parallel import N_JOBS_CONSTRAINT
 from .base import FeatureMap
@@ -188,9 +188,9 @@ def _gcws_csr(data, indices, indptr, skey, tables, use_table, k, mask, i_out, t_
 
 
 @functools.lru_cache(maxsize=8)
-def _dart_grid(k):
-    """DartMinHash's grid tables for k hashes (see ``grid_tables``), once per process."""
-    return grid_tables(float(dart_count(k)))
+def _dart_rates(k):
+    """DartMinHash's dart rate per layer for k hashes (see ``layer_rates``), once per process."""
+    return layer_rates(k)
 
 
 def _parameter_table(seed, n_split, k):
@@ -284,10 +284,13 @@ class GCWS(FeatureMap):
     sampler : {"icws", "dart"}, default="icws"
         "icws": Ioffe's ICWS as above (O(nnz * k) per row; the code is the lowest b bits of
         i*). "dart": DartMinHash (Christiani 2020) on the same sign-split vector, expected
-        O(k log k + nnz) per row; its sample is a dart, a random 64-bit word, and the code is
-        its lowest b bits, so codes collide with probability ``GMM + (1 - GMM) 2**-b`` exactly
-        (see ``dask_kernels.maps._dart``). The two samplers give different codes for the same
-        seed; the spec records the sampler ("icws" specs stay exactly as before).
+        O(k log k + nnz) per row; its sample is the winning dart's 64-bit id word and the code
+        is its lowest b bits, so codes collide with probability ``GMM + (1 - GMM) 2**-b`` (see
+        ``dask_kernels.maps._dart``). ``fit`` sets its unit of weight from the largest row's
+        split l1 norm; rows up to about 800 times that norm are accepted (cost grows with the
+        norm above 80 % of it). At most 2**20 hashes. The two samplers give different codes for the same
+        seed; the spec records the sampler and the dart scheme version ("icws" specs stay
+        exactly as before).
     n_jobs : int or None, default=None
         Threads of :meth:`transform` over row blocks of in-memory input: None is every usable
         CPU when called from the main thread and one otherwise (never nested inside Dask tasks
@@ -372,9 +375,13 @@ class GCWS(FeatureMap):
     def _validate_params_extra(self):
         if self.center is not None and not isinstance(self.center, str):
             _check_center(self.center, "center")
+        if self.sampler == "dart" and self.n_components > K_MAX:
+            raise ValueError(f"n_components={self.n_components}: sampler='dart' takes at most {K_MAX} hashes")
 
     def _validate_state(self, state):
-        keys = {"center", "rank_scale_log2"} if self.sampler == "dart" else {"center"}
+        if self.sampler == "dart":
+            check_scheme(state)
+        keys = {"center", "dart_scheme", "dart_scale"} if self.sampler == "dart" else {"center"}
         if "center" not in state or set(state) - keys:
             raise ValueError(f"feature-map spec['state']: expected the keys {sorted(keys)}, got {sorted(state)}")
         c = state["center"]
@@ -404,26 +411,21 @@ class GCWS(FeatureMap):
             D = X.toarray() if sp.issparse(X) and self.center_ is not None else X
             D = D - self.center_ if self.center_ is not None else D
             l1 = np.asarray(abs(D).sum(axis=1), dtype=np.float64).ravel()
-            self.rank_scale_log2_ = rank_scale_log2(l1)
+            self.dart_scale_ = fit_scale(l1)
         else:
-            self.rank_scale_log2_ = None
+            self.dart_scale_ = None
 
     def _fitted_state(self):
         state = {"center": None if self.center_ is None else self.center_.tolist()}
-        if self.rank_scale_log2_ is not None:  # dart only: ICWS specs stay as they were
-            state["rank_scale_log2"] = int(self.rank_scale_log2_)
+        if self.dart_scale_ is not None:  # dart only: ICWS specs stay as they were
+            state["dart_scheme"] = DART_SCHEME
+            state["dart_scale"] = float(self.dart_scale_)
         return state
 
     def _set_fitted_state(self, state):
         c = state.get("center")
         self.center_ = None if c is None else np.asarray(c, dtype=np.float64)
-        e = state.get("rank_scale_log2", 0 if self.sampler == "dart" else None)
-        if e is not None and (isinstance(e, bool) or not isinstance(e, int) or abs(e) > SCALE_LOG2_MAX):
-            raise ValueError(
-                f"spec['state']['rank_scale_log2']: {e!r} is not an integer in "
-                f"[-{SCALE_LOG2_MAX}, {SCALE_LOG2_MAX}]"
-            )
-        self.rank_scale_log2_ = e
+        self.dart_scale_ = check_scheme(state, "spec['state']") if self.sampler == "dart" else None
 
     @property
     def n_output_features_(self) -> int:
@@ -512,21 +514,21 @@ class GCWS(FeatureMap):
         else:
             code_out, s_out, id_out = None, np.empty((n, k), np.int64), np.empty((n, k), np.int64)
         none = np.empty((0, k), np.int64)
-        grid = _dart_grid(k)
-        scale = 2.0 ** -int(self.rank_scale_log2_)
+        rates = _dart_rates(k)
+        scale = float(self.dart_scale_)
         outs = (code_out if codes_only else none, none if codes_only else s_out, none if codes_only else id_out)
         if sp.issparse(X) and self.center_ is not None:
             X = X.toarray()
         if sp.issparse(X):
-            bad = dart_csr(X.data, X.indices, X.indptr, skey, scale, k, *grid, mask, codes_only, *outs)
+            bad = dart_csr(X.data, X.indices, X.indptr, skey, scale, k, rates, mask, codes_only, *outs)
         else:
             c = self.center_ if self.center_ is not None else np.zeros(X.shape[1])
-            bad = dart_dense(X, c, skey, scale, k, *grid, mask, codes_only, *outs)
+            bad = dart_dense(X, c, skey, scale, k, rates, mask, codes_only, *outs)
         if bad >= 0:
-            e = int(self.rank_scale_log2_)
             raise ValueError(
                 f"GCWS(sampler='dart'): row {row_offset + bad} has a sign-split l1 norm outside "
-                f"[2**{int(np.log2(L1_MIN)) + e}, 2**{int(np.log2(L1_MAX)) + e}]; rescale the data"
+                f"[{LAM_MIN / scale:.3g}, {LAM_MAX / scale:.3g}] (from the map's fit: 2**-800 to about 800 "
+                f"times its largest row); rescale the data or refit on rows like it"
             )
         return (code_out, None) if codes_only else (s_out, id_out)
 
