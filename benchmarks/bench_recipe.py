@@ -69,7 +69,7 @@ def penguins():
 
 
 def recipe(make, store, epochs):
-    """``fit_incremental`` with the thesis' schedule for eta0 = s / E||x||^2, s in {1, 0.1}: the better on held-out rows."""
+    """``fit_incremental`` with the thesis' schedule, eta0 = s / E||x||^2 for s in {1, 0.1}: the better one held out."""
     src = dask_kernels.learn.StoreSource(store)
     F = src.expand(src.read(0)[0])
     sq = float(np.mean(F.multiply(F).sum(axis=1)))  # = k for GCWS one-hot rows

@@ -1,6 +1,7 @@
 """What the learner is handed, and how often the store is read (the store path's throughput fixes)."""
 
 import os
+import threading
 
 import dask.array as da
 import numpy as np
@@ -74,3 +75,73 @@ def test_other_learners_and_one_hot_rows_keep_their_dtype(float_store):
                     validation_fraction=None, progress=False)
     # one-hot CSR stays float32: scikit-learn's SGD is faster on sparse float32 than float64
     assert {s[:2] for s in SEEN} == {(np.dtype(np.float32), "csr_matrix")}
+
+
+class _Counting(ArraySource):
+    """An ArraySource that counts its reads, per block."""
+
+    def __init__(self, *a, **k):
+        super().__init__(*a, **k)
+        self.reads = {}
+
+    def read(self, i, rows=None):
+        X, y = super().read(i, rows)
+        self.reads[i] = self.reads.get(i, 0) + 1
+        return X, y
+
+    def read_blocks(self, blocks, rows):
+        return [self.read(b, r) for b, r in zip(blocks, rows)]
+
+
+def test_with_a_held_out_fraction_one_window_of_every_block_is_read_once_per_run():
+    X, y = _data(700)
+    src = _Counting(X, y, block_rows=100)
+    model = fit_incremental(SGDClassifier(loss="log_loss", random_state=0), src, epochs=3, validation_fraction=0.2,
+                            shuffle_window=7, early_stopping=False, progress=False)  # ("auto" probes block 0)
+    assert len(model.history) == 3
+    assert src.reads == {i: 1 for i in range(7)}  # held-out and training rows: one read of each block
+    # and the same held-out set and training rows as reading them separately
+    from dask_kernels.learn.incremental import _held_out
+    from dask_kernels.learn.shuffle import EpochPlan
+
+    cache = {}
+    held, fraction = _held_out(0.2, None, ArraySource(X, y, block_rows=100), "classifier", 0, None, cache=cache)
+    plain, _ = _held_out(0.2, None, ArraySource(X, y, block_rows=100), "classifier", 0, None)
+    assert held.n_rows == plain.n_rows > 0
+    for (a, b), (c, d) in zip(held.parts, plain.parts):
+        np.testing.assert_array_equal(a, c)
+        np.testing.assert_array_equal(b, d)
+    plan = EpochPlan(ArraySource(X, y, block_rows=100), 0, 0, 7, fraction)
+    for i in range(7):
+        np.testing.assert_array_equal(cache[i][0], X[100 * i:100 * (i + 1)][plan.training_rows(i)])
+        np.testing.assert_array_equal(cache[i][1], y[100 * i:100 * (i + 1)][plan.training_rows(i)])
+
+
+def test_the_next_epochs_first_window_is_read_during_the_epoch_and_changes_nothing():
+    X, y = _data(1200)
+    reads, fits = [], []
+
+    class Logged(ArraySource):
+        def read_blocks(self, blocks, rows):
+            reads.append((threading.current_thread().name, len(fits)))  # partial_fit calls so far
+            return super().read_blocks(blocks, rows)
+
+    class Counted(SGDClassifier):
+        def partial_fit(self, X, y=None, classes=None, sample_weight=None):
+            fits.append(1)
+            return super().partial_fit(X, y, classes=classes, sample_weight=sample_weight)
+
+    def fit(prefetch):
+        reads.clear(), fits.clear()
+        return fit_incremental(Counted(loss="log_loss", random_state=0), Logged(X, y, block_rows=100), epochs=3,
+                               shuffle_window=4, validation_fraction=0.1, early_stopping=False, prefetch=prefetch,
+                               progress=False)
+
+    a = fit(True)  # 12 blocks: 3 windows of 4 blocks, 12 steps per epoch
+    assert len(reads) == 9 and threading.main_thread().name not in {name for name, _ in reads}
+    # epochs 2 and 3 start reading before the previous epoch's last step (and its held-out score)
+    assert reads[3][1] < 12 and reads[6][1] < 24
+    b = fit(False)
+    assert [n for _, n in reads] == [0, 4, 8, 12, 16, 20, 24, 28, 32]
+    np.testing.assert_array_equal(a.estimator.coef_, b.estimator.coef_)
+    assert [h["accuracy"] for h in a.history] == [h["accuracy"] for h in b.history]
