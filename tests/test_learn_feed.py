@@ -11,7 +11,7 @@ from sklearn.linear_model import SGDClassifier
 
 import dask_kernels
 from dask_kernels import GCWS, NRFF, fit_incremental
-from dask_kernels.learn import ArraySource
+from dask_kernels.learn import ArraySource, StoreSource
 
 
 SEEN = []  # (dtype, type, C-contiguous) of every _Spy.partial_fit input (not on the estimator:
@@ -77,44 +77,56 @@ def test_other_learners_and_one_hot_rows_keep_their_dtype(float_store):
     assert {s[:2] for s in SEEN} == {(np.dtype(np.float32), "csr_matrix")}
 
 
-class _Counting(ArraySource):
-    """An ArraySource that counts its reads, per block."""
+class _Counting(StoreSource):
+    """A store's blocks, counting every read of each (by any of the sources' read methods)."""
 
     def __init__(self, *a, **k):
         super().__init__(*a, **k)
         self.reads = {}
 
+    def _count(self, blocks):
+        for i in blocks:
+            self.reads[i] = self.reads.get(i, 0) + 1
+
     def read(self, i, rows=None):
-        X, y = super().read(i, rows)
-        self.reads[i] = self.reads.get(i, 0) + 1
-        return X, y
+        self._count([i])
+        return super().read(i, rows)
 
     def read_blocks(self, blocks, rows):
-        return [self.read(b, r) for b, r in zip(blocks, rows)]
+        self._count(blocks)
+        return [StoreSource.read(self, b, r) for b, r in zip(blocks, rows)]
 
 
-def test_with_a_held_out_fraction_one_window_of_every_block_is_read_once_per_run():
-    X, y = _data(700)
-    src = _Counting(X, y, block_rows=100)
-    model = fit_incremental(SGDClassifier(loss="log_loss", random_state=0), src, epochs=3, validation_fraction=0.2,
-                            shuffle_window=7, early_stopping=False, progress=False)  # ("auto" probes block 0)
-    assert len(model.history) == 3
-    assert src.reads == {i: 1 for i in range(7)}  # held-out and training rows: one read of each block
-    # and the same held-out set and training rows as reading them separately
+@pytest.mark.parametrize("make", ["store", "raw"])
+def test_with_a_held_out_fraction_one_window_of_every_block_is_read_once_per_run(float_store, make):
+    if make == "store":
+        src = _Counting(float_store)
+        model = fit_incremental(SGDClassifier(loss="log_loss", random_state=0), src, epochs=3, validation_fraction=0.2,
+                                early_stopping=False, progress=False)
+        assert len(model.history) == 3
+        assert src.reads == {i: 1 for i in range(6)}  # held-out and training rows: one read of each block
+    # the same held-out set and training rows as reading them separately
     from dask_kernels.learn.incremental import _held_out
     from dask_kernels.learn.shuffle import EpochPlan
 
+    X, y = _data()
+    fmap = NRFF(n_components=32, gamma=0.5, seed=0).fit(X)
+
+    def source():
+        return StoreSource(float_store) if make == "store" else ArraySource(X, y, fmap, block_rows=200)
+
     cache = {}
-    held, fraction = _held_out(0.2, None, ArraySource(X, y, block_rows=100), "classifier", 0, None, cache=cache)
-    plain, _ = _held_out(0.2, None, ArraySource(X, y, block_rows=100), "classifier", 0, None)
-    assert held.n_rows == plain.n_rows > 0
+    held, fraction = _held_out(0.2, None, source(), "classifier", 0, None, cache=cache)
+    plain, _ = _held_out(0.2, None, source(), "classifier", 0, None)
+    assert held.n_rows == plain.n_rows > 0 and sorted(cache) == list(range(6))
     for (a, b), (c, d) in zip(held.parts, plain.parts):
         np.testing.assert_array_equal(a, c)
         np.testing.assert_array_equal(b, d)
-    plan = EpochPlan(ArraySource(X, y, block_rows=100), 0, 0, 7, fraction)
-    for i in range(7):
-        np.testing.assert_array_equal(cache[i][0], X[100 * i:100 * (i + 1)][plan.training_rows(i)])
-        np.testing.assert_array_equal(cache[i][1], y[100 * i:100 * (i + 1)][plan.training_rows(i)])
+    plan = EpochPlan(source(), 0, 0, 6, fraction)
+    for i, (Xi, yi) in cache.items():
+        Xr, yr = source().read(i, plan.training_rows(i))
+        np.testing.assert_array_equal(Xi, Xr)
+        np.testing.assert_array_equal(yi, yr)
 
 
 def test_the_next_epochs_first_window_is_read_during_the_epoch_and_changes_nothing():

@@ -164,8 +164,9 @@ def fit_incremental(
         a small data set: a global permutation, and then the stored rows are read once and kept
         from epoch to epoch); 1 only shuffles rows within blocks (cheapest).
     prefetch : bool, default=True
-        Read the next window and expand the next step in background threads while the current
-        step trains (under a Client the workers always prepare a few steps ahead).
+        Read the next window (after an epoch's last one, the next epoch's first) and expand
+        the next step in background threads while the current step trains (under a Client the
+        workers always prepare a few steps ahead).
     schedule : {"auto", None}, default="auto"
         The thesis' learning-rate schedule: halve ``eta0`` when the held-out metric improved by
         less than ``min_improvement`` (only for estimators with ``eta0`` and a constant,
@@ -401,7 +402,7 @@ def _held_out(fraction, data, src, kind, seed, block_rows, feed=None, cache=None
         if feed is not None:
             held = _HeldOut(feed.read(items))
         elif cache is not None:
-            held = _HeldOut(_read_once(src, items, cache))
+            held = _HeldOut(_read_once(src, items, cache, EpochPlan(src, seed, 0, src.n_blocks, fraction)))
         else:
             held = _HeldOut(src.read(i, r) for i, r in items)
     if held is not None and held.n_rows == 0:
@@ -409,17 +410,13 @@ def _held_out(fraction, data, src, kind, seed, block_rows, feed=None, cache=None
     return held, fraction or 0.0
 
 
-def _read_once(src, items, cache):
-    """Held-out rows ``items`` (``[(block, rows)]``) of every block from one read of it; the
-    block's other rows, the ones :meth:`.shuffle.EpochPlan.load` would read, go to ``cache``."""
-    out = []
-    for (i, held), (X, y) in zip(items, src.read_blocks([i for i, _ in items], [None] * len(items))):
-        train = np.ones(X.shape[0], dtype=bool)
-        train[held] = False
-        train = np.flatnonzero(train)
-        cache[i] = (X[train], None if y is None else y[train])
-        out.append((X[held], None if y is None else y[held]))
-    return out
+def _read_once(src, items, cache, plan):
+    """Held-out rows ``items`` (``[(block, rows)]``) and, into ``cache``, the training rows that
+    ``plan`` reads (:meth:`.shuffle.EpochPlan.load`), from one read of each block."""
+    blocks = [i for i, _ in items]
+    parts = src.read_split(blocks, [(held, plan.training_rows(i)) for i, held in items])
+    cache.update(zip(blocks, (train for _, train in parts)))
+    return [held for held, _ in parts]
 
 
 def _window(shuffle_window, src):

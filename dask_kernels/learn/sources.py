@@ -119,6 +119,11 @@ class BlockSource:
         """``[read(b, r) for b, r in zip(blocks, rows)]`` (sources may read them together)."""
         return [self.read(b, r) for b, r in zip(blocks, rows)]
 
+    def read_split(self, blocks, selections):
+        """For each block, ``[read(b, rows) for rows in its selections]``; sources that can
+        read a block once for all its selections do (a store, raw rows)."""
+        return [[self.read(b, r) for r in sels] for b, sels in zip(blocks, selections)]
+
     def row_bytes(self):
         """Approximate bytes of one row in stored form (sizes the shuffle window)."""
         fmap = self.feature_map
@@ -231,6 +236,10 @@ class StoreSource(BlockSource):
             out.append((X, y))
         return out
 
+    def read_split(self, blocks, selections):
+        whole = self.read_blocks(blocks, [None] * len(blocks))  # one read of each block
+        return [[(X[r], None if y is None else y[r]) for r in sels] for (X, y), sels in zip(whole, selections)]
+
     def row_bytes(self):
         return int(self.features.shape[1]) * self.features.dtype.itemsize
 
@@ -313,6 +322,14 @@ class ArraySource(BlockSource):
             if rows is not None:
                 y = y[rows]
         return X, y
+
+    def read_split(self, blocks, selections):
+        out = []
+        for i, sels in zip(blocks, selections):  # raw rows read once, each selection featurized as read(i, rows)
+            a, b = self.bounds[i]
+            X, y = self._rows(a, b), self.read_labels(i) if self.has_labels else None
+            out.append([(_featurize(self.feature_map, X[r], a, b, r), None if y is None else y[r]) for r in sels])
+        return out
 
     def read_labels(self, i):
         a, b = self.bounds[i]
