@@ -280,8 +280,8 @@ def fit_incremental(
 
     # a run-long reader thread (local, sequential): it reads the next epoch's first window
     # while the last one trains and the held-out set is scored
-    reader_ctx, following = reader_thread(prefetch and feed is None and replicas == 1), None
-    with reader_ctx as reader:
+    following = None  # the next epoch's plan (its first window read ahead)
+    with reader_thread(prefetch and feed is None and replicas == 1) as reader:
         while not state.done and state.epoch < epochs:
             epoch, start = state.epoch, state.position
             if start == 0:
