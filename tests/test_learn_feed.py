@@ -64,6 +64,15 @@ def test_sgd_gets_float64_rows_from_a_float32_store_and_learns_as_in_memory(floa
     np.testing.assert_array_equal(model.estimator.coef_, ref.coef_)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_an_estimator_fitted_before_keeps_training_in_its_dtype(float_store, dtype):
+    X = np.asarray(float_store.features.compute())
+    y = np.asarray(float_store.labels.compute())
+    sgd = SGDClassifier(loss="log_loss", random_state=0).partial_fit(X[:100].astype(dtype), y[:100], classes=[0, 1])
+    fit_incremental(sgd, float_store, epochs=1, validation_fraction=None, progress=False)  # scikit-learn refuses
+    assert sgd.coef_.dtype == dtype  # rows of another dtype than the coefficients' (SequentialDataset32/64)
+
+
 def test_other_learners_and_one_hot_rows_keep_their_dtype(float_store):
     X, y = _data()
     km = fit_incremental(MiniBatchKMeans(n_clusters=2, random_state=0, n_init=1), float_store, epochs=1,

@@ -37,7 +37,7 @@ from .metrics import LOWER_IS_BETTER, default_metric, evaluate
 from .remote import WorkerFeed, get_client
 from .replicas import Replicas, check_replicas
 from .shuffle import EpochPlan, auto_window, held_out_rows, local_steps, reader_thread
-from .sources import ArraySource, StoreSource, as_source
+from .sources import ArraySource, StoreSource, as_source, sgd_dtype
 from .state import copy_state, get_state, set_state
 
 if TYPE_CHECKING:
@@ -301,8 +301,8 @@ def fit_incremental(
                 steps = feed.steps(plan, start) if feed is not None else \
                     local_steps(plan, start, estimator, prefetch, reader, following)
                 for pos, (F, yb, n) in enumerate(steps, start):
-                    if n:
-                        estimator.partial_fit(F, *((yb,) if supervised else ()), **fit_args)
+                    if n:  # (sgd_dtype: a no-op unless a worker prepared F for an unfitted clone)
+                        estimator.partial_fit(sgd_dtype(F, estimator), *((yb,) if supervised else ()), **fit_args)
                     state.epoch_rows += n
                     state.position = pos + 1
                     if ckpt is not None and checkpoint_every and state.position % checkpoint_every == 0 \

@@ -22,9 +22,13 @@ every epoch (so a replica can keep its rows where it runs), served in an order a
 permutations of its own per epoch. The shards are disjoint and together are every block.
 """
 
+from __future__ import annotations
+
 import math
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -155,13 +159,14 @@ class EpochPlan:
         perm = np.random.default_rng(self._key + (wi,)).permutation(X.shape[0])
         return X, y, np.array_split(perm, len(blocks))
 
-    def preload(self, pool):
+    def preload(self, pool: ThreadPoolExecutor) -> None:
         """Start reading window 0 in the thread ``pool`` (e.g. while the previous epoch's last
         window trains and its held-out score is computed); :meth:`steps` then takes it."""
         if self._first is None and self.n_steps:
             self._first = pool.submit(self.load, 0)
 
-    def steps(self, start, pool=None, then=None):
+    def steps(self, start: int, pool: ThreadPoolExecutor | None = None,
+              then: EpochPlan | None = None) -> Iterator[tuple]:
         """Yield ``(window_rows, window_labels, selection)`` of steps ``start, start + 1, ...``
         in order (the step's rows are ``window_rows[selection]``); with a thread ``pool`` the
         next window is read while the current one is served, and after the last window the
@@ -191,7 +196,7 @@ def step_features(src, X, y, rows, estimator=None):
 
 
 @contextmanager
-def reader_thread(enabled=True):
+def reader_thread(enabled: bool = True) -> Iterator[ThreadPoolExecutor | None]:
     """A one-thread pool for reading windows ahead, kept for a whole run (None if not
     ``enabled``); on exit, reads not started are cancelled."""
     pool = ThreadPoolExecutor(max_workers=1) if enabled else None
@@ -202,7 +207,8 @@ def reader_thread(enabled=True):
             pool.shutdown(wait=True, cancel_futures=True)
 
 
-def local_steps(plan, start, estimator=None, prefetch=True, reader=None, then=None):
+def local_steps(plan: EpochPlan, start: int, estimator: Any = None, prefetch: bool = True,
+                reader: ThreadPoolExecutor | None = None, then: EpochPlan | None = None) -> Iterator[tuple]:
     """Prepared steps of ``plan`` from ``start`` in this process; with ``prefetch`` the next
     window is read and the next step expanded in two background threads (the reader may be
     the run's :func:`reader_thread`, which then also reads the first window of the plan
