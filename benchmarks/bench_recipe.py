@@ -27,7 +27,9 @@ Run: ``python benchmarks/bench_recipe.py [--epochs 10] [--plain] [--ovr]`` (a fe
 """
 
 import argparse
+import atexit
 import os
+import shutil
 import sys
 import tempfile
 
@@ -106,6 +108,7 @@ def main():
     ap.add_argument("--ovr", action="store_true", help="also a converged one-vs-rest LogisticRegression")
     args = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="bench_recipe-")
+    atexit.register(shutil.rmtree, tmp, True)  # the stores written here are removed at exit
     sgd_name = "SGD (plain)" if args.plain else "SGD (avg)"
     print(f"{'dataset (train/test rows)':<30} {'SoftmaxSGD':>10} {sgd_name:>11} {'LogReg':>8} {'diff softmax':>12} "
           f"{'diff SGD':>9}  C" + ("  OvR LogReg" if args.ovr else ""))

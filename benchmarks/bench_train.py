@@ -41,7 +41,9 @@ shared machine the figures are noisy: compare the ratios.
 """
 
 import argparse
+import atexit
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -139,6 +141,7 @@ def main():
     Xtr, ytr, Xte, yte = X[:n], y[:n], X[n:], y[n:]
     classes = np.unique(ytr)
     tmp = tempfile.mkdtemp(prefix="bench_train-")
+    atexit.register(shutil.rmtree, tmp, True)  # the stores written here are removed at exit
     rows = []
 
     def row(name, est_or_model, seconds, Fte, ref=None):
