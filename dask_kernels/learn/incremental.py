@@ -36,8 +36,8 @@ from .loop import LoopState, Schedule
 from .metrics import LOWER_IS_BETTER, default_metric, evaluate
 from .remote import WorkerFeed, get_client
 from .replicas import Replicas, check_replicas
-from .shuffle import EpochPlan, auto_window, held_out_rows, local_steps
-from .sources import ArraySource, StoreSource, as_source
+from .shuffle import EpochPlan, auto_window, held_out_rows, local_steps, reader_thread
+from .sources import ArraySource, StoreSource, as_source, sgd_dtype
 from .state import copy_state, get_state, set_state
 
 if TYPE_CHECKING:
@@ -164,8 +164,9 @@ def fit_incremental(
         a small data set: a global permutation, and then the stored rows are read once and kept
         from epoch to epoch); 1 only shuffles rows within blocks (cheapest).
     prefetch : bool, default=True
-        Read the next window and expand the next step in background threads while the current
-        step trains (under a Client the workers always prepare a few steps ahead).
+        Read the next window (after an epoch's last one, the next epoch's first) and expand
+        the next step in background threads while the current step trains (under a Client the
+        workers always prepare a few steps ahead).
     schedule : {"auto", None}, default="auto"
         The thesis' learning-rate schedule: halve ``eta0`` when the held-out metric improved by
         less than ``min_improvement`` (only for estimators with ``eta0`` and a constant,
@@ -254,7 +255,9 @@ def fit_incremental(
     window = _window(shuffle_window, src)
     client = get_client(client)
     feed = WorkerFeed(client, src, estimator) if client is not None else None
-    held, fraction = _held_out(validation_fraction, validation_data, src, kind, seed, block_rows, feed)
+    # one window holds every block: keep its stored rows from epoch to epoch (read once per run)
+    cache = {} if window >= src.n_blocks and feed is None and replicas == 1 else None
+    held, fraction = _held_out(validation_fraction, validation_data, src, kind, seed, block_rows, feed, cache)
     rule = Schedule(min_improvement, halve=schedule == "auto" and _halvable(estimator),
                     revert=schedule == "auto" and held is not None, early_stopping=early_stopping,
                     n_iter_no_change=int(n_iter_no_change))
@@ -272,50 +275,56 @@ def fit_incremental(
                                         width=_learner_width(src), halvable=_halvable(estimator))
     fit_args = {"classes": classes} if kind == "classifier" else {}
     supervised = kind != "clusterer"
-    # one window holds every block: keep its stored rows from epoch to epoch (read once per run)
-    cache = {} if window >= src.n_blocks and feed is None and replicas == 1 else None
     team = Replicas(replicas, src, seed=seed, window=window, fraction=fraction, client=client,
                     src_future=feed and feed.src) if replicas > 1 else None
 
-    while not state.done and state.epoch < epochs:
-        epoch, start = state.epoch, state.position
-        if start == 0:
-            snapshot = copy_state(get_state(estimator)) if _is_fitted(estimator) else None
-            state.epoch_rows, state.epoch_seconds = 0, 0.0
-        t0 = time.perf_counter()
-        if replicas > 1:  # iterative parameter mixing: the average after the epoch
-            state.epoch_rows = team.run_epoch(estimator, epoch, fit_args, supervised, prefetch)
-            state.position = src.n_blocks
-            if callback is not None:
-                callback({"epoch": epoch, "position": state.position, "rows": state.epoch_rows})
-        else:
-            plan = EpochPlan(src, seed, epoch, window, fraction, cache=cache)
-            steps = feed.steps(plan, start) if feed is not None else local_steps(plan, start, estimator, prefetch)
-            for pos, (F, yb, n) in enumerate(steps, start):
-                if n:
-                    estimator.partial_fit(F, *((yb,) if supervised else ()), **fit_args)
-                state.epoch_rows += n
-                state.position = pos + 1
-                if ckpt is not None and checkpoint_every and state.position % checkpoint_every == 0 \
-                        and state.position < plan.n_steps:
-                    state.epoch_seconds, t0 = state.epoch_seconds + time.perf_counter() - t0, time.perf_counter()
-                    ckpt.save(estimator, snapshot, state)
+    # a run-long reader thread (local, sequential): it reads the next epoch's first window
+    # while the last one trains and the held-out set is scored
+    following = None  # the next epoch's plan (its first window read ahead)
+    with reader_thread(prefetch and feed is None and replicas == 1) as reader:
+        while not state.done and state.epoch < epochs:
+            epoch, start = state.epoch, state.position
+            if start == 0:
+                snapshot = copy_state(get_state(estimator)) if _is_fitted(estimator) else None
+                state.epoch_rows, state.epoch_seconds = 0, 0.0
+            t0 = time.perf_counter()
+            if replicas > 1:  # iterative parameter mixing: the average after the epoch
+                state.epoch_rows = team.run_epoch(estimator, epoch, fit_args, supervised, prefetch)
+                state.position = src.n_blocks
                 if callback is not None:
-                    callback({"epoch": epoch, "position": state.position, "rows": n})
-        record = _epoch_record(state, time.perf_counter() - t0, rule.halve)
-        if held is not None:
-            record.update(held.score(estimator, src.expand, kind, classes), metric=metric)
-            record["action"] = rule.step(state, sign * record[metric], can_revert=snapshot is not None)
-            if record["action"] == "revert":
-                set_state(estimator, *snapshot)
-            if rule.halve:
-                estimator.set_params(eta0=state.eta0)
-        state.history.append(record)
-        state.epoch, state.position = epoch + 1, 0
-        if ckpt is not None:
-            ckpt.save(estimator, None, state)
-        if progress:
-            _print_record(record)
+                    callback({"epoch": epoch, "position": state.position, "rows": state.epoch_rows})
+            else:
+                plan = following if following is not None and following.epoch == epoch else \
+                    EpochPlan(src, seed, epoch, window, fraction, cache=cache)
+                following = EpochPlan(src, seed, epoch + 1, window, fraction, cache=cache) \
+                    if reader is not None and epoch + 1 < epochs else None
+                steps = feed.steps(plan, start) if feed is not None else \
+                    local_steps(plan, start, estimator, prefetch, reader, following)
+                for pos, (F, yb, n) in enumerate(steps, start):
+                    if n:  # (sgd_dtype: a no-op unless a worker prepared F for an unfitted clone)
+                        estimator.partial_fit(sgd_dtype(F, estimator), *((yb,) if supervised else ()), **fit_args)
+                    state.epoch_rows += n
+                    state.position = pos + 1
+                    if ckpt is not None and checkpoint_every and state.position % checkpoint_every == 0 \
+                            and state.position < plan.n_steps:
+                        state.epoch_seconds, t0 = state.epoch_seconds + time.perf_counter() - t0, time.perf_counter()
+                        ckpt.save(estimator, snapshot, state)
+                    if callback is not None:
+                        callback({"epoch": epoch, "position": state.position, "rows": n})
+            record = _epoch_record(state, time.perf_counter() - t0, rule.halve)
+            if held is not None:
+                record.update(held.score(estimator, src.expand, kind, classes), metric=metric)
+                record["action"] = rule.step(state, sign * record[metric], can_revert=snapshot is not None)
+                if record["action"] == "revert":
+                    set_state(estimator, *snapshot)
+                if rule.halve:
+                    estimator.set_params(eta0=state.eta0)
+            state.history.append(record)
+            state.epoch, state.position = epoch + 1, 0
+            if ckpt is not None:
+                ckpt.save(estimator, None, state)
+            if progress:
+                _print_record(record)
     return KernelModel(src.feature_map, estimator, state.history)
 
 
@@ -371,9 +380,11 @@ def _check_inputs(estimator, source, y, feature_map, block_rows, epochs, schedul
     return src, kind, classes
 
 
-def _held_out(fraction, data, src, kind, seed, block_rows, feed=None):
+def _held_out(fraction, data, src, kind, seed, block_rows, feed=None, cache=None):
     """``(held-out set or None, held-out fraction of the training source)``; with a worker
-    ``feed`` the held-out rows of the training source are read on the workers."""
+    ``feed`` the held-out rows of the training source are read on the workers; with a
+    ``cache`` (one window of every block) each block is read once for both: its training rows
+    are put in the cache for the epochs."""
     held = None
     if data is not None:
         if isinstance(data, tuple):
@@ -388,10 +399,24 @@ def _held_out(fraction, data, src, kind, seed, block_rows, feed=None):
             raise ValueError(f"validation_fraction must be in [0, 1), got {fraction}")
         fraction = float(fraction)
         items = [(i, held_out_rows(seed, i, b - a, fraction)) for i, (a, b) in enumerate(src.bounds)]
-        held = _HeldOut(feed.read(items) if feed is not None else (src.read(i, r) for i, r in items))
+        if feed is not None:
+            held = _HeldOut(feed.read(items))
+        elif cache is not None:
+            held = _HeldOut(_read_once(src, items, cache, EpochPlan(src, seed, 0, src.n_blocks, fraction)))
+        else:
+            held = _HeldOut(src.read(i, r) for i, r in items)
     if held is not None and held.n_rows == 0:
         raise ValueError("the held-out set is empty: use a larger validation_fraction or more rows")
     return held, fraction or 0.0
+
+
+def _read_once(src, items, cache, plan):
+    """Held-out rows ``items`` (``[(block, rows)]``) and, into ``cache``, the training rows that
+    ``plan`` reads (:meth:`.shuffle.EpochPlan.load`), from one read of each block."""
+    blocks = [i for i, _ in items]
+    parts = src.read_split(blocks, [(held, plan.training_rows(i)) for i, held in items])
+    cache.update(zip(blocks, (train for _, train in parts)))
+    return [held for held, _ in parts]
 
 
 def _window(shuffle_window, src):

@@ -22,7 +22,13 @@ every epoch (so a replica can keep its rows where it runs), served in an order a
 permutations of its own per epoch. The shards are disjoint and together are every block.
 """
 
+from __future__ import annotations
+
 import math
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -120,6 +126,7 @@ class EpochPlan:
             order = order[np.random.default_rng(self._key).permutation(order.size)]
         self.windows = [w for w in np.array_split(order, max(1, math.ceil(order.size / window))) if w.size]
         self.starts = np.concatenate([[0], np.cumsum([w.size for w in self.windows])])
+        self._first = None  # window 0 read ahead (a future): see preload
 
     @property
     def n_steps(self):
@@ -152,18 +159,30 @@ class EpochPlan:
         perm = np.random.default_rng(self._key + (wi,)).permutation(X.shape[0])
         return X, y, np.array_split(perm, len(blocks))
 
-    def steps(self, start, pool=None):
+    def preload(self, pool: ThreadPoolExecutor) -> None:
+        """Start reading window 0 in the thread ``pool`` (e.g. while the previous epoch's last
+        window trains and its held-out score is computed); :meth:`steps` then takes it."""
+        if self._first is None and self.n_steps:
+            self._first = pool.submit(self.load, 0)
+
+    def steps(self, start: int, pool: ThreadPoolExecutor | None = None,
+              then: EpochPlan | None = None) -> Iterator[tuple]:
         """Yield ``(window_rows, window_labels, selection)`` of steps ``start, start + 1, ...``
         in order (the step's rows are ``window_rows[selection]``); with a thread ``pool`` the
-        next window is read while the current one is served."""
+        next window is read while the current one is served, and after the last window the
+        first of the plan ``then`` (the next epoch's)."""
         if start >= self.n_steps:
             return
         wi, first = self.window_of(start)
-        pending = pool.submit(self.load, wi) if pool is not None else None
+        pending = None
+        if pool is not None:
+            pending = self._first if wi == 0 and self._first is not None else pool.submit(self.load, wi)
         for w in range(wi, len(self.windows)):
             X, y, pieces = pending.result() if pool is not None else self.load(w)
             if pool is not None and w + 1 < len(self.windows):
                 pending = pool.submit(self.load, w + 1)
+            elif pool is not None and then is not None:
+                then.preload(pool)  # the rows do not depend on the model: read on across epochs
             skip = start - first if w == wi else 0
             for rows in pieces[skip:]:
                 yield X, y, rows
@@ -176,20 +195,34 @@ def step_features(src, X, y, rows, estimator=None):
     return src.expand(X[rows], estimator), (None if y is None else y[rows]), int(rows.size)
 
 
-def local_steps(plan, start, estimator=None, prefetch=True):
-    """Prepared steps of ``plan`` from ``start`` in this process; with ``prefetch`` the next
-    window is read and the next step expanded in two background threads."""
-    from concurrent.futures import ThreadPoolExecutor
+@contextmanager
+def reader_thread(enabled: bool = True) -> Iterator[ThreadPoolExecutor | None]:
+    """A one-thread pool for reading windows ahead, kept for a whole run (None if not
+    ``enabled``); on exit, reads not started are cancelled."""
+    pool = ThreadPoolExecutor(max_workers=1) if enabled else None
+    try:
+        yield pool
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
 
+
+def local_steps(plan: EpochPlan, start: int, estimator: Any = None, prefetch: bool = True,
+                reader: ThreadPoolExecutor | None = None, then: EpochPlan | None = None) -> Iterator[tuple]:
+    """Prepared steps of ``plan`` from ``start`` in this process; with ``prefetch`` the next
+    window is read and the next step expanded in two background threads (the reader may be
+    the run's :func:`reader_thread`, which then also reads the first window of the plan
+    ``then`` while the last one trains)."""
     src = plan.src
     if not prefetch:
         for X, y, rows in plan.steps(start):
             yield step_features(src, X, y, rows, estimator)
         return
-    with ThreadPoolExecutor(max_workers=1) as reader, ThreadPoolExecutor(max_workers=1) as expander:
+    with reader_thread(reader is None) as own, ThreadPoolExecutor(max_workers=1) as expander:
+        reader = reader or own
         pending = None
         try:
-            for X, y, rows in plan.steps(start, reader):
+            for X, y, rows in plan.steps(start, reader, then if own is None else None):
                 nxt = expander.submit(step_features, src, X, y, rows, estimator)
                 if pending is not None:
                     yield pending.result()
@@ -197,5 +230,4 @@ def local_steps(plan, start, estimator=None, prefetch=True):
             if pending is not None:
                 yield pending.result()
         finally:
-            for pool in (reader, expander):
-                pool.shutdown(wait=True, cancel_futures=True)
+            expander.shutdown(wait=True, cancel_futures=True)
