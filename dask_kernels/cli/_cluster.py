@@ -69,12 +69,9 @@ def check_scheduler_file_path(path):
         raise UsageError(f"--scheduler-file {path}: folder {folder} does not exist")
 
 
-def warm_plugin(args):
-    """The :class:`~dask_kernels.warm.WarmKernels` plugin for the map a command will run (its
-    ``--method``, or the method of its ``--spec`` file), or None when there is no map."""
-    from ..maps import registered_maps
-    from ..warm import WarmKernels
-
+def _command_method(args):
+    """The map method a command will run (its ``--method``, or the method of its ``--spec``
+    file), not yet checked against the registry (which imports every map), or None."""
     method = getattr(args, "method", None)
     spec_path = getattr(args, "spec", None)
     if spec_path:
@@ -83,9 +80,48 @@ def warm_plugin(args):
                 method = json.load(f).get("method")
         except (OSError, ValueError, AttributeError):
             return None  # the command reports a bad --spec itself, with its own message
-    if not isinstance(method, str) or method not in registered_maps():
-        return None
-    return WarmKernels(methods=[method])
+    return method if isinstance(method, str) else None
+
+
+def warm_plugin(args):
+    """The :class:`~dask_kernels.warm.WarmKernels` plugin for the map a command will run, or
+    None when there is no map."""
+    from ..maps import registered_maps
+    from ..warm import WarmKernels
+
+    method = _command_method(args)
+    return WarmKernels(methods=[method]) if method in registered_maps() else None
+
+
+def start_worker_server(args):
+    """Start the forkserver of the LocalCluster a command is about to start, now, preloading
+    dask, distributed and this package with the command's map warm (``dask_kernels.cli._forkserver``).
+
+    Why: a command's own imports take a core for about two seconds before it can start a
+    cluster, and each worker then imported the package and loaded the map's kernels again. Started
+    first, the server does that work once, on the other core, while the command imports; workers
+    fork from it with everything loaded. Nothing happens for a running scheduler or when workers
+    are not forked from a forkserver (see :func:`worker_start_method`).
+    """
+    if getattr(args, "scheduler", None) or getattr(args, "scheduler_file", None):
+        return
+    if worker_start_method() != "forkserver":
+        return
+    import multiprocessing
+    import multiprocessing.forkserver
+
+    from ._forkserver import WARM_METHODS_ENV
+
+    saved = os.environ.get(WARM_METHODS_ENV)
+    os.environ[WARM_METHODS_ENV] = _command_method(args) or ""  # the server inherits it at start
+    try:
+        multiprocessing.get_context("forkserver").set_forkserver_preload(["dask_kernels.cli._forkserver"])
+        multiprocessing.forkserver.ensure_running()
+    finally:
+        if saved is None:
+            del os.environ[WARM_METHODS_ENV]
+        else:
+            os.environ[WARM_METHODS_ENV] = saved
 
 
 #: dask's own default start method for worker processes (``distributed.worker.multiprocessing-method``).

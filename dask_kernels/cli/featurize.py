@@ -8,7 +8,7 @@ import json
 import warnings
 
 from ._args import UsageError, existing_path, make_map, parse_params, positive_int
-from ._cluster import add_cluster_arguments, client_for
+from ._cluster import add_cluster_arguments, client_for, start_worker_server
 from ._inputs import add_input_arguments, load_labels, open_rows
 from ._paths import existing, normalize
 
@@ -89,10 +89,6 @@ def read_input(args):
 def run(args):
     import time
 
-    from ..pipeline import featurize
-    from ._center import resolve_center
-
-    fmap = build_map(args)
     existing_path(args.input, "input")
     if args.labels:
         existing(args.labels, "--labels")
@@ -100,6 +96,12 @@ def run(args):
     block_rows(args)  # before a cluster starts
     if args.labels and args.format == "svmlight":
         raise UsageError("--labels is for .npy and Zarr input: svmlight files carry their labels")
+    start_worker_server(args)  # now: it imports on the other core while this process does
+
+    from ..pipeline import featurize
+    from ._center import resolve_center
+
+    fmap = build_map(args)
     with client_for(args):
         X = read_input(args)
         labels = None

@@ -1,0 +1,31 @@
+"""Preloaded by the forkserver of a LocalCluster that a ``dask-kernels`` command starts.
+
+Imported once in the server process (see :func:`dask_kernels.cli._cluster.start_worker_server`),
+so every worker forked from it starts with dask, distributed, the featurizing pipeline and the
+Numba kernels of the maps named in ``DASK_KERNELS_WARM_METHODS`` already loaded, instead of
+importing and loading them itself. A failure here must not stop the server from starting
+workers: it is swallowed, and the workers' :class:`~dask_kernels.warm.WarmKernels` plugin warms
+them as it would without this module.
+"""
+
+import os
+
+#: comma-separated map methods the server warms
+WARM_METHODS_ENV = "DASK_KERNELS_WARM_METHODS"
+
+
+def _preload():
+    import distributed  # noqa: F401  (what a worker process runs)
+
+    from ..maps import registered_maps
+    from ..pipeline import featurize  # noqa: F401  (what its tasks call)
+    from ..warm import warm_maps
+
+    warm_maps([m for m in os.environ.get(WARM_METHODS_ENV, "").split(",") if m in registered_maps()])
+
+
+if os.environ.get(WARM_METHODS_ENV) is not None:  # only in a server started by a command
+    try:
+        _preload()
+    except Exception:  # pragma: no cover - the plugin warms the workers instead
+        pass
