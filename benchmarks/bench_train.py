@@ -230,7 +230,7 @@ def softmax_main(argv=None):
     store = dask_kernels.open_store(store.path)
 
     def from_store(make):
-        return fit_incremental(make(), store, epochs=1, validation=None, classes=classes, progress=False)
+        return fit_incremental(make(), store, epochs=1, validation_fraction=None, classes=classes, progress=False)
 
     mem = "partial_fit in memory: "
     sto = "fit_incremental, GCWS store: "
