@@ -31,29 +31,16 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
 import dask.array as da  # noqa: E402
-from sklearn.datasets import load_digits  # noqa: E402
 from sklearn.linear_model import LogisticRegression, SGDClassifier  # noqa: E402
 from sklearn.model_selection import train_test_split  # noqa: E402
 
 import dask_kernels  # noqa: E402
 from dask_kernels import GCWS, SoftmaxSGD, fit_incremental  # noqa: E402
 
+from bench_accuracy import digits, synthetic  # noqa: E402  (the data sets of bench_accuracy.py)
+
 K, BITS, ALPHA = 256, 8, 1e-5
 RANKS = (None, 8, 4, 2)
-
-
-def digits():
-    X, y = load_digits(return_X_y=True)
-    return X / 16.0, y
-
-
-def synthetic(n, d=10, seed=0):
-    """As bench_accuracy.synthetic: 4 classes from a product term and a radius term."""
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, d))
-    a = X[:, 0] * X[:, 1] + np.sin(2 * X[:, 2]) > 0
-    b = X[:, 3] ** 2 + X[:, 4] ** 2 > 1.4
-    return X, 2 * a.astype(np.int64) + b.astype(np.int64)
 
 
 def last_accuracy(model):

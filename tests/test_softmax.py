@@ -89,6 +89,18 @@ def test_codes_equal_one_hot_csr_and_dense(params):
     assert on_codes.n_features_in_ == 32 and on_csr.n_features_in_ == 32 * 16
 
 
+def test_codes_equal_one_hot_csr_through_rescales():
+    # eta0 * alpha = 0.5 halves the L2 scale at every step, so the stored weights are rescaled
+    # every 30 rows: the code path, which gathers the next row while updating this one, must
+    # gather it again from the rescaled weights, as the CSR path (gather after update) does
+    codes, y = _gcws_codes()
+    kw = dict(alpha=5.0, eta0=0.1, max_iter=2, random_state=0)
+    on_codes = SoftmaxSGD(code_bits=4, **kw).fit(codes, y)
+    on_csr = SoftmaxSGD(**kw).fit(expand_codes(codes, 4), y)
+    np.testing.assert_allclose(on_codes.coef_, on_csr.coef_, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(on_codes.intercept_, on_csr.intercept_, rtol=1e-10, atol=1e-12)
+
+
 def test_separable_toy_learned_to_100_percent():
     rng = np.random.default_rng(0)
     centers = np.array([[4.0, 0.0], [-4.0, 0.0], [0.0, 4.0], [0.0, -4.0]])

@@ -212,8 +212,11 @@ class SoftmaxSGD(ClassifierMixin, BaseEstimator):
         elif X.shape[1] != self.n_features_in_:
             raise ValueError(f"{where}: X has {X.shape[1]} hashes (columns), but {type(self).__name__} is "
                              f"expecting {self.n_features_in_} features as input")
-        bad = (X >= 2**b) | (X < 0) if X.dtype.kind == "i" else X >= 2**b
-        if bad.any():
+        if X.dtype.kind == "u" and X.dtype.itemsize * 8 <= b:
+            bad = None  # every value of the dtype is a b-bit code (uint8 codes, b = 8): no pass
+        else:
+            bad = (X >= 2**b) | (X < 0) if X.dtype.kind == "i" else X >= 2**b
+        if bad is not None and bad.any():
             i, j = np.argwhere(bad)[0]
             raise ValueError(f"{where}: X[{i}, {j}] = {X[i, j]} is not a {b}-bit code (0 <= code < {2**b}): "
                              f"were these codes made with bits={b}?")
