@@ -24,11 +24,14 @@ when loading (zip CRCs, manifest, sizes), never resumed from. The same refusals 
 object that is not a checkpoint, or a prefix holding objects, is never replaced.
 """
 
+from __future__ import annotations
+
 import hashlib
 import json
 import os
 import tempfile
 import zipfile
+from typing import Any
 
 from sklearn.base import clone
 
@@ -59,7 +62,7 @@ class Checkpointer:
         JSON description of the run; a checkpoint written for another fingerprint is refused.
     """
 
-    def __init__(self, path, fingerprint):
+    def __init__(self, path: str | os.PathLike, fingerprint: dict) -> None:
         self.path = os.fspath(path)
         if self.path.startswith("file://"):
             self.path = self.path[len("file://"):]
@@ -90,10 +93,10 @@ class Checkpointer:
         if not os.path.isdir(folder):
             raise ValueError(f"checkpoint {path}: folder {folder} does not exist")
 
-    def exists(self):
+    def exists(self) -> bool:
         return self._remote.exists() if self._remote is not None else os.path.exists(self.path)
 
-    def save(self, estimator, snapshot, state):
+    def save(self, estimator: Any, snapshot: tuple | None, state: LoopState) -> None:
         """Atomically write the estimator, the start-of-epoch ``snapshot`` (or None) and
         ``state``."""
         arrays, est_meta = get_state(estimator)
@@ -111,7 +114,8 @@ class Checkpointer:
             save_npz(local, payload, meta)
             self._remote.put(local)
 
-    def load(self, estimator, *, n_steps, epochs, width, halvable):
+    def load(self, estimator: Any, *, n_steps: int, epochs: int, width: int,
+             halvable: bool) -> tuple[LoopState, tuple | None]:
         """Restore ``estimator`` from the checkpoint; return ``(LoopState, snapshot_or_None)``.
 
         ``n_steps`` is the number of steps per epoch and ``width`` the learner's number of
