@@ -20,7 +20,7 @@ def add_arguments(parser):
     parser.add_argument("output", help="feature store to write (path, file:// or fsspec URL such as s3://...)")
     parser.add_argument("--labels", help=".npy file of one label per row, stored beside the features (for .npy "
                         "and Zarr input; svmlight files carry their labels)")
-    parser.add_argument("--method", default="gcws", help="feature map (default gcws)")
+    parser.add_argument("--method", help="feature map (default gcws; with --append, the store's)")
     parser.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                         help="map parameter, e.g. --param n_components=256 (value parsed as JSON if it can be); "
                              "center=mean centres on the mean of all rows (one extra pass)")
@@ -33,9 +33,33 @@ def add_arguments(parser):
     parser.add_argument("--overwrite", action="store_true", help="replace an existing store")
     parser.add_argument("--append", action="store_true",
                         help="add the input's rows to the store as a new segment (a nightly job's new rows); "
-                             "re-running the same append resumes it instead of adding the rows twice")
+                             "re-running the same append resumes it instead of adding the rows twice. The rows "
+                             "are featurized with the store's map (center=mean: the first rows' mean); a "
+                             "--method/--param/--spec that conflicts with it is refused")
     parser.add_argument("--no-progress", action="store_true",
                         help="no progress (default: a bar on a terminal, a plain line every few seconds otherwise)")
+
+
+def _spec_file(args):
+    existing_path(args.spec, "--spec")
+    try:
+        with open(args.spec) as f:
+            spec = json.load(f)
+    except (ValueError, RecursionError) as e:
+        raise UsageError(f"--spec {args.spec}: not valid JSON ({type(e).__name__})") from None
+    if not isinstance(spec, dict) or "method" not in spec:
+        raise UsageError(f"--spec {args.spec}: expected a JSON object with a 'method' key")
+    return spec
+
+
+def explicit_map(args):
+    """``(method or None, {name: value})``: what the command line names of the map (an append
+    compares them with the store's map)."""
+    if args.spec:
+        spec = _spec_file(args)
+        params = spec.get("params", {})
+        return spec["method"], params if isinstance(params, dict) else {}
+    return args.method, parse_params(args.param)
 
 
 def build_map(args):
@@ -43,14 +67,7 @@ def build_map(args):
     from ..maps import from_spec
 
     if args.spec:
-        existing_path(args.spec, "--spec")
-        try:
-            with open(args.spec) as f:
-                spec = json.load(f)
-        except (ValueError, RecursionError) as e:
-            raise UsageError(f"--spec {args.spec}: not valid JSON ({type(e).__name__})") from None
-        if not isinstance(spec, dict) or "method" not in spec:
-            raise UsageError(f"--spec {args.spec}: expected a JSON object with a 'method' key")
+        spec = _spec_file(args)
         if "n_features_in" in spec:
             try:
                 from ..sidecar import beside
@@ -62,7 +79,7 @@ def build_map(args):
         if not isinstance(params, dict):
             raise UsageError(f"--spec {args.spec}: 'params' must be an object")
         return make_map(spec["method"], params, flag=f"--spec {args.spec}: params")
-    return make_map(args.method, parse_params(args.param))
+    return make_map(args.method or "gcws", parse_params(args.param))
 
 
 def block_rows(args):
@@ -99,9 +116,14 @@ def run(args):
     start_worker_server(args)  # now: it imports on the other core while this process does
 
     from ..pipeline import featurize
+    from ..pipeline.featurize import append_map
     from ._center import resolve_center
 
     fmap = build_map(args)
+    stored_map = None
+    if args.append:  # the store's map, fixed by its first rows (None: these rows create the store)
+        method, params = explicit_map(args)
+        stored_map = append_map(output, params, method=method)
     with client_for(args):
         X = read_input(args)
         labels = None
@@ -109,7 +131,7 @@ def run(args):
             if hasattr(X, "has_labels"):
                 raise UsageError("--labels is for .npy and Zarr input: svmlight files carry their labels")
             labels = load_labels(args.labels, int(X.shape[0]))
-        fmap = resolve_center(fmap, X)
+        fmap = stored_map if stored_map is not None else resolve_center(fmap, X)
         t0 = time.perf_counter()
         store = featurize(X, fmap, labels=labels, store=output, block_rows=block_rows(args), overwrite=args.overwrite,
                           mode="append" if args.append else "write",

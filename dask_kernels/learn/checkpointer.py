@@ -11,14 +11,31 @@ link is never overwritten); loading validates every value before it reaches the 
 names the key it refuses. Format 2 (``dask-kernels-checkpoint-2``) added the shuffle window to
 the fingerprint and always stores the epoch counters; format 1 files are refused with a
 message that says so.
+
+The path may be an fsspec URL (``s3://bucket/run.ckpt``; credentials and endpoint from fsspec's
+configuration, e.g. ``FSSPEC_S3='{"client_kwargs": {"endpoint_url": ...}}'``). Object stores
+have no rename, but they replace an object whole: a reader sees the old object or the new one,
+never part of an upload (S3, GCS and Azure Blob all do; an unfinished multipart upload is
+invisible). So a checkpoint is written locally first (the same file as on disk), uploaded in one
+``put``, then read back and compared byte for byte before training goes on (write, then verify:
+a mismatch is an error naming the URL). A run killed during the upload leaves the previous
+checkpoint. On an fsspec file system that writes in place (SFTP, ...) a torn write is refused
+when loading (zip CRCs, manifest, sizes), never resumed from. The same refusals as on disk: an
+object that is not a checkpoint, or a prefix holding objects, is never replaced.
 """
 
+from __future__ import annotations
+
+import hashlib
 import json
 import os
+import tempfile
+import zipfile
+from typing import Any
 
 from sklearn.base import clone
 
-from .checkpoint import load_npz, prefixed, read_format, save_npz, unprefixed
+from .checkpoint import MAX_RATIO, MIN_BUDGET, _read_member, load_npz, prefixed, read_format, save_npz, unprefixed
 from .loop import LoopState, is_eta0
 from .state import _unscalar, get_state, json_params, set_state
 
@@ -45,32 +62,41 @@ class Checkpointer:
         JSON description of the run; a checkpoint written for another fingerprint is refused.
     """
 
-    def __init__(self, path, fingerprint):
+    def __init__(self, path: str | os.PathLike, fingerprint: dict) -> None:
         self.path = os.fspath(path)
+        if self.path.startswith("file://"):
+            self.path = self.path[len("file://"):]
         self.fingerprint = fingerprint
-        self._check_path()
+        self._remote = _Remote(self.path) if "://" in self.path else None
+        if self._remote is not None:
+            self._remote.check_path(self._check_format)
+        else:
+            self._check_path()
+
+    def _check_format(self, fmt):
+        path = self.path
+        if fmt in _OLD_FORMATS:
+            raise ValueError(f"checkpoint {path} has the older format {fmt!r}; this version writes "
+                             f"{FORMAT!r} and cannot resume it: delete it (or choose another path) "
+                             "to start over")
+        if fmt != FORMAT:
+            raise ValueError(f"checkpoint {path} exists and is not a dask_kernels checkpoint: refusing "
+                             "to overwrite it (choose another checkpoint path)")
 
     def _check_path(self):
         path = self.path
         if os.path.islink(path) or (os.path.lexists(path) and not os.path.isfile(path)):
             raise ValueError(f"checkpoint {path} exists and is not a file: refusing to use it")
         if os.path.exists(path):
-            fmt = read_format(path)
-            if fmt in _OLD_FORMATS:
-                raise ValueError(f"checkpoint {path} has the older format {fmt!r}; this version writes "
-                                 f"{FORMAT!r} and cannot resume it: delete it (or choose another path) "
-                                 "to start over")
-            if fmt != FORMAT:
-                raise ValueError(f"checkpoint {path} exists and is not a dask_kernels checkpoint: refusing "
-                                 "to overwrite it (choose another checkpoint path)")
+            self._check_format(read_format(path))
         folder = os.path.dirname(os.path.abspath(path))
         if not os.path.isdir(folder):
             raise ValueError(f"checkpoint {path}: folder {folder} does not exist")
 
-    def exists(self):
-        return os.path.exists(self.path)
+    def exists(self) -> bool:
+        return self._remote.exists() if self._remote is not None else os.path.exists(self.path)
 
-    def save(self, estimator, snapshot, state):
+    def save(self, estimator: Any, snapshot: tuple | None, state: LoopState) -> None:
         """Atomically write the estimator, the start-of-epoch ``snapshot`` (or None) and
         ``state``."""
         arrays, est_meta = get_state(estimator)
@@ -80,16 +106,26 @@ class Checkpointer:
         meta = {"format": FORMAT, "fingerprint": self.fingerprint, "params": json_params(estimator),
                 "estimator_state": est_meta, "snapshot_state": None if snapshot is None else snapshot[1],
                 "loop": state.to_json()}
-        save_npz(self.path, payload, meta)
+        if self._remote is None:
+            save_npz(self.path, payload, meta)
+            return
+        with tempfile.TemporaryDirectory(prefix="dk-ckpt-") as tmp:
+            local = os.path.join(tmp, "run.ckpt")
+            save_npz(local, payload, meta)
+            self._remote.put(local)
 
-    def load(self, estimator, *, n_steps, epochs, width, halvable):
+    def load(self, estimator: Any, *, n_steps: int, epochs: int, width: int,
+             halvable: bool) -> tuple[LoopState, tuple | None]:
         """Restore ``estimator`` from the checkpoint; return ``(LoopState, snapshot_or_None)``.
 
         ``n_steps`` is the number of steps per epoch and ``width`` the learner's number of
         features: the file must agree with both.
         """
         path = self.path
-        arrays, meta = load_npz(path)
+        if self._remote is None:
+            arrays, meta = load_npz(path)
+        else:
+            arrays, meta = self._remote.load()
         if meta.get("format") != FORMAT:
             raise ValueError(f"{path} is not a dask_kernels checkpoint ({meta.get('format')!r})")
         where = f"checkpoint {path}"
@@ -135,3 +171,65 @@ class Checkpointer:
                 raise ValueError(f"{where}: the start-of-epoch state has {probe.n_features_in_} features, "
                                  f"this source gives {width}")
         return state, snapshot
+
+
+class _Remote:
+    """A checkpoint at an fsspec URL: whole-object puts, verified; bounded, validated reads."""
+
+    def __init__(self, url):
+        import fsspec
+
+        self.url = url
+        self.fs, self.key = fsspec.core.url_to_fs(url)
+
+    def check_path(self, check_format):
+        fs, key, url = self.fs, self.key, self.url
+        fs.invalidate_cache()  # listings are cached; another run may have written since
+        if fs.isfile(key):
+            check_format(self._format())
+        elif fs.isdir(key):
+            raise ValueError(f"checkpoint {url} exists and is not a file (a prefix holding objects): refusing to "
+                             "use it")
+        bucket = key.split("/", 1)[0]
+        if not fs.exists(bucket):
+            raise ValueError(f"checkpoint {url}: bucket {bucket} does not exist")
+
+    def exists(self):
+        self.fs.invalidate_cache(self.key)
+        return self.fs.isfile(self.key)
+
+    def _format(self):
+        """The format marker of the object (its metadata member only, read by range requests:
+        a large object that is not ours is never downloaded), or None."""
+        try:
+            size = int(self.fs.info(self.key)["size"])
+            with self.fs.open(self.key, "rb") as f, zipfile.ZipFile(f) as zf:
+                if "__meta__.npy" not in zf.NameToInfo:
+                    return None
+                text, _ = _read_member(zf, self.url, "__meta__", None, MIN_BUDGET + MAX_RATIO * size)
+            meta = json.loads(str(text[()]))
+        except (OSError, ValueError, zipfile.BadZipFile, RecursionError, IndexError):
+            return None
+        return meta.get("format") if isinstance(meta, dict) else None
+
+    def put(self, local):
+        """Upload the file ``local`` in one put, then read it back and compare (write, verify)."""
+        with open(local, "rb") as f:
+            data = f.read()
+        self.fs.pipe_file(self.key, data)
+        self.fs.invalidate_cache(self.key)
+        back = self.fs.cat_file(self.key)
+        if hashlib.sha256(back).digest() != hashlib.sha256(data).digest():
+            raise OSError(f"checkpoint {self.url}: the object read back after the upload differs from what was "
+                          f"written ({len(back)} of {len(data)} bytes); is another run writing this checkpoint?")
+
+    def load(self):
+        """``(arrays, meta)`` of the object, copied to a temporary file and loaded with the checks of
+        a local checkpoint (bounded by the object's size), errors naming the URL."""
+        with tempfile.TemporaryDirectory(prefix="dk-ckpt-") as tmp:
+            local = os.path.join(tmp, "run.ckpt")
+            self.fs.get_file(self.key, local)
+            try:
+                return load_npz(local)
+            except ValueError as e:
+                raise ValueError(str(e).replace(local, self.url)) from None
