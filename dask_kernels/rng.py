@@ -161,26 +161,24 @@ def unit32_hi(h):
 # float32 logarithm in plain arithmetic (vectorizable, libm-independent)
 
 
-@intrinsic
-def _f32_as_i32(typingctx, x):
-    if x != types.float32:
-        return None
+def _bitcast(src, dst, name):
+    """A Numba intrinsic that reads the bits of a ``src`` value as a ``dst`` value (same width)."""
 
-    def codegen(context, builder, sig, args):
-        return builder.bitcast(args[0], context.get_value_type(types.int32))
+    def cast(typingctx, x):
+        if x != src:
+            return None
 
-    return types.int32(types.float32), codegen
+        def codegen(context, builder, sig, args):
+            return builder.bitcast(args[0], context.get_value_type(dst))
+
+        return dst(src), codegen
+
+    cast.__name__ = cast.__qualname__ = name
+    return intrinsic(cast)
 
 
-@intrinsic
-def _i32_as_f32(typingctx, x):
-    if x != types.int32:
-        return None
-
-    def codegen(context, builder, sig, args):
-        return builder.bitcast(args[0], context.get_value_type(types.float32))
-
-    return types.float32(types.int32), codegen
+_f32_as_i32 = _bitcast(types.float32, types.int32, "_f32_as_i32")
+_i32_as_f32 = _bitcast(types.int32, types.float32, "_i32_as_f32")
 
 
 _SQRTHF = np.float32(0.707106781186547524)
