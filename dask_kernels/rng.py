@@ -161,26 +161,24 @@ def unit32_hi(h):
 # float32 logarithm in plain arithmetic (vectorizable, libm-independent)
 
 
-@intrinsic
-def _f32_as_i32(typingctx, x):
-    if x != types.float32:
-        return None
+def _bitcast(src, dst, name):
+    """A Numba intrinsic that reads the bits of a ``src`` value as a ``dst`` value (same width)."""
 
-    def codegen(context, builder, sig, args):
-        return builder.bitcast(args[0], context.get_value_type(types.int32))
+    def cast(typingctx, x):
+        if x != src:
+            return None
 
-    return types.int32(types.float32), codegen
+        def codegen(context, builder, sig, args):
+            return builder.bitcast(args[0], context.get_value_type(dst))
+
+        return dst(src), codegen
+
+    cast.__name__ = cast.__qualname__ = name
+    return intrinsic(cast)
 
 
-@intrinsic
-def _i32_as_f32(typingctx, x):
-    if x != types.int32:
-        return None
-
-    def codegen(context, builder, sig, args):
-        return builder.bitcast(args[0], context.get_value_type(types.float32))
-
-    return types.float32(types.int32), codegen
+_f32_as_i32 = _bitcast(types.float32, types.int32, "_f32_as_i32")
+_i32_as_f32 = _bitcast(types.int32, types.float32, "_i32_as_f32")
 
 
 _SQRTHF = np.float32(0.707106781186547524)
@@ -273,12 +271,17 @@ def normal(seed, stream, index, counter):
     return normal_of_key(index_key(stream_key(seed, stream), index), counter)
 
 
+@njit(nogil=True, cache=True, inline="always")
+def gamma2_of_key(ikey, counter):
+    """Gamma(shape=2, scale=1) from an index key: minus the logs of its uniforms 2c and 2c + 1."""
+    c = np.uint64(counter) * np.uint64(2)
+    return -np.log(unit64(bits(ikey, c))) - np.log(unit64(bits(ikey, c + _ONE)))
+
+
 @njit(nogil=True, cache=True)
 def gamma2(seed, stream, index, counter):
     """Gamma(shape=2, scale=1), float64: the sum of two standard exponentials."""
-    ikey = index_key(stream_key(seed, stream), index)
-    c = np.uint64(counter) * np.uint64(2)
-    return -np.log(unit64(bits(ikey, c))) - np.log(unit64(bits(ikey, c + _ONE)))
+    return gamma2_of_key(index_key(stream_key(seed, stream), index), counter)
 
 
 @njit(nogil=True, cache=True, inline="always")
@@ -303,35 +306,38 @@ def rank(seed, stream, index, counter):
 
 
 @njit(nogil=True, cache=True)
+def _float_table(seed, stream, indices, counters, kind):
+    """The float64 front-ends' one loop: uniform (kind 0), normal (1) or gamma2 (2) on the outer
+    product ``indices x counters``, each value from its index key as the scalar function gives it."""
+    keys = index_keys_of(seed, stream, indices)
+    out = np.empty((indices.size, counters.size))
+    for a in range(indices.size):
+        for b in range(counters.size):
+            if kind == 0:
+                out[a, b] = unit64(bits(keys[a], counters[b]))
+            elif kind == 1:
+                out[a, b] = normal_of_key(keys[a], counters[b])
+            else:
+                out[a, b] = gamma2_of_key(keys[a], counters[b])
+    return out
+
+
+@njit(nogil=True, cache=True)
 def uniform_array(seed: int, stream: int, indices: np.ndarray, counters: np.ndarray) -> np.ndarray:
     """``uniform`` on the outer product ``indices x counters`` (shape (len(i), len(c)))."""
-    out = np.empty((indices.size, counters.size))
-    skey = stream_key(seed, stream)
-    for a in range(indices.size):
-        ikey = index_key(skey, indices[a])
-        for b in range(counters.size):
-            out[a, b] = unit64(bits(ikey, counters[b]))
-    return out
+    return _float_table(seed, stream, indices, counters, 0)
 
 
 @njit(nogil=True, cache=True)
 def normal_array(seed: int, stream: int, indices: np.ndarray, counters: np.ndarray) -> np.ndarray:
     """``normal`` on the outer product ``indices x counters``."""
-    out = np.empty((indices.size, counters.size))
-    for a in range(indices.size):
-        for b in range(counters.size):
-            out[a, b] = normal(seed, stream, indices[a], counters[b])
-    return out
+    return _float_table(seed, stream, indices, counters, 1)
 
 
 @njit(nogil=True, cache=True)
 def gamma2_array(seed: int, stream: int, indices: np.ndarray, counters: np.ndarray) -> np.ndarray:
     """``gamma2`` on the outer product ``indices x counters``."""
-    out = np.empty((indices.size, counters.size))
-    for a in range(indices.size):
-        for b in range(counters.size):
-            out[a, b] = gamma2(seed, stream, indices[a], counters[b])
-    return out
+    return _float_table(seed, stream, indices, counters, 2)
 
 
 @njit(nogil=True, cache=True)

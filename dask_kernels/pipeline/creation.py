@@ -1,0 +1,119 @@
+"""Safe creation of a store: only where nothing but an empty folder or a store of ours is, built
+whole under a temporary name and renamed into place (local paths), attributes first (URLs)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+import uuid
+
+import numpy as np
+
+from .layout import SHARDED_FORMAT, STORE_FORMAT
+from .location import StoreError, filesystem, inspect_path, local_path, open_group, refuse_foreign
+from .records import RECORD_FIELDS
+
+
+def _codecs(compressors, checksums):
+    from zarr.codecs import Crc32cCodec, ZstdCodec
+
+    if isinstance(compressors, str) and compressors == "auto":
+        base = [ZstdCodec(level=0, checksum=False)]  # Zarr's own default for v3
+    elif compressors is None:
+        base = []
+    elif isinstance(compressors, (list, tuple)):
+        base = list(compressors)
+    else:
+        base = [compressors]
+    return tuple(base + ([Crc32cCodec()] if checksums else [])) or None
+
+
+def _build(path, storage_options, *, n_rows, block_rows, width, dtype, columns, compressors, info, checksums,
+           shard_blocks=1):
+    n_blocks = -(-n_rows // block_rows)
+    k = int(shard_blocks)
+    meta = dict(info, format=STORE_FORMAT if k == 1 else SHARDED_FORMAT, n_rows=int(n_rows),
+                block_rows=int(block_rows), n_blocks=int(n_blocks), width=int(width), dtype=np.dtype(dtype).str)
+    if k > 1:
+        meta["shard_blocks"] = k
+    attrs = {"dask_kernels": meta, "complete": False}
+    # attributes first: a creation killed half-way (fsspec URLs) is still recognisably ours
+    g = open_group(path, "w", storage_options, attributes=attrs)
+    codecs = _codecs(compressors, checksums)
+
+    def shards(rows, *rest):  # one object holds k blocks (each still its own checksummed chunk)
+        return {"shards": (rows * k,) + rest} if k > 1 else {}
+
+    g.create_array("features", shape=(n_rows, width), chunks=(block_rows, width), dtype=dtype,
+                   compressors=codecs, fill_value=0, dimension_names=("row", "feature"), **shards(block_rows, width))
+    for name, col_dtype in columns.items():
+        g.create_array(name, shape=(n_rows,), chunks=(block_rows,), dtype=col_dtype, compressors=codecs,
+                       fill_value=0, dimension_names=("row",), **shards(block_rows))
+    g.create_array("done", shape=(n_blocks, len(RECORD_FIELDS)), chunks=(1, len(RECORD_FIELDS)), dtype="uint64",
+                   fill_value=0, compressors=_codecs(None, checksums), dimension_names=("block", "field"),
+                   **shards(1, len(RECORD_FIELDS)))
+    return g
+
+
+def create_store(path, *, storage_options, replace, **build):
+    """Create a store at ``path``, which must be absent, empty, or (``replace``) our store.
+
+    Local paths: built under a temporary name in the same folder, then renamed into place (an
+    existing store of ours is first renamed aside, and deleted only once the new one is in place).
+    """
+    kind, detail = inspect_path(path, storage_options)
+    if kind == "foreign":
+        refuse_foreign(path, detail)
+    if kind == "ours" and not replace:
+        raise StoreError(f"{path}: a feature store appeared there while this job was starting; re-run to "
+                         "resume it")
+    local = local_path(path)
+    if local is None:
+        if kind == "ours":
+            fs, p = filesystem(path, storage_options)
+            fs.rm(p, recursive=True)
+        _build(path, storage_options, **build)
+        return
+    local = os.path.abspath(local)
+    parent, base = os.path.split(local)
+    os.makedirs(parent, exist_ok=True)
+    _remove_stale_temporaries(parent, base)
+    tag = uuid.uuid4().hex[:12]
+    tmp, old = os.path.join(parent, f".{base}.dk-new-{tag}"), os.path.join(parent, f".{base}.dk-old-{tag}")
+    try:
+        _build(tmp, None, **build)
+        if kind == "ours":
+            os.rename(local, old)
+        try:
+            os.rename(tmp, local)  # replaces an empty folder; fails on a non-empty one
+        except OSError:
+            if os.path.exists(old):
+                os.rename(old, local)
+            raise StoreError(f"{path}: something was written there while this job created its store; "
+                             "nothing was replaced") from None
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+#: a temporary creation folder this old (s) was left by a killed job, not one still creating
+STALE_SECONDS = 600
+
+
+def _remove_stale_temporaries(parent, base):
+    """Delete what killed creations of this store left beside it: folders named like our
+    temporaries, holding a store of ours (or nothing yet), untouched for STALE_SECONDS."""
+    prefixes = (f".{base}.dk-new-", f".{base}.dk-old-")
+    for name in os.listdir(parent):
+        p = os.path.join(parent, name)
+        if not name.startswith(prefixes) or not os.path.isdir(p) or os.path.islink(p):
+            continue
+        try:
+            if time.time() - os.stat(p).st_mtime < STALE_SECONDS:
+                continue
+            if os.listdir(p) and inspect_path(p)[0] != "ours":
+                continue
+        except OSError:
+            continue
+        shutil.rmtree(p, ignore_errors=True)

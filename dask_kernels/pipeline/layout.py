@@ -1,0 +1,128 @@
+"""The store's layout (formats, arrays, attributes) and its validation when a store is opened:
+nothing read from disk is used before it is checked."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from .fingerprint import differences, fingerprint_hash
+from .location import StoreError, local_path, open_group
+from .records import RECORD_FIELDS
+from .segments import MAX_SEGMENTS, SEGMENT_NAME
+
+STORE_FORMAT = 2
+#: format of sharded stores: format 2 plus ``shard_blocks`` (older versions must not resume
+#: them: they would write blocks of one shard from several tasks at once)
+SHARDED_FORMAT = 3
+READABLE_FORMATS = (1, 2, 3)
+COLUMNS = ("labels", "qid", "row_ids")
+
+#: Largest number of blocks in one shard (one object, written whole by one task).
+MAX_SHARD_BLOCKS = 4096
+
+
+def _need(info, key, path, kind, check=None, what=None):
+    if key not in info:
+        raise StoreError(f"{path}: attribute dask_kernels[{key!r}] is missing; the store is damaged")
+    v = info[key]
+    if not isinstance(v, kind) or isinstance(v, bool) or (check is not None and not check(v)):
+        raise StoreError(f"{path}: attribute dask_kernels[{key!r}] = {str(v)[:80]!r} is not {what}; "
+                         "the store is damaged or was edited")
+    return v
+
+
+def validate_info(info, path):
+    """Check the ``dask_kernels`` attributes of a store before anything uses them; returns them."""
+    if not isinstance(info, dict):
+        raise StoreError(f"{path}: attribute 'dask_kernels' is not a JSON object; the store is damaged")
+    fmt = info.get("format")
+    if fmt not in READABLE_FORMATS or isinstance(fmt, bool):
+        raise StoreError(f"{path}: store format {fmt!r} (attribute dask_kernels['format']) is not one this "
+                         f"version of dask_kernels reads ({', '.join(map(str, READABLE_FORMATS))}); it was "
+                         f"written by dask_kernels {info.get('package_version', '?')}")
+    n_rows = _need(info, "n_rows", path, int, lambda v: v >= 0, "an integer >= 0")
+    block_rows = _need(info, "block_rows", path, int, lambda v: v >= 1, "an integer >= 1")
+    _need(info, "n_blocks", path, int, lambda v: v == -(-n_rows // block_rows),
+          f"ceil(n_rows / block_rows) = {-(-n_rows // block_rows)}")
+    spec = _need(info, "spec", path, dict, lambda v: isinstance(v.get("method"), str), "a spec with a 'method'")
+    fp = _need(info, "fingerprint", path, dict, lambda v: isinstance(v.get("spec"), dict),
+               "a job fingerprint with a spec")
+    sha = _need(info, "fingerprint_sha256", path, str, lambda v: len(v) == 64, "a SHA-256 hex digest")
+    if spec != fp["spec"]:
+        diff = differences(fp["spec"], spec)
+        raise StoreError(f"{path}: the stored spec does not match the job fingerprint it was written under "
+                         f"(edited?): {'; '.join(diff)} (fingerprint vs spec); refusing to use it")
+    if fingerprint_hash(fp) != sha:
+        raise StoreError(f"{path}: attribute dask_kernels['fingerprint'] does not match "
+                         "dask_kernels['fingerprint_sha256'] (edited?); refusing to use it")
+    if fmt >= 2:
+        _need(info, "lease", path, str, lambda v: len(v) >= 16 and all(c in "0123456789abcdef" for c in v[:16]),
+              "a lease id")
+        _need(info, "width", path, int, lambda v: v >= 0, "an integer >= 0")
+        dtype = _need(info, "dtype", path, str, None, "a dtype")
+        try:
+            np.dtype(dtype)
+        except TypeError:
+            _need(info, "dtype", path, str, lambda v: False, "a NumPy dtype")
+        if "segments" in info:
+            _need(info, "segments", path, list, lambda v: len(v) <= MAX_SEGMENTS and all(
+                isinstance(s, str) and SEGMENT_NAME.match(s) for s in v) and len(set(v)) == len(v),
+                f"a list of at most {MAX_SEGMENTS} distinct segment names 'seg-<16 hex digits>'")
+        if fmt >= SHARDED_FORMAT:
+            _need(info, "shard_blocks", path, int, lambda v: 1 <= v <= MAX_SHARD_BLOCKS,
+                  f"an integer in [1, {MAX_SHARD_BLOCKS}]")
+    return info
+
+
+def validate_arrays(group, info, path):
+    """Check the arrays' shapes, chunks and dtypes against the attributes."""
+    n_rows, block_rows, n_blocks = info["n_rows"], info["block_rows"], info["n_blocks"]
+    keys = set(group.array_keys())
+    for name in ("features", "done"):
+        if name not in keys:
+            raise StoreError(f"{path}: array {name!r} is missing; the store is damaged")
+    f = group["features"]
+    width = info.get("width", f.shape[1] if f.ndim == 2 else -1)
+    if f.ndim != 2 or f.shape != (n_rows, width) or tuple(f.chunks) != (block_rows, width):
+        raise StoreError(f"{path}: array 'features' has shape {f.shape} and chunks {f.chunks}, the attributes "
+                         f"say ({n_rows}, {width}) in blocks of {block_rows} rows")
+    if "dtype" in info and f.dtype != np.dtype(info["dtype"]):
+        raise StoreError(f"{path}: array 'features' has dtype {f.dtype}, attribute dask_kernels['dtype'] says "
+                         f"{np.dtype(info['dtype'])}")
+    for name in COLUMNS:
+        if name in keys:
+            c = group[name]
+            if c.shape != (n_rows,) or tuple(c.chunks) != (block_rows,):
+                raise StoreError(f"{path}: array {name!r} has shape {c.shape} and chunks {c.chunks}, expected "
+                                 f"({n_rows},) in blocks of {block_rows}")
+    d = group["done"]
+    want = (n_blocks,) if info["format"] == 1 else (n_blocks, len(RECORD_FIELDS))
+    if d.shape != want:
+        raise StoreError(f"{path}: array 'done' has shape {d.shape}, expected {want}")
+    k = int(info.get("shard_blocks", 1))
+    for name in keys & {"features", "done", *COLUMNS}:
+        shards = group[name].shards
+        rows = (block_rows if name != "done" else 1) * k
+        if (shards is None) != (k == 1) or (shards is not None and shards[0] != rows):
+            raise StoreError(f"{path}: array {name!r} has shards {shards}, attribute dask_kernels['shard_blocks'] "
+                             f"= {k} says {'none' if k == 1 else rows} rows per shard")
+
+
+def open_checked(path, storage_options=None, mode="r", consolidated=None):
+    """Open the group and return ``(group, validated dask_kernels attributes)``."""
+    try:
+        g = open_group(path, mode, storage_options, consolidated=consolidated)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"no feature store at {path}") from None
+    except (ValueError, TypeError, KeyError) as e:  # JSONDecodeError is a ValueError
+        if local_path(path) is not None and not os.path.exists(local_path(path)):
+            raise FileNotFoundError(f"no feature store at {path}") from None
+        raise StoreError(f"{path}: cannot read the store's metadata (zarr.json): {type(e).__name__}: {e}") from None
+    info = g.attrs.get("dask_kernels")
+    if info is None:
+        raise StoreError(f"{path} is a Zarr group but not a dask_kernels feature store")
+    info = validate_info(info, path)
+    validate_arrays(g, info, path)
+    return g, info
