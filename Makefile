@@ -5,12 +5,13 @@ BIN = $(VENV)/bin
 
 # One install of the package and every extra (tests, benchmarks, docs) with uv, itself from PyPI
 # into the venv: it downloads and unpacks in parallel (about a minute, pip took three and a half).
-# No --compile-bytecode: it compiles every module of every dependency (about 90 s of CPU here);
-# Python compiles the ones the tests import on first use.
+# --compile-bytecode, as pip does: where PYTHONDONTWRITEBYTECODE is set (this CI machine) Python
+# never writes .pyc files, so without it every process of the test run (hundreds: CLI runs, cluster
+# workers) compiles dask, distributed, scikit-learn, ... from source again (1-5 s of CPU each).
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet uv
-	$(BIN)/python -m uv pip install --quiet --python $(BIN)/python -e ".[test,bench,docs]"
+	$(BIN)/python -m uv pip install --quiet --compile-bytecode --python $(BIN)/python -e ".[test,bench,docs]"
 	touch $@
 
 .PHONY: install demo test bench docs
