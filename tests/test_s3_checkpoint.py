@@ -6,9 +6,10 @@ naming its URL."""
 import fsspec
 import numpy as np
 import pytest
-from sklearn.linear_model import SGDClassifier
 
-from dask_kernels import GCWS, fit_incremental
+from _checkpoint_runs import Stop, checkpointed_fit
+
+from dask_kernels import GCWS
 
 RNG = np.random.default_rng(1)
 X = RNG.random((600, 4))
@@ -25,14 +26,7 @@ def s3c(s3, monkeypatch):
 
 
 def _fit(ck, **kw):
-    args = dict(feature_map=G, block_rows=100, epochs=3, seed=0, checkpoint=ck, checkpoint_every=2,
-                early_stopping=False, progress=False)
-    args.update(kw)
-    return fit_incremental(SGDClassifier(learning_rate="constant", eta0=0.1, random_state=0), X, Y, **args)
-
-
-class Stop(Exception):
-    pass
+    return checkpointed_fit(X, Y, G, ck, **kw)
 
 
 def _interrupted(ck, epoch=1, position=3):

@@ -69,6 +69,27 @@ def cos32(x):
 _LANES = 16
 
 
+def _vectors():
+    """The codegens' 16-lane float32 and int32 vector types and their constant makers."""
+    vty = ir.VectorType(ir.FloatType(), _LANES)
+    ity = ir.VectorType(ir.IntType(32), _LANES)
+
+    def const(v):
+        return ir.Constant(vty, [float(np.float32(v))] * _LANES)
+
+    def iconst(v):
+        return ir.Constant(ity, [v] * _LANES)
+
+    return vty, ity, const, iconst
+
+
+def _all_inside(builder, absx, const):
+    """An i1 that is true when every lane of ``absx`` is <= COS32_MAX (false for NaN)."""
+    inside = builder.fcmp_ordered("<=", absx, const(COS32_MAX))
+    return builder.icmp_unsigned("==", builder.bitcast(inside, ir.IntType(_LANES)),
+                                 ir.Constant(ir.IntType(_LANES), (1 << _LANES) - 1))
+
+
 @intrinsic
 def _cos32_lanes(typingctx, arg, start, out, ostart, factor):
     """``out[ostart:ostart + 16] = factor * cos32(arg[start:start + 16])`` in one 512-bit vector,
@@ -87,15 +108,7 @@ def _cos32_lanes(typingctx, arg, start, out, ostart, factor):
         return types.boolean(arg, types.intp, out, types.intp, factor), lambda c, b, s, a: cgutils.false_bit
 
     def codegen(context, builder, sig, args):
-        f32 = ir.FloatType()
-        vty = ir.VectorType(f32, _LANES)
-        ity = ir.VectorType(ir.IntType(32), _LANES)
-
-        def const(v):
-            return ir.Constant(vty, [float(np.float32(v))] * _LANES)
-
-        def iconst(v):
-            return ir.Constant(ity, [v] * _LANES)
+        vty, ity, const, iconst = _vectors()
 
         def ptr(ary_type, ary_val, index):
             ary = context.make_array(ary_type)(context, builder, ary_val)
@@ -106,9 +119,7 @@ def _cos32_lanes(typingctx, arg, start, out, ostart, factor):
         x = builder.load(src, align=4)
         absx = builder.call(cgutils.get_or_insert_function(builder.module, ir.FunctionType(vty, [vty]),
                                                            "llvm.fabs.v16f32"), [x])
-        inside = builder.fcmp_ordered("<=", absx, const(COS32_MAX))  # false for NaN
-        ok = builder.icmp_unsigned("==", builder.bitcast(inside, ir.IntType(_LANES)),
-                                   ir.Constant(ir.IntType(_LANES), (1 << _LANES) - 1))
+        ok = _all_inside(builder, absx, const)
         with builder.if_then(ok, likely=True):
             _emit_cos(builder, x, dst, args[4], vty, ity, const, iconst)
         return ok
@@ -372,12 +383,7 @@ def _affine_cos32v2_lanes(typingctx, src, scale, phase, dst, factor, start):
         return sig, lambda c, b, s, a: cgutils.false_bit
 
     def codegen(context, builder, sig, args):
-        f32 = ir.FloatType()
-        vty = ir.VectorType(f32, _LANES)
-        ity = ir.VectorType(ir.IntType(32), _LANES)
-
-        def const(v):
-            return ir.Constant(vty, [float(np.float32(v))] * _LANES)
+        vty, ity, const, _ = _vectors()
 
         def splat(value):
             vec = builder.insert_element(ir.Constant(vty, ir.Undefined), value, ir.Constant(ir.IntType(32), 0))
@@ -393,9 +399,7 @@ def _affine_cos32v2_lanes(typingctx, src, scale, phase, dst, factor, start):
         x = builder.fadd(builder.fmul(x, f), load(sig.args[2], args[2])[0])
         fn = lambda name: cgutils.get_or_insert_function(  # noqa: E731
             builder.module, ir.FunctionType(vty, [vty] * (3 if name == "fma" else 1)), f"llvm.{name}.v16f32")
-        inside = builder.fcmp_ordered("<=", builder.call(fn("fabs"), [x]), const(COS32_MAX))  # false for NaN
-        ok = builder.icmp_unsigned("==", builder.bitcast(inside, ir.IntType(_LANES)),
-                                   ir.Constant(ir.IntType(_LANES), (1 << _LANES) - 1))
+        ok = _all_inside(builder, builder.call(fn("fabs"), [x]), const)
         with builder.if_then(ok, likely=True):
             fma = fn("fma")
             t = builder.call(fma, [x, const(_INV_PI), const(_MAGIC)])

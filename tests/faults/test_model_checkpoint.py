@@ -13,9 +13,9 @@ import zipfile
 
 import numpy as np
 import pytest
-from sklearn.linear_model import SGDClassifier
+from _checkpoint_runs import Stop, checkpointed_fit
 
-from dask_kernels import GCWS, fit_incremental
+from dask_kernels import GCWS
 
 
 def _data():
@@ -32,14 +32,7 @@ def setup():
 
 def _fit(setup, ck, **kw):
     X, y, gcws = setup
-    args = dict(feature_map=gcws, block_rows=100, epochs=3, seed=0, checkpoint=ck, checkpoint_every=2,
-                early_stopping=False, progress=False)
-    args.update(kw)
-    return fit_incremental(SGDClassifier(learning_rate="constant", eta0=0.1, random_state=0), X, y, **args)
-
-
-class Stop(Exception):
-    pass
+    return checkpointed_fit(X, y, gcws, ck, **kw)
 
 
 def _mid_run_checkpoint(setup, ck):
