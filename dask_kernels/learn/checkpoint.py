@@ -218,16 +218,20 @@ def load_npz(path, max_bytes=None):
     return arrays, meta
 
 
-def read_format(path):
+def read_format(source, *, name=None, size=None):
     """The ``format`` marker of a file written by :func:`save_npz`, or None if it is not one.
 
-    Reads only the metadata member (bounded): used to recognise a file before replacing it.
+    ``source`` is a path, or an open binary file (an object store's: only the ranges the zip
+    directory and the metadata member need are read), then with ``name`` for messages and
+    ``size`` its size in bytes, which bounds the read as a file's size on disk does. Reads only
+    the metadata member (bounded): used to recognise a file before replacing it.
     """
     try:
-        with zipfile.ZipFile(path) as zf:
+        budget = _budget(source, None) if size is None else MIN_BUDGET + MAX_RATIO * int(size)
+        with zipfile.ZipFile(source) as zf:
             if f"{_META}.npy" not in zf.NameToInfo:
                 return None
-            text, _ = _read_member(zf, os.fspath(path), _META, None, _budget(path, None))
+            text, _ = _read_member(zf, name or os.fspath(source), _META, None, budget)
         meta = json.loads(str(text[()]))
     except (OSError, ValueError, zipfile.BadZipFile, RecursionError, IndexError):
         return None

@@ -26,16 +26,14 @@ object that is not a checkpoint, or a prefix holding objects, is never replaced.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import tempfile
-import zipfile
 from typing import Any
 
 from sklearn.base import clone
 
-from .checkpoint import MAX_RATIO, MIN_BUDGET, _read_member, load_npz, prefixed, read_format, save_npz, unprefixed
+from .checkpoint import load_npz, prefixed, read_format, save_npz, unprefixed
 from .loop import LoopState, is_eta0
 from .state import _unscalar, get_state, json_params, set_state
 
@@ -203,14 +201,10 @@ class _Remote:
         a large object that is not ours is never downloaded), or None."""
         try:
             size = int(self.fs.info(self.key)["size"])
-            with self.fs.open(self.key, "rb") as f, zipfile.ZipFile(f) as zf:
-                if "__meta__.npy" not in zf.NameToInfo:
-                    return None
-                text, _ = _read_member(zf, self.url, "__meta__", None, MIN_BUDGET + MAX_RATIO * size)
-            meta = json.loads(str(text[()]))
-        except (OSError, ValueError, zipfile.BadZipFile, RecursionError, IndexError):
+            with self.fs.open(self.key, "rb") as f:
+                return read_format(f, name=self.url, size=size)
+        except OSError:
             return None
-        return meta.get("format") if isinstance(meta, dict) else None
 
     def put(self, local):
         """Upload the file ``local`` in one put, then read it back and compare (write, verify)."""
@@ -219,7 +213,7 @@ class _Remote:
         self.fs.pipe_file(self.key, data)
         self.fs.invalidate_cache(self.key)
         back = self.fs.cat_file(self.key)
-        if hashlib.sha256(back).digest() != hashlib.sha256(data).digest():
+        if back != data:
             raise OSError(f"checkpoint {self.url}: the object read back after the upload differs from what was "
                           f"written ({len(back)} of {len(data)} bytes); is another run writing this checkpoint?")
 
