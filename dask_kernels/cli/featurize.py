@@ -116,7 +116,7 @@ def run(args):
     start_worker_server(args)  # now: it imports on the other core while this process does
 
     from ..pipeline import featurize
-    from ..pipeline.featurize import append_map
+    from ..pipeline.append import append_map
     from ._center import resolve_center
 
     fmap = build_map(args)
