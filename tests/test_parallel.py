@@ -10,7 +10,7 @@ import scipy.sparse as sp
 from dask_kernels import from_spec, registered_maps
 from dask_kernels.sidecar import map_arrays
 from dask_kernels.maps._parallel import BLOCK_ROWS, GEMM_BLOCKS, blocks_of, effective_n_jobs, row_blocks
-from dask_kernels.maps._parallel import transform_rows, usable_cpus
+from dask_kernels.maps._parallel import _POOLS, _pool, transform_rows, usable_cpus
 
 #: Small, fast parameters per method; a method not listed is built with its defaults.
 PARAMS = {
@@ -139,24 +139,34 @@ def test_errors_name_the_global_row():
 def test_the_pool_is_reused_and_never_nests():
     # the worker threads persist between calls (no start-up per call), and a block that calls
     # transform_rows again with n_jobs=2 from a pool thread runs it serially instead of waiting
-    # on its own busy pool (a deadlock with a shared pool)
+    # on its own busy pool (a deadlock with a shared pool). Two pool threads run blocks at once,
+    # so each block records its own inner calls (one shared list interleaves: this test failed
+    # 1 run in 50 that way). ThreadPoolExecutor starts its threads lazily (a submit starts one
+    # only when no thread is idle), so a call may use fewer than 2; what must hold whatever the
+    # timing is that the pool stays the same object with at most its 2 threads, none replaced.
     X = np.arange(4.0 * BLOCK_ROWS).reshape(-1, 1)
-    inner_threads = []
+    outer_threads = set()
 
     def block_fn(rows, row_offset):
+        inner_threads = []
+
         def inner_fn(r, row_offset):
             inner_threads.append(threading.get_ident())
             return r + 1
 
-        inner = transform_rows(inner_fn, np.tile(rows, (4, 1)), n_jobs=2)  # several blocks
-        assert set(inner_threads[-4:]) == {threading.get_ident()}  # all on this very thread
+        inner = transform_rows(inner_fn, np.tile(rows, (4, 1)), n_jobs=2)  # 4 blocks
+        assert inner_threads == [threading.get_ident()] * 4  # serially, all on this very thread
+        outer_threads.add(threading.get_ident())
         return inner[: len(rows)] * 2
 
-    def pool_threads():
-        return {t.ident for t in threading.enumerate() if t.name.startswith("dask-kernels-transform")}
+    def pool_threads():  # the threads of the pool of 2 (named by its thread count)
+        return {t.ident for t in threading.enumerate() if t.name.startswith("dask-kernels-transform-2_")}
 
-    np.testing.assert_array_equal(transform_rows(block_fn, X, n_jobs=2), (X + 1) * 2)
-    before = pool_threads()
-    inner_threads.clear()
-    np.testing.assert_array_equal(transform_rows(block_fn, X, n_jobs=2), (X + 1) * 2)
-    assert pool_threads() == before and set(inner_threads) <= before  # no new thread: reused
+    pool, pools = _pool(2), set(_POOLS)
+    for _ in range(2):
+        before = pool_threads()
+        np.testing.assert_array_equal(transform_rows(block_fn, X, n_jobs=2), (X + 1) * 2)
+        after = pool_threads()
+        assert before <= after and len(after) <= 2  # kept between calls, never more than 2
+        assert outer_threads <= after  # the blocks ran on the pool's threads
+    assert _pool(2) is pool and set(_POOLS) == pools  # the same pool; no other made for inner calls

@@ -54,7 +54,8 @@ def _pool(threads):
     with _POOL_LOCK:
         pool = _POOLS.get(key)
         if pool is None:
-            pool = _POOLS[key] = ThreadPoolExecutor(threads, thread_name_prefix="dask-kernels-transform",
+            # named by thread count, so a thread dump (and a test) tells which pool a thread is in
+            pool = _POOLS[key] = ThreadPoolExecutor(threads, thread_name_prefix=f"dask-kernels-transform-{threads}",
                                                     initializer=_mark_pool_thread)
     return pool
 
