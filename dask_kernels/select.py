@@ -31,6 +31,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, TransformerMixin, clone
 from ._compat import HasMethods, Interval
+from ._docstrings import fill_doc
 from sklearn.utils.validation import check_is_fitted
 
 from .maps.base import FeatureMap
@@ -111,6 +112,7 @@ def round_rows(seed: int, t: int, n: int, r: int) -> np.ndarray:
     return np.sort(np.argpartition(ranks, r - 1)[:r])
 
 
+@fill_doc
 class RandomFeatureSelector(TransformerMixin, BaseEstimator):
     """Select D random features of a Fourier map by their weights (May 2017, Algorithm 1).
 
@@ -154,10 +156,7 @@ class RandomFeatureSelector(TransformerMixin, BaseEstimator):
     selection_seconds_ : float
         Wall time of :meth:`fit`.
 
-    References
-    ----------
-    .. [1] A. May, "Kernel approximation methods for speech recognition", PhD thesis, Columbia
-       University, 2017, section 5.1, Algorithm 1.
+    %(selection_references)s
 
     Examples
     --------
@@ -284,6 +283,7 @@ class RandomFeatureSelector(TransformerMixin, BaseEstimator):
         return self.feature_map_.transform(X)
 
 
+@fill_doc
 def select_features(feature_map: FeatureMap, X: Any, y: Any, *, n_components: int = 1000,
                     subset_rows: int | None = None,
                     rounds: int = 10, estimator: Any = None, seed: int = 0) -> FeatureMap:
@@ -299,10 +299,7 @@ def select_features(feature_map: FeatureMap, X: Any, y: Any, *, n_components: in
         Long id lists are kept beside its spec (the sidecar: saved models, feature stores and
         :func:`dask_kernels.sidecar.save_map` carry them).
 
-    References
-    ----------
-    .. [1] A. May, "Kernel approximation methods for speech recognition", PhD thesis, Columbia
-       University, 2017, section 5.1, Algorithm 1.
+    %(selection_references)s
 
     Examples
     --------

@@ -21,6 +21,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..blocks import validate_block
+from .._docstrings import fill_doc
 
 
 def _unit_and_pattern(X):
@@ -50,6 +51,7 @@ def _dense(P):
     return P.toarray() if sp.issparse(P) else np.asarray(P)
 
 
+@fill_doc
 def core_kernel(X: Any, Y: Any = None, *, type: int = 1) -> np.ndarray:
     """Exact CoRE kernel matrix between the rows of ``X`` and ``Y``.
 
@@ -69,9 +71,7 @@ def core_kernel(X: Any, Y: Any = None, *, type: int = 1) -> np.ndarray:
     ValueError
         Naming the row and column of a NaN or infinity, malformed sparse input, or a bad ``type``.
 
-    References
-    ----------
-    P. Li, "CoRE Kernels", UAI 2014.
+    %(core_references)s
 
     Examples
     --------

@@ -40,6 +40,7 @@ from sklearn.utils.validation import check_is_fitted
 from ..rng import bits, index_key, normal_of_key, register_stream, stream_key
 from ._parallel import N_JOBS_CONSTRAINT
 from .base import FeatureMap
+from .._docstrings import fill_doc
 
 STREAM_RANK = register_stream("core.rank", 61)
 STREAM_PROJ = register_stream("core.projection", 62)
@@ -136,6 +137,7 @@ def _core_csr(data, indices, indptr, rkey, pkey, project, loc_o, val_o, proj_o, 
         f_o[r] = f
 
 
+@fill_doc
 class CoRE(FeatureMap):
     """CoRE hashing: features whose inner products estimate the CoRE kernels.
 
@@ -157,15 +159,12 @@ class CoRE(FeatureMap):
         Code width b (1 to 16): the lowest b bits of ``L_j``. Two rows whose locations differ
         but agree on b bits also "collide", which biases the expanded estimate upwards by about
         ``(1 - R) 2**-b`` times the value products; :meth:`sample` gives the full locations.
-    seed : int, default=0
-        Seed of the counter-based random numbers.
+    %(seed)s
     output : {"codes", "onehot"}, default="codes"
         What ``transform`` returns: the stored float32 layout of shape (n, 2k) (codes, then
         values), or its expansion (CSR of shape (n, k * 2**bits)). Pipelines and stores always
         keep the stored layout; :meth:`expand` converts.
-    n_jobs : int or None, default=None
-        Threads of :meth:`transform` over row blocks of in-memory input (see
-        :class:`~dask_kernels.RFF`); bitwise the same output for any value, not part of the spec.
+    %(n_jobs)s
 
     Attributes
     ----------
@@ -185,9 +184,7 @@ class CoRE(FeatureMap):
     * The variance of the type-1 estimate with full locations is
       ``(1/k) [(1 + 2 rho^2) R - rho^2 R^2]``.
 
-    References
-    ----------
-    P. Li, "CoRE Kernels", UAI 2014.
+    %(core_references)s
 
     Examples
     --------

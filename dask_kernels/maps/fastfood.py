@@ -37,6 +37,7 @@ from ._fourier import COMMON_CONSTRAINTS, POSITIVE_FINITE, FloatFeatures, cached
 from ._subset import FEATURE_IDS_CONSTRAINT, FeatureIds, phases_of
 from ._fwht import fwht_gathered, fwht_row, fwht_scaled
 from .base import FeatureMap
+from .._docstrings import fill_doc
 
 if TYPE_CHECKING:  # names used only in annotations
     import numpy.typing as npt
@@ -254,6 +255,7 @@ def padded_dim(n_features):
     return 1 << max(int(n_features) - 1, 0).bit_length()
 
 
+@fill_doc
 class Fastfood(FeatureIds, FloatFeatures, FeatureMap):
     """Fastfood random features for the Gaussian (or a Matern-type) kernel, O(k log d) per row.
 
@@ -267,8 +269,7 @@ class Fastfood(FeatureIds, FloatFeatures, FeatureMap):
 
     Parameters
     ----------
-    n_components : int, default=100
-        Output width k, exactly.
+    %(n_components)s
     gamma : float or None, default=None
         Gaussian kernel ``exp(-gamma ||x - y||^2)``: ``sigma = 1 / sqrt(2 gamma)``.
     sigma : float or None, default=None
@@ -282,30 +283,19 @@ class Fastfood(FeatureIds, FloatFeatures, FeatureMap):
         Gaussian as ``matern_t`` grows.
     matern_t : int, default=3
         Number of ball draws summed for ``radial="matern"``.
-    seed : int, default=0
-        Seed of the counter-based random numbers (0 <= seed < 2**64).
+    %(seed)s
     dtype : {"float32", "float64"}, default="float32"
         Output dtype and the precision of the transform.
-    n_jobs : int or None, default=None
-        Threads of :meth:`transform` over row blocks of in-memory input: None is every usable
-        CPU when called from the main thread and one otherwise (never nested inside Dask tasks
-        or your own pool), -1 every CPU, -2 all but one. The output is bitwise identical for
-        any value; it is not part of :meth:`spec` (it changes speed, not features).
-    feature_ids : array-like of int or None, default=None
-        Compute the features with these ids (distinct integers in ``[0, 2**63)``, exactly
-        ``n_components`` of them) instead of ``0 .. n_components-1``; feature j is row
-        ``j mod d`` of block ``j // d``, as in any wider map, up to the normalization
-        ``sqrt(2 / n_components)``. The cost is that of the distinct blocks the ids touch
-        (each O(d log d) per row), so choose whole blocks: random feature selection
-        (:func:`dask_kernels.select_features`) does. Lists longer than 256 ids are kept
-        beside the spec (a sidecar), not in it.
+    %(n_jobs)s
+    %(feature_ids)s
+        Feature j is row ``j mod d`` of block ``j // d``, as in any wider map, up to the
+        normalization ``sqrt(2 / n_components)``. The cost is that of the distinct blocks the
+        ids touch (each O(d log d) per row), so choose whole blocks: random feature selection
+        (:func:`dask_kernels.select_features`) does.
 
     Attributes
     ----------
-    n_features_in_ : int
-    n_output_features_ : int
-        ``n_components``.
-    output_dtype_ : numpy.dtype
+    %(fourier_attributes)s
     padded_dim_ : int
         d, the power of two inputs are padded to.
 

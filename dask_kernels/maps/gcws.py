@@ -38,6 +38,7 @@ from ._dart import fit_scale, layer_rates
 from ._fourier import cached_table
 from ._parallel import N_JOBS_CONSTRAINT
 from .base import FeatureMap
+from .._docstrings import fill_doc
 
 STREAM = register_stream("gcws.icws", 1)
 #: The table path is used when its three float32 tables stay below this many bytes.
@@ -255,6 +256,7 @@ def expand_codes(codes: npt.ArrayLike, bits: int) -> sp.csr_matrix:
     )
 
 
+@fill_doc
 class GCWS(FeatureMap):
     """Generalized consistent weighted sampling: b-bit codes that linearize the GMM kernel.
 
@@ -268,9 +270,7 @@ class GCWS(FeatureMap):
         Number of hashes k.
     bits : int, default=8
         Code width b (1 to 16): the lowest b bits of i*. Codes are uint8 for b <= 8, else uint16.
-    seed : int, default=0
-        Seed of the counter-based random numbers; with the same seed every process computes the
-        same codes.
+    %(seed)s
     center : None, "mean" or array-like of shape (n_features,), default=None
         Vector subtracted from every row before the sign split; "mean" learns the column means
         in ``fit``. With sparse input the block is densified after centering.
@@ -291,11 +291,7 @@ class GCWS(FeatureMap):
         norm above 80 % of it). At most 2**20 hashes. The two samplers give different codes for the same
         seed; the spec records the sampler and the dart scheme version ("icws" specs stay
         exactly as before).
-    n_jobs : int or None, default=None
-        Threads of :meth:`transform` over row blocks of in-memory input: None is every usable
-        CPU when called from the main thread and one otherwise (never nested inside Dask tasks
-        or your own pool), -1 every CPU, -2 all but one. The output is bitwise identical for
-        any value; it is not part of :meth:`spec` (it changes speed, not features).
+    %(n_jobs)s
 
     Attributes
     ----------

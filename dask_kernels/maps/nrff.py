@@ -23,6 +23,7 @@ from ._fourier import cached_table
 from ._parallel import GEMM_BLOCKS
 from ._subset import FEATURE_IDS_CONSTRAINT, FeatureIds, normal_columns, phases_of
 from .base import FeatureMap
+from .._docstrings import fill_doc
 from ..rng import register_stream
 from .rff import projection
 
@@ -109,6 +110,7 @@ def _input_norms(X):
     return np.sqrt(np.einsum("ij,ij->i", X, X, dtype=np.float64))
 
 
+@fill_doc
 class NRFF(FeatureIds, FloatFeatures, FeatureMap):
     """Normalized random Fourier features for ``exp(-gamma (1 - rho))``, rho = cosine similarity.
 
@@ -123,32 +125,21 @@ class NRFF(FeatureIds, FloatFeatures, FeatureMap):
 
     Parameters
     ----------
-    n_components : int, default=100
-        Output width k, exactly.
+    %(n_components)s
     gamma : float, default=1.0
         Kernel parameter (> 0).
-    seed : int, default=0
-        Seed of the counter-based random numbers (0 <= seed < 2**64).
+    %(seed)s
     dtype : {"float32", "float64"}, default="float32"
         Output dtype, also the precision of the projection.
-    n_jobs : int or None, default=None
-        Threads of :meth:`transform` over row blocks of in-memory input: None is every usable
-        CPU when called from the main thread and one otherwise (never nested inside Dask tasks
-        or your own pool), -1 every CPU, -2 all but one. The output is bitwise identical for
-        any value; it is not part of :meth:`spec` (it changes speed, not features).
-    feature_ids : array-like of int or None, default=None
-        Compute the features with these ids (distinct integers in ``[0, 2**63)``, exactly
-        ``n_components`` of them) instead of ``0 .. n_components-1``: before the final
-        normalization, feature ``feature_ids[c]`` is column ``feature_ids[c]`` of any wider map
-        with the same parameters; the output row is then normalized over the chosen features.
-        Lists longer than 256 ids are kept beside the spec (a sidecar), not in it.
+    %(n_jobs)s
+    %(feature_ids)s
+        Before the final normalization, feature ``feature_ids[c]`` is column
+        ``feature_ids[c]`` of any wider map with the same parameters; the output row is then
+        normalized over the chosen features.
 
     Attributes
     ----------
-    n_features_in_ : int
-    n_output_features_ : int
-        ``n_components``.
-    output_dtype_ : numpy.dtype
+    %(fourier_attributes)s
 
     Notes
     -----

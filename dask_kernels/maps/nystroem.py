@@ -42,6 +42,7 @@ from ..rng import rank_array, register_stream, uniform
 from ..sidecar import manifest
 from ._fourier import COMMON_CONSTRAINTS, POSITIVE_FINITE, cached_table
 from .base import FeatureMap
+from .._docstrings import fill_doc
 
 STREAM_LANDMARK = register_stream("nystroem.landmark", 51)
 STREAM_KMEANS = register_stream("nystroem.kmeans", 52)
@@ -192,6 +193,7 @@ def kmeanspp(C: Any, m: int, kernel: str, gamma: float | None, seed: int) -> np.
 STATE_KEYS = ("gamma", "n_landmarks", "rank", "landmarks_format", "landmarks_nnz", "sidecar")
 
 
+@fill_doc
 class Nystroem(FeatureMap):
     """Nystroem features for the GMM, min-max, RBF, Laplacian or cosine-RBF kernel.
 
@@ -214,14 +216,11 @@ class Nystroem(FeatureMap):
         cosine_rbf (None: 1.0). Must be None for gmm and minmax, which have no parameter.
     landmarks : {"uniform", "kmeans++"}, default="uniform"
         How landmarks are chosen (both depend only on the seed and the global row numbers).
-    seed : int, default=0
-        Seed of the counter-based random numbers (0 <= seed < 2**64).
+    %(seed)s
     dtype : {"float32", "float64"}, default="float32"
         Output dtype, and the precision of the kernel block (rbf, cosine_rbf) and of the product
         with the normalization (float32 uses SGEMM).
-    n_jobs : int or None, default=None
-        Threads of :meth:`transform` over row blocks of in-memory input (see
-        :class:`~dask_kernels.RFF`); bitwise the same output for any value, not part of the spec.
+    %(n_jobs)s
 
     Attributes
     ----------

@@ -30,6 +30,7 @@ from ._parallel import GEMM_BLOCKS
 from ._sparse import MAX_NONZEROS, SparseFrequencies, sparse_support, sparse_values
 from ._subset import FEATURE_IDS_CONSTRAINT, FeatureIds, cauchy_columns, normal_columns, phases_of
 from .base import FeatureMap
+from .._docstrings import fill_doc
 from ..rng import register_stream
 
 if TYPE_CHECKING:  # names used only in annotations
@@ -57,6 +58,7 @@ def projection(X, W, dtype, out=None):
     return out
 
 
+@fill_doc
 class RFF(FeatureIds, FloatFeatures, FeatureMap):
     """Random Fourier features for ``exp(-gamma ||x - y||^2)`` or ``exp(-gamma ||x - y||_1)``.
 
@@ -68,28 +70,19 @@ class RFF(FeatureIds, FloatFeatures, FeatureMap):
 
     Parameters
     ----------
-    n_components : int, default=100
-        Output width k, exactly.
+    %(n_components)s
     gamma : float, default=1.0
         Kernel parameter (> 0).
     kernel : {"rbf", "laplacian"}, default="rbf"
-    seed : int, default=0
-        Seed of the counter-based random numbers (0 <= seed < 2**64).
+    %(seed)s
     dtype : {"float32", "float64"}, default="float32"
         Output dtype, also the precision of the projection (float32 uses SGEMM).
-    n_jobs : int or None, default=None
-        Threads of :meth:`transform` over row blocks of in-memory input: None is every usable
-        CPU when called from the main thread and one otherwise (never nested inside Dask tasks
-        or your own pool), -1 every CPU, -2 all but one. The output is bitwise identical for
-        any value; it is not part of :meth:`spec` (it changes speed, not features).
-    feature_ids : array-like of int or None, default=None
-        Compute the features with these ids (distinct integers in ``[0, 2**63)``, exactly
-        ``n_components`` of them) instead of ``0 .. n_components-1``. Every parameter of
-        feature j is a pure function of (seed, j), so feature ``feature_ids[c]`` is column
-        ``feature_ids[c]`` of any wider map with the same parameters, up to the normalization
-        ``sqrt(2 / n_components)``. Random feature selection
-        (:func:`dask_kernels.select_features`) returns such maps. Lists longer than 256 ids are
-        kept beside the spec (a sidecar), not in it.
+    %(n_jobs)s
+    %(feature_ids)s
+        Every parameter of feature j is a pure function of (seed, j), so feature
+        ``feature_ids[c]`` is column ``feature_ids[c]`` of any wider map with the same
+        parameters, up to the normalization ``sqrt(2 / n_components)``. Random feature
+        selection (:func:`dask_kernels.select_features`) returns such maps.
     density : float in (0, 1], default=1.0
         Sparse random features (May 2017, section 5.2): with ``density < 1`` each ``w_j`` is
         nonzero on ``m = max(1, round(density * n_features_in))`` inputs drawn uniformly at
@@ -103,10 +96,7 @@ class RFF(FeatureIds, FloatFeatures, FeatureMap):
 
     Attributes
     ----------
-    n_features_in_ : int
-    n_output_features_ : int
-        ``n_components``.
-    output_dtype_ : numpy.dtype
+    %(fourier_attributes)s
     n_nonzero_ : int
         Nonzeros per frequency vector: ``n_features_in_``, or m when ``density < 1``.
 

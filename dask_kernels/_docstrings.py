@@ -1,0 +1,75 @@
+"""Docstring text that several public objects share, written once.
+
+A docstring names a piece by a line that holds only ``%(name)s``; :func:`fill_doc` replaces the
+line with the piece, indented as the line was. Sphinx (autodoc and numpydoc), ``help()`` and
+doctest all read ``__doc__`` at run time, so each of them sees the full text. An unknown name
+is a ``KeyError`` at import time.
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from typing import TypeVar
+
+T = TypeVar("T")
+
+#: name -> text (numpydoc, unindented). Parameters first, then attributes, then references.
+PIECES = {
+    # -- parameters of the feature maps ---------------------------------------------------------
+    "n_components": """\
+n_components : int, default=100
+    Output width k, exactly.""",
+    "seed": """\
+seed : int, default=0
+    Seed of the counter-based random numbers (0 <= seed < 2**64): the same seed gives the same
+    output in every process.""",
+    "n_jobs": """\
+n_jobs : int or None, default=None
+    Threads of :meth:`transform` over row blocks of in-memory input: None is every usable
+    CPU when called from the main thread and one otherwise (never nested inside Dask tasks
+    or your own pool), -1 every CPU, -2 all but one. The output is bitwise identical for
+    any value; it is not part of :meth:`spec` (it changes speed, not features).""",
+    "feature_ids": """\
+feature_ids : array-like of int or None, default=None
+    Compute the features with these ids (distinct integers in ``[0, 2**63)``, exactly
+    ``n_components`` of them) instead of ``0 .. n_components-1``. Lists longer than 256 ids
+    are kept beside the spec (a sidecar), not in it.""",
+    # -- attributes of the random Fourier maps --------------------------------------------------
+    "fourier_attributes": """\
+n_features_in_ : int
+n_output_features_ : int
+    ``n_components``.
+output_dtype_ : numpy.dtype""",
+    # -- references -----------------------------------------------------------------------------
+    "core_references": """\
+References
+----------
+.. [1] P. Li, "CoRE Kernels", UAI 2014.""",
+    "selection_references": """\
+References
+----------
+.. [1] A. May, "Kernel approximation methods for speech recognition", PhD thesis, Columbia
+   University, 2017, section 5.1, Algorithm 1.""",
+}
+
+_MARKER = re.compile(r"^([ \t]*)%\((\w+)\)s[ \t]*$", re.MULTILINE)
+
+
+def fill_doc(obj: T) -> T:
+    """Replace every ``%(name)s`` line of ``obj.__doc__`` with ``PIECES[name]`` (a decorator).
+
+    Examples
+    --------
+    >>> @fill_doc
+    ... def f():
+    ...     '''Parameters
+    ...     ----------
+    ...     %(seed)s
+    ...     '''
+    >>> print(f.__doc__.splitlines()[2])
+        seed : int, default=0
+    """
+    if obj.__doc__:  # None under python -OO
+        obj.__doc__ = _MARKER.sub(lambda m: textwrap.indent(PIECES[m.group(2)], m.group(1)), obj.__doc__)
+    return obj
