@@ -164,7 +164,7 @@ def _default_eta0(src):
 
 
 def run(args):
-    from dask_kernels.learn.model import check_model_path
+    from dask_kernels.learn.persist import check_model_path
 
     check_model_path(args.output, args.overwrite)  # before training, not after it
     if args.scheduler or args.scheduler_file or args.workers:
