@@ -11,7 +11,7 @@ from sklearn.linear_model import SGDClassifier
 
 from dask_kernels import GCWS, KernelModel, featurize, load_model
 from dask_kernels.cli import main
-from dask_kernels.pipeline.store import filesystem
+from dask_kernels.pipeline.location import filesystem
 
 RNG = np.random.default_rng(3)
 X = RNG.random((240, 5))

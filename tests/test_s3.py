@@ -17,7 +17,9 @@ import pytest
 
 from dask_kernels import GCWS, featurize, open_store, read_parquet
 from dask_kernels.io import read_svmlight
-from dask_kernels.pipeline.store import LeaseLostError, StoreError, StoreIntegrityError, check_lease, open_group
+from dask_kernels.pipeline.leases import LeaseLostError, check_lease
+from dask_kernels.pipeline.location import StoreError, open_group
+from dask_kernels.pipeline.store import StoreIntegrityError
 
 RNG = np.random.default_rng(5)
 X = np.abs(RNG.standard_normal((300, 8)))
@@ -92,16 +94,17 @@ WRITER = textwrap.dedent("""
     import time
     import dask, numpy as np
     from dask_kernels import GCWS, featurize
-    from dask_kernels.pipeline import store
+    import importlib
     opts = json.loads(sys.argv[1])
     X = np.abs(np.random.default_rng(5).standard_normal((300, 8)))[:80]
-    check = store.check_lease
+    writer = importlib.import_module("dask_kernels.pipeline.featurize")  # the module featurize writes from
+    check = writer.check_lease
 
     def slow_check(*args):  # ~0.2 s per block: the kill comes mid-job, not after it
         time.sleep(0.1)
         return check(*args)
 
-    store.check_lease = slow_check
+    writer.check_lease = slow_check
     with dask.config.set(scheduler="sync"):
         featurize(X, GCWS(n_components=16, seed=7).fit(X[:1]), store=sys.argv[2], block_rows=2, shards=None,
                   storage_options=opts, progress=False)

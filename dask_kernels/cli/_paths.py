@@ -30,7 +30,7 @@ def normalize(path):
 def exists(path, storage_options=None):
     if not is_url(path):
         return os.path.lexists(path)
-    from ..pipeline.store import filesystem
+    from ..pipeline.location import filesystem
 
     fs, p = filesystem(path, storage_options)
     return fs.exists(p)
@@ -50,7 +50,7 @@ def existing(path, flag):
 
 def is_store(path):
     """Whether ``path`` holds a dask_kernels feature store (a directory/prefix with our zarr.json)."""
-    from ..pipeline.store import inspect_path
+    from ..pipeline.location import inspect_path
 
     try:
         return inspect_path(path)[0] == "ours"
@@ -76,7 +76,7 @@ def compression(path):
     """The compression of the file at ``path`` by its first bytes ("gzip", "bzip2", ...) or None."""
     try:
         if is_url(path):
-            from ..pipeline.store import filesystem
+            from ..pipeline.location import filesystem
 
             fs, p = filesystem(path)
             with fs.open(p, "rb") as f:

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from . import store as _store
+from .layout import open_checked
+from .location import inspect_path, refuse_foreign
+from .store import open_store
 from .fingerprint import differences
 
 if TYPE_CHECKING:  # names used only in annotations
@@ -15,12 +17,12 @@ if TYPE_CHECKING:  # names used only in annotations
 def append_target(path, storage_options, fmap, columns):
     """The attributes of the store rows are appended to (None: no store yet, the first rows
     create it). Refuses a store whose spec or columns differ, or which is unfinished."""
-    kind, detail = _store.inspect_path(path, storage_options)
+    kind, detail = inspect_path(path, storage_options)
     if kind in ("absent", "empty"):
         return None
     if kind == "foreign":
-        _store.refuse_foreign(path, detail)
-    g, info = _store.open_checked(path, storage_options, consolidated=False)
+        refuse_foreign(path, detail)
+    g, info = open_checked(path, storage_options, consolidated=False)
     diff = differences(info["spec"], fmap.spec())
     if diff:
         raise ValueError(f"{path}: cannot append rows featurized by another map; what differs: {'; '.join(diff)} "
@@ -56,12 +58,12 @@ def append_map(path: str, explicit: dict[str, Any], *, method: str | None = None
     """
     import json
 
-    kind, detail = _store.inspect_path(path, storage_options)
+    kind, detail = inspect_path(path, storage_options)
     if kind in ("absent", "empty"):
         return None
     if kind == "foreign":
-        _store.refuse_foreign(path, detail)
-    stored = _store.open_store(path, storage_options=storage_options, verify=False)
+        refuse_foreign(path, detail)
+    stored = open_store(path, storage_options=storage_options, verify=False)
     spec = stored.spec
     conflicts = []
     if method is not None and method != spec["method"]:

@@ -24,7 +24,14 @@ from ..io.sparse import SparsePartitions, from_sparse
 from ..sidecar import graph_arrays, map_arrays, rebuild_with_arrays, write_group
 from ..io.tabular import as_rows
 from ..maps.base import ensure_fitted
-from . import store as _store
+from . import store as _store  # its _INTEGRITY switch, read at run time (benchmarks turn it off)
+from .creation import create_store
+from .layout import MAX_SHARD_BLOCKS, STORE_FORMAT, open_checked
+from .leases import check_lease
+from .location import StoreError, inspect_path, open_group, refuse_foreign
+from .records import FIELD, make_record, mark_complete, read_records, record_ok, set_incomplete
+from .segments import add_segment, segment_path
+from .store import BlockReader, StoreIntegrityError, open_store
 from .append import append_target
 from ._digest import csr_digest, digest
 from .fingerprint import differences, fingerprint_hash, input_fingerprint, job_fingerprint, job_key, stable_part
@@ -86,7 +93,7 @@ def _store_arrays(path, storage_options_json, run):
     """The store's arrays, opened once per process and run (a later run reopens them)."""
     import json
 
-    g = _store.open_group(path, "r+", json.loads(storage_options_json))
+    g = open_group(path, "r+", json.loads(storage_options_json))
     # write_empty_chunks: skip Zarr's "is this chunk all fill_value?" scan before each write,
     # which cost more than the write itself (~4 ms of a 1.3 MB block); feature blocks are
     # never empty, and a stored all-zero chunk reads back the same.
@@ -135,16 +142,16 @@ def _write_blocks(job, blocks):
     first, last = blocks[0][0], blocks[-1][0]
     start, stop = first * job["block_rows"], min((last + 1) * job["block_rows"], job["n_rows"])
     if checks:
-        _store.check_lease(path, options, job["lease"], f"about to write block {first}"
-                           + (f"..{last}" if last > first else ""))
+        check_lease(path, options, job["lease"], f"about to write block {first}"
+                    + (f"..{last}" if last > first else ""))
     for name in got[0][0]:
         parts = [arrays[name] for arrays, _ in got]
         g[name][start:stop] = parts[0] if len(parts) == 1 else np.concatenate(parts)
     records = np.concatenate([
-        _store.make_record(i, arrays["features"].shape[0], job["lease"], job["key"], arrays, in_digest, checked=checks)
+        make_record(i, arrays["features"].shape[0], job["lease"], job["key"], arrays, in_digest, checked=checks)
         for (i, _), (arrays, in_digest) in zip(blocks, got)])
     if checks:
-        _store.check_lease(path, options, job["lease"], f"writing block {first}" + (f"..{last}" if last > first else ""))
+        check_lease(path, options, job["lease"], f"writing block {first}" + (f"..{last}" if last > first else ""))
     g["done"][first:last + 1] = records
     return len(blocks)
 
@@ -168,7 +175,7 @@ def _verify_block(reader, i, names):
     try:
         for name in names:
             reader.read(name, i, True)
-    except _store.StoreIntegrityError:
+    except StoreIntegrityError:
         return False
     return True
 
@@ -274,8 +281,8 @@ def shard_blocks(shards, n_blocks, block_bytes):
             return 1
         return int(max(1, min(AUTO_SHARD_BLOCKS, AUTO_SHARD_BYTES // max(1, block_bytes))))
     if isinstance(shards, bool) or not isinstance(shards, (int, np.integer)) or not \
-            1 <= shards <= _store.MAX_SHARD_BLOCKS:
-        raise ValueError(f"shards must be 'auto', None or an int in [1, {_store.MAX_SHARD_BLOCKS}], got {shards!r}")
+            1 <= shards <= MAX_SHARD_BLOCKS:
+        raise ValueError(f"shards must be 'auto', None or an int in [1, {MAX_SHARD_BLOCKS}], got {shards!r}")
     return int(shards)
 
 
@@ -320,7 +327,7 @@ def featurize(X: Any, feature_map: FeatureMap, *, labels: Any = None, row_ids: A
         changed (same shape, dtype and path, e.g. a fixed row) only the blocks whose input rows
         changed are recomputed. A store of another job (map, block size, columns, input shape)
         is refused naming what differs. A job whose store is replaced by another job while it
-        runs stops with :class:`~dask_kernels.pipeline.store.LeaseLostError`.
+        runs stops with :class:`~dask_kernels.pipeline.leases.LeaseLostError`.
     progress : bool, default True
         Show progress (see :mod:`dask_kernels._progress`): distributed's widget in Jupyter, a
         text bar on a terminal, a plain line every few seconds in logs.
@@ -429,11 +436,11 @@ def featurize(X: Any, feature_map: FeatureMap, *, labels: Any = None, row_ids: A
             "package_version": __version__}
 
     if root is not None and root["fingerprint_sha256"] != fp_sha:  # a new input: a new segment
-        seg = _store.segment_path(store, "seg-" + fp_sha[:16], storage_options, create=True)
+        seg = segment_path(store, "seg-" + fp_sha[:16], storage_options, create=True)
         part = featurize(X, fmap, labels=labels, row_ids=row_ids, store=seg, block_rows=block_rows,
                          compressors=compressors, progress=progress, storage_options=storage_options, shards=shards)
-        _store.add_segment(store, storage_options, root["lease"], "seg-" + fp_sha[:16])
-        fs = _store.open_store(store, storage_options=storage_options)
+        add_segment(store, storage_options, root["lease"], "seg-" + fp_sha[:16])
+        fs = open_store(store, storage_options=storage_options)
         fs.run_stats = dict(part.run_stats, segment=seg)
         return fs
 
@@ -443,23 +450,23 @@ def featurize(X: Any, feature_map: FeatureMap, *, labels: Any = None, row_ids: A
     plan = _prepare(store, storage_options, overwrite, fp, checks, n_rows=n_rows, block_rows=block_rows, width=width,
                     dtype=out_dtype, columns=columns, compressors=compressors, info=info, shard_blocks=k)
     if arrays is not None:  # the store keeps the map's fitted arrays (subgroup "fitted")
-        write_group(_store.open_group(store, "r+", storage_options), map_arrays(fmap))
+        write_group(open_group(store, "r+", storage_options), map_arrays(fmap))
     if plan["info"] is not None:  # resumed: the store's own layout
         k = int(plan["info"].get("shard_blocks", 1))
     done, expect = plan["done"], {}
     if checks and done.any():  # resuming: a done block whose chunks do not match its record is rewritten
-        reader = _store.BlockReader(store, storage_options, plan["info"])
+        reader = BlockReader(store, storage_options, plan["info"])
         names = ["features", *sorted(columns)]
         kept = np.flatnonzero(done)
         ok = run_tasks([dask.delayed(_verify_block, pure=False)(reader, int(i), names) for i in kept], progress)
         done[kept[~np.asarray(ok, dtype=bool)]] = False
     if plan["input_changed"]:  # rewrite only the done blocks whose input rows changed
-        expect = {int(i): int(plan["records"][i, _store.FIELD["input"]]) for i in np.flatnonzero(done)}
+        expect = {int(i): int(plan["records"][i, FIELD["input"]]) for i in np.flatnonzero(done)}
         pending = list(range(n_blocks))
     else:
         pending = [i for i in range(n_blocks) if not done[i]]
     if pending and plan["resumed"]:
-        _store.set_incomplete(store, storage_options, plan["lease"])
+        set_incomplete(store, storage_options, plan["lease"])
     pending_shards = sorted({i // k for i in pending})  # a shard is written whole
     run = uuid.uuid4().hex[:12]  # side-effecting tasks: never share keys with another run
     job = {"path": store, "storage_options": storage_options, "spec_json": spec_json, "block_rows": block_rows,
@@ -475,11 +482,11 @@ def featurize(X: Any, feature_map: FeatureMap, *, labels: Any = None, row_ids: A
                      dask_key_name=f"dk-write-{run}-{s}")
                  for s in pending_shards]
     computed = int(sum(np.sum(r) for r in run_tasks(tasks, progress)))
-    _store.mark_complete(store, storage_options, plan["lease"], checks,
-                         info=info if plan["input_changed"] else None)
-    fs = _store.open_store(store, storage_options=storage_options)
+    mark_complete(store, storage_options, plan["lease"], checks,
+                  info=info if plan["input_changed"] else None)
+    fs = open_store(store, storage_options=storage_options)
     if fs.lease != plan["lease"]:
-        _store.check_lease(store, storage_options, plan["lease"], "opening the finished store")
+        check_lease(store, storage_options, plan["lease"], "opening the finished store")
     fs.run_stats = {"computed": int(computed), "skipped": n_blocks - int(computed)}
     return fs
 
@@ -552,32 +559,32 @@ def _prepare(path, storage_options, overwrite, fp, checks, **create):
     """Create the store, or check an existing one of the same job. Returns a plan: ``lease``,
     ``done`` mask, ``records``, ``info`` (stored attributes), ``resumed``, ``input_changed``."""
     n_blocks = -(-create["n_rows"] // create["block_rows"])
-    kind, detail = _store.inspect_path(path, storage_options)
+    kind, detail = inspect_path(path, storage_options)
     if kind == "foreign":
-        _store.refuse_foreign(path, detail)
+        refuse_foreign(path, detail)
     if kind == "ours" and not overwrite:
         attrs = detail["attributes"]["dask_kernels"]
         if attrs.get("format") == 1:
-            raise _store.StoreError(
+            raise StoreError(
                 f"{path} is a format 1 feature store (dask_kernels {attrs.get('package_version', '?')}); this "
-                f"version resumes only format {_store.STORE_FORMAT} stores (format 1 still opens for reading). "
+                f"version resumes only format {STORE_FORMAT} stores (format 1 still opens for reading). "
                 "Pass overwrite=True to replace it, or write to another store.")
-        g = _store.open_group(path, "r", storage_options)
+        g = open_group(path, "r", storage_options)
         if "done" in g.array_keys():  # else its creation was killed half-way: nothing in it, replace it
-            g, info = _store.open_checked(path, storage_options, consolidated=False)
+            g, info = open_checked(path, storage_options, consolidated=False)
             if info["fingerprint_sha256"] != fingerprint_hash(fp):
                 diff = differences(stable_part(info["fingerprint"]), stable_part(fp))
                 if diff:
                     raise ValueError(f"{path} holds features of a different job, refusing to resume it; "
                                      f"what differs: {'; '.join(diff)}. Pass overwrite=True to replace it, or "
                                      "write to another store.")
-            records = _store.read_records(g)
-            done = _store.record_ok(records, info, np.arange(n_blocks), check=checks)
+            records = read_records(g)
+            done = record_ok(records, info, np.arange(n_blocks), check=checks)
             return {"lease": info["lease"], "done": done, "records": records, "info": info, "resumed": True,
                     "input_changed": info["fingerprint_sha256"] != fingerprint_hash(fp)}
     lease = uuid.uuid4().hex
     info = dict(create.pop("info"), lease=lease)
-    _store.create_store(path, storage_options=storage_options, replace=kind == "ours", info=info, checksums=checks,
-                        **create)
+    create_store(path, storage_options=storage_options, replace=kind == "ours", info=info, checksums=checks,
+                 **create)
     return {"lease": lease, "done": np.zeros(n_blocks, dtype=bool), "records": None, "info": None, "resumed": False,
             "input_changed": False}

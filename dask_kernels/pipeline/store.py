@@ -57,34 +57,10 @@ import numpy as np
 from .._compat import zarr_sync
 from ..blocks import block_bounds
 from ._digest import digest
-
-# The writer's side of a store, one idea per module (this one is the verified reader); featurize,
-# the CLI and the tests reach their names here too, as ``store.X``.
-from .creation import STALE_SECONDS, create_store  # noqa: F401
-from .layout import (  # noqa: F401
-    COLUMNS,
-    MAX_SHARD_BLOCKS,
-    READABLE_FORMATS,
-    SHARDED_FORMAT,
-    STORE_FORMAT,
-    open_checked,
-    validate_arrays,
-    validate_info,
-)
-from .leases import LeaseLostError, check_lease, lease_key, read_lease  # noqa: F401
-from .location import StoreError, filesystem, inspect_path, local_path, open_group, refuse_foreign  # noqa: F401
-from .records import (  # noqa: F401
-    DONE,
-    DONE_UNCHECKED,
-    FIELD,
-    RECORD_FIELDS,
-    make_record,
-    mark_complete,
-    read_records,
-    record_ok,
-    set_incomplete,
-)
-from .segments import MAX_SEGMENTS, SEGMENT_NAME, add_segment, segment_path  # noqa: F401
+from .layout import COLUMNS, open_checked
+from .location import StoreError, open_group
+from .records import DONE, FIELD, RECORD_FIELDS, read_records, record_ok
+from .segments import segment_path
 
 #: Integrity checks (chunk checksums, digests, input re-checks, leases) on new runs. Private
 #: switch for benchmarks/bench_pipeline.py, which measures what they cost.

@@ -22,7 +22,7 @@ import time
 import numpy as np
 import zarr
 
-from dask_kernels.pipeline.store import FIELD
+from dask_kernels.pipeline.records import FIELD
 
 SERVER = textwrap.dedent("""
     import os, sys, traceback
