@@ -30,9 +30,11 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, TransformerMixin, clone
+from sklearn.utils import get_tags
+from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
+
 from ._compat import HasMethods, Interval
 from ._docstrings import fill_doc
-from sklearn.utils.validation import check_is_fitted
 
 from .maps.base import FeatureMap
 from .maps.fastfood import Fastfood, padded_dim
@@ -98,8 +100,10 @@ class _RoundRows:
 
 def _labels(y):
     if hasattr(y, "dask"):
+        if y.ndim != 1:
+            raise ValueError(f"y must be 1-d (one label per row), got shape {y.shape}")
         return y
-    return np.asarray(y)
+    return column_or_1d(y, warn=True)
 
 
 def round_rows(seed: int, t: int, n: int, r: int) -> np.ndarray:
@@ -226,10 +230,14 @@ class RandomFeatureSelector(TransformerMixin, BaseEstimator):
         if not isinstance(base, SELECTABLE):
             raise ValueError(f"feature_map must be one of {[c.__name__ for c in SELECTABLE]} (maps whose features "
                              f"are ids), got {type(base).__name__}")
+        X = self._validate_rows(X)
         n = _n_rows(X)
+        if y is None:
+            raise ValueError("RandomFeatureSelector requires y to be passed, but the target y is None (the "
+                             "features are selected by a classifier's weights)")
+        y = _labels(y)
         if n != _n_rows(y):
             raise ValueError(f"X has {n} rows, y has {_n_rows(y)}")
-        y = _labels(y)
         if hasattr(y, "dask"):
             import dask
 
@@ -272,10 +280,31 @@ class RandomFeatureSelector(TransformerMixin, BaseEstimator):
         self.feature_map_ = clone(base).set_params(n_components=self.feature_ids_.size,
                                                     feature_ids=self.feature_ids_)
         self.feature_map_.fit(_take_rows(X, np.arange(min(n, 1))))
-        self.n_features_in_ = width
         self.n_data_passes_ = read.passes
         self.selection_seconds_ = time.perf_counter() - start
         return self
+
+    def _validate_rows(self, X):
+        """The shape of ``X`` checked at the boundary (2-d, at least one row and one column) and
+        ``n_features_in_`` set; in-memory input through scikit-learn's ``validate_data`` (its
+        messages, feature names), Dask input without reading it. Values are checked by the map."""
+        if not hasattr(X, "dask"):
+            return validate_data(self, X, reset=True, accept_sparse=("csr", "csc", "coo"), dtype=None,
+                                 ensure_all_finite=False)
+        if X.ndim != 2:
+            raise ValueError(f"expected 2-d rows (n_samples, n_features), got a Dask array of shape {X.shape}")
+        if not X.shape[0] >= 1 or not X.shape[1] >= 1:  # NaN (unknown) row counts fail here too
+            raise ValueError(f"found a Dask array of shape {X.shape}: selection needs at least one row and one "
+                             "feature (and known chunk sizes: X.compute_chunk_sizes())")
+        self.n_features_in_ = int(X.shape[1])
+        return X
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = True  # fit needs the labels
+        tags.input_tags.sparse = get_tags(self.feature_map).input_tags.sparse
+        tags.transformer_tags.preserves_dtype = []  # the output dtype is the map's, as for the map itself
+        return tags
 
     def transform(self, X: Any) -> np.ndarray:
         """The selected features of ``X``: ``feature_map_.transform(X)``."""

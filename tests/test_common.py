@@ -20,6 +20,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from dask_kernels import (GCWS, NRFF, RFF, CoRE, Fastfood, KernelModel, Nystroem, featurize, from_spec,
                           load_model, registered_maps)
+from dask_kernels.select import RandomFeatureSelector
 from dask_kernels.sidecar import load_map, map_arrays, save_map
 
 # method -> instances that together reach each map's distinct code paths (kernels, dtypes, outputs)
@@ -68,6 +69,19 @@ def test_every_registered_map_has_cases_and_no_test_map_is_registered():
 
 @parametrize_with_checks(ALL)
 def test_sklearn_estimator_checks(estimator, check):
+    check(estimator)
+
+
+# Random feature selection is a transformer over a Fourier map (not a registered map: it has no
+# spec of its own), by features (RFF) or whole blocks (Fastfood). RFF in float64: its float32
+# projection is an SGEMM whose rounding may depend on the rows computed beside a row (about
+# 1e-6 relative, see RFF's Notes), and the checks compare rows of different batches to 1e-7.
+SELECTORS = [RandomFeatureSelector(RFF(seed=1, dtype="float64"), n_components=16, rounds=2),
+             RandomFeatureSelector(Fastfood(seed=3), n_components=16, rounds=2)]
+
+
+@parametrize_with_checks(SELECTORS)
+def test_sklearn_estimator_checks_of_the_selector(estimator, check):
     check(estimator)
 
 

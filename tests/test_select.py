@@ -116,6 +116,27 @@ def test_bad_inputs():
         RandomFeatureSelector(RFF(), n_components=4, rounds=0).fit(X, Y)
 
 
+def test_bad_shapes_are_refused_before_any_round():
+    sel = RandomFeatureSelector(RFF(), n_components=4)
+    with pytest.raises(ValueError, match="Expected 2D array, got 1D array"):
+        sel.fit(X[:, 0], Y)
+    with pytest.raises(ValueError, match=r"0 sample\(s\) \(shape=\(0, 10\)\)"):
+        sel.fit(X[:0], Y[:0])
+    with pytest.raises(ValueError, match=r"0 feature\(s\) \(shape=\(600, 0\)\)"):
+        sel.fit(X[:, :0], Y)
+    with pytest.raises(ValueError, match="requires y to be passed"):
+        sel.fit(X, None)
+    with pytest.raises(ValueError, match="y should be a 1d array"):
+        sel.fit(X, np.stack([Y, Y], axis=1))
+    # Dask input: checked without reading it
+    with pytest.raises(ValueError, match=r"expected 2-d rows .* got a Dask array of shape \(600,\)"):
+        sel.fit(da.from_array(X[:, 0], chunks=100), Y)
+    with pytest.raises(ValueError, match="selection needs at least one row and one feature"):
+        sel.fit(da.from_array(X, chunks=(100, 5))[da.from_array(Y, chunks=100) > 0], Y)  # unknown rows
+    with pytest.raises(ValueError, match=r"y must be 1-d .* shape \(600, 2\)"):
+        sel.fit(da.from_array(X, chunks=(100, 5)), da.from_array(np.stack([Y, Y], axis=1), chunks=(100, 2)))
+
+
 @pytest.fixture(scope="module")
 def selected():
     # more than 256 ids: the ids live in the sidecar
