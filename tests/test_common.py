@@ -148,3 +148,20 @@ def test_test_maps_are_registered_only_while_the_test_runs(float_identity):
     assert registered_maps()["test-float-identity"] is float_identity
     fmap = float_identity().fit(X)
     assert type(from_spec(fmap.spec())) is float_identity  # reachable through the registry meanwhile
+
+
+def test_shared_docstring_text_is_filled_in_everywhere():
+    # a docstring naming a shared piece (%(name)s, dask_kernels/_docstrings.py) must go through
+    # fill_doc, or the API reference and help() would show the marker
+    import inspect
+
+    import dask_kernels
+
+    unfilled = []
+    for name in dask_kernels.__all__:
+        obj = getattr(dask_kernels, name)
+        members = [obj] + ([m for _, m in inspect.getmembers(obj) if callable(m) or isinstance(m, property)]
+                           if inspect.isclass(obj) else [])
+        unfilled += [f"{name}: {getattr(m, '__qualname__', m)}" for m in members
+                     if isinstance(getattr(m, "__doc__", None), str) and "%(" in m.__doc__]
+    assert not unfilled, unfilled
