@@ -36,6 +36,7 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_dat
 from ._compat import HasMethods, Interval
 from ._docstrings import fill_doc
 
+from .io.sparse import SparsePartitions
 from .maps.base import FeatureMap
 from .maps.fastfood import Fastfood, padded_dim
 from .maps.nrff import NRFF
@@ -53,7 +54,9 @@ def _n_rows(X):
 
 
 def _take_rows(X, rows):
-    """Rows ``rows`` (sorted) of a NumPy, SciPy or Dask array, in memory."""
+    """Rows ``rows`` (sorted) of a NumPy, SciPy or Dask array or of SparsePartitions, in memory."""
+    if isinstance(X, SparsePartitions):
+        return _take_partition_rows(X, rows)
     if hasattr(X, "dask"):
         import dask
 
@@ -63,6 +66,20 @@ def _take_rows(X, rows):
     if sp.issparse(X):
         return sp.csr_matrix(X)[rows]
     return np.asarray(X[rows])
+
+
+def _take_partition_rows(X, rows):
+    """Rows ``rows`` (sorted) of SparsePartitions as one CSR matrix: only the partitions that
+    hold them are loaded, in one compute."""
+    import dask
+
+    starts = np.asarray(X.row_offsets, dtype=np.int64)
+    part_of = np.searchsorted(starts, rows, side="right") - 1
+    needed = np.unique(part_of)
+    delayed = X.to_delayed()
+    loaded = dask.compute(*[delayed[i] for i in needed])
+    pieces = [part[0][rows[part_of == i] - starts[i]] for i, part in zip(needed, loaded)]
+    return sp.vstack(pieces, format="csr") if pieces else sp.csr_matrix((0, X.n_features))
 
 
 #: Bytes of input rows one read of Dask input may gather: the rows of several rounds are read
@@ -76,7 +93,7 @@ class _RoundRows:
 
     def __init__(self, X, plans):
         self.X, self.plans, self.cache, self.passes = X, plans, {}, 0
-        self.lazy = hasattr(X, "dask")
+        self.lazy = hasattr(X, "dask") or isinstance(X, SparsePartitions)
         self.per_pass = max(1, GATHER_BYTES // (int(X.shape[1]) * 8))  # rows per pass
 
     def __call__(self, t):

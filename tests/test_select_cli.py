@@ -58,3 +58,37 @@ def test_existing_output_is_not_overwritten(data, capsys):
     (d / "o.json").write_text("mine")
     assert main(["select", str(d / "X.npy"), str(d / "o.json"), "--labels", str(d / "y.npy")]) == 1
     assert "--overwrite" in capsys.readouterr().err and (d / "o.json").read_text() == "mine"
+
+
+def test_svmlight_input_selects_with_the_files_labels(data, capsys):
+    """An svmlight file (several byte partitions) carries its labels: the selection equals the
+    library's on the same rows in memory."""
+    from sklearn.datasets import dump_svmlight_file
+
+    d, X, y = data
+    dump_svmlight_file(X, y, str(d / "train.svm"), zero_based=False)
+    out = d / "sel.json"
+    assert main(["select", str(d / "train.svm"), str(out), "--param", "gamma=0.5", "--n-components", "40",
+                 "--rounds", "3", "--subset-rows", "200", "--seed", "2", "--blocksize", "4096"]) == 0
+    assert "40 selected features" in capsys.readouterr().out
+    from sklearn.datasets import load_svmlight_file
+
+    Xs, ys = load_svmlight_file(str(d / "train.svm"), n_features=X.shape[1])
+    ref = RandomFeatureSelector(RFF(gamma=0.5), n_components=40, rounds=3, subset_rows=200, seed=2).fit(Xs, ys)
+    fmap = load_map(out)
+    assert np.array_equal(fmap.feature_ids, ref.feature_ids_)
+
+
+def test_svmlight_with_labels_and_npy_without_labels_are_one_line_errors(data, capsys):
+    from sklearn.datasets import dump_svmlight_file
+
+    d, X, y = data
+    dump_svmlight_file(X, y, str(d / "train.svm"), zero_based=False)
+    for argv, message in (
+        (["select", str(d / "train.svm"), str(d / "o.json"), "--labels", str(d / "y.npy")], "svmlight files carry"),
+        (["select", str(d / "X.npy"), str(d / "o.json")], "--labels: required for npy input"),
+    ):
+        assert main(argv) != 0
+        err = capsys.readouterr().err
+        assert message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert not (d / "o.json").exists()
