@@ -233,7 +233,8 @@ class RandomFeatureSelector(TransformerMixin, BaseEstimator):
                              random_state=(int(self.seed) + t) % 2**32)
 
     def fit(self, X: Any, y: Any) -> RandomFeatureSelector:
-        """Run the selection on rows ``X`` (NumPy, SciPy sparse or Dask array) with labels ``y``.
+        """Run the selection on rows ``X`` (NumPy, SciPy sparse or Dask array, or
+        :class:`~dask_kernels.io.SparsePartitions` from ``read_svmlight``) with labels ``y``.
 
         Only ``rounds`` subsets of ``subset_rows`` rows are read, one per round.
 
@@ -304,11 +305,11 @@ class RandomFeatureSelector(TransformerMixin, BaseEstimator):
     def _validate_rows(self, X):
         """The shape of ``X`` checked at the boundary (2-d, at least one row and one column) and
         ``n_features_in_`` set; in-memory input through scikit-learn's ``validate_data`` (its
-        messages, feature names), Dask input without reading it. Values are checked by the map."""
-        if not hasattr(X, "dask"):
+        messages, feature names), Dask input and svmlight partitions without reading them. Values are checked by the map."""
+        if not hasattr(X, "dask") and not isinstance(X, SparsePartitions):
             return validate_data(self, X, reset=True, accept_sparse=("csr", "csc", "coo"), dtype=None,
                                  ensure_all_finite=False)
-        if X.ndim != 2:
+        if len(X.shape) != 2:
             raise ValueError(f"expected 2-d rows (n_samples, n_features), got a Dask array of shape {X.shape}")
         if not X.shape[0] >= 1 or not X.shape[1] >= 1:  # NaN (unknown) row counts fail here too
             raise ValueError(f"found a Dask array of shape {X.shape}: selection needs at least one row and one "
