@@ -36,6 +36,7 @@ Example::
 
 import json
 import os
+import shlex
 import sys
 import tomllib
 import warnings
@@ -250,7 +251,7 @@ def run(args):
             except UsageError as e:
                 raise JobError(_rename(str(e), names)) from None
     for where, parsed, argv, _ in plan:
-        print(f"== {where}: dask-kernels {' '.join(argv)}", flush=True)
+        print(f"== {where}: dask-kernels {shlex.join(argv)}", flush=True)  # quoted: a path with spaces pastes back as one argument
         if args.dry_run:
             continue
         try:

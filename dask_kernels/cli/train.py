@@ -95,7 +95,7 @@ def _source(args):
     from ._paths import existing, input_format, is_url
 
     path = existing(args.source, "source")
-    fmt = input_format(path)
+    fmt = input_format(path, flag="source")
     if fmt == "store":
         if args.method:
             raise UsageError("a feature store carries its own map: drop --method")
@@ -121,10 +121,10 @@ def _source(args):
             raise UsageError(f"--labels is required for .npy input ({path})")
         if is_url(path):
             raise UsageError(f"source {path}: .npy input must be a local file")
-        from ._inputs import load_labels
+        from ._inputs import load_labels, open_npy
 
-        X = np.load(path, mmap_mode="r")
-        y = load_labels(args.labels, X.shape[0] if X.ndim else 0)
+        X = open_npy(path, "source", ndim=2)
+        y = load_labels(args.labels, X.shape[0])
         if fmap is not None:
             from dask_kernels.io import read_npy
 

@@ -338,6 +338,8 @@ def load_model(path: str | os.PathLike, *, max_bytes: int | None = None,
         raise ValueError(f"{where}: history must be a list of objects")
     if not isinstance(state, dict):
         raise ValueError(f"{where}: estimator.state must be an object")
+    if not os.path.isfile(os.path.join(path, "arrays.npz")):  # e.g. only model.json was copied
+        raise ValueError(f"{path}: incomplete saved model: arrays.npz is missing (copy the whole folder)")
     arrays, _ = load_npz(os.path.join(path, "arrays.npz"), max_bytes=max_bytes)
     set_state(estimator, arrays, state, where=f"{path} (estimator state)")
     fmap = None
