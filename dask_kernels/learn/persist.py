@@ -162,6 +162,9 @@ def check_model_path(path: str | os.PathLike, overwrite: bool = False, storage_o
         return _check_remote(path, overwrite, storage_options)
     path = local_path(path)
     if not os.path.lexists(path):
+        parent = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(parent):  # found now, not by the rename after training
+            raise FileNotFoundError(f"{path}: folder {parent} does not exist")
         return "absent"
     if os.path.islink(path):
         raise FileExistsError(f"{path} is a symbolic link: refusing to replace it (give the real path)")

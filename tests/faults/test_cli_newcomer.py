@@ -120,3 +120,27 @@ def test_a_model_folder_without_its_arrays_is_called_incomplete(files, tmp_path,
     line = _error(capsys, ["predict", str(folder), str(files / "X.npy"), "-o", str(tmp_path / "p.npy")])
     assert line == f"dask-kernels predict: error: {folder}: incomplete saved model: arrays.npz is missing " \
                    "(copy the whole folder)"
+
+
+def test_a_regression_target_is_not_trained_as_classes(files, tmp_path, capsys):
+    rng = np.random.default_rng(1)
+    np.save(tmp_path / "target.npy", rng.normal(150.0, 70.0, 60))  # diabetes-like: a float per row
+    line = _error(capsys, ["train", str(files / "X.npy"), "--labels", str(tmp_path / "target.npy"),
+                           "-o", str(tmp_path / "m.dk")])
+    assert "the labels are continuous (60 distinct values" in line and "--estimator sgd-regressor" in line, line
+    assert not (tmp_path / "m.dk").exists()
+    assert main(["train", str(files / "X.npy"), "--labels", str(tmp_path / "target.npy"), "-o",
+                 str(tmp_path / "m.dk"), "--estimator", "sgd-regressor", "--epochs", "1"]) == 0
+    assert "r2" in capsys.readouterr().out
+
+
+def test_a_model_output_in_a_missing_folder_is_refused_before_training(files, tmp_path, capsys):
+    out = tmp_path / "models" / "m.dk"
+    line = _error(capsys, ["train", str(files / "X.npy"), "--labels", str(files / "y.npy"), "-o", str(out)])
+    assert line == f"dask-kernels train: error: {out}: folder {tmp_path / 'models'} does not exist"
+    job = tmp_path / "job.toml"
+    job.write_text(f'[input]\npath = "{files / "X.npy"}"\nlabels = "{files / "y.npy"}"\n[map]\nmethod = "rff"\n'
+                   '[store]\npath = "f.zarr"\n[training]\noutput = "models/m.dk"\n')
+    line = _error(capsys, ["run", str(job)])  # before featurizing, not after it
+    assert line.endswith(f"[training]: output {out}: folder {tmp_path / 'models'} does not exist"), line
+    assert not (tmp_path / "f.zarr").exists()
