@@ -144,3 +144,24 @@ def test_a_model_output_in_a_missing_folder_is_refused_before_training(files, tm
     line = _error(capsys, ["run", str(job)])  # before featurizing, not after it
     assert line.endswith(f"[training]: output {out}: folder {tmp_path / 'models'} does not exist"), line
     assert not (tmp_path / "f.zarr").exists()
+
+
+@pytest.mark.parametrize("command,hint", [
+    ("featurize", "; the store keeps its finished blocks: re-run the same command to resume"),
+    ("info", ""),
+])
+def test_ctrl_c_is_one_line_and_status_130(files, capsys, monkeypatch, command, hint):
+    """Ctrl-C during featurize printed the client's wait as a KeyboardInterrupt traceback."""
+    import importlib
+
+    def interrupted(args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(importlib.import_module(f"dask_kernels.cli.{command}"), "run", interrupted)
+    argv = ["featurize", str(files / "X.npy"), str(files / "f.zarr")] if command == "featurize" else \
+        ["info", str(files / "f.zarr")]
+    assert main(argv) == 130
+    err = capsys.readouterr().err
+    assert err == f"dask-kernels {command}: interrupted{hint}\n"
+    with pytest.raises(KeyboardInterrupt):  # --debug shows where it was
+        main(["--debug"] + argv)
