@@ -24,6 +24,18 @@ def _subcommands():
     return mods
 
 
+#: What an interrupted command leaves, by command (printed after "interrupted").
+INTERRUPTED = {
+    "featurize": "; the store keeps its finished blocks: re-run the same command to resume",
+    "run": "; a store keeps its finished blocks: re-run the same job to resume",
+    "train": "; with --checkpoint, re-running the same command resumes from the last checkpoint",
+}
+
+
+def _debug(args):
+    return args.debug or os.environ.get("DASK_KERNELS_DEBUG", "") not in ("", "0")
+
+
 class _Parser(argparse.ArgumentParser):
     """Usage errors as one line naming the flag (argparse prints the whole usage block)."""
 
@@ -59,8 +71,13 @@ def main(argv=None):
     args = build_parser().parse_args(argv)
     try:
         return args._run(args)
+    except KeyboardInterrupt:  # Ctrl-C: what was kept and how to go on, not the stack of a wait
+        if _debug(args):
+            raise
+        print(f"dask-kernels {args.command}: interrupted{INTERRUPTED.get(args.command, '')}", file=sys.stderr)
+        return 130  # 128 + SIGINT, as a shell reports it
     except USER_ERRORS as e:
-        if args.debug or os.environ.get("DASK_KERNELS_DEBUG", "") not in ("", "0"):
+        if _debug(args):
             raise
         print(f"dask-kernels {args.command}: error: {user_message(e)}", file=sys.stderr)
         return 1

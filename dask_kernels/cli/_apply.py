@@ -50,6 +50,17 @@ def open_for_model(model, path, args, flag="input"):
     return X, None
 
 
+def check_npy_first(model, path, args):
+    """A ``.npy`` input's file and width checked before a cluster starts (its header is all it
+    takes): a damaged file or the wrong number of columns is one line, not a wait for workers."""
+    from ._inputs import open_npy
+    from ._paths import input_format, normalize
+
+    path = normalize(path)
+    if input_format(path, args.format) == "npy":
+        check_width(model, open_npy(path, "input", ndim=2), args.input)
+
+
 def check_width(model, X, path):
     """The input has as many columns as the model was trained on (before any task runs)."""
     fmap = model.feature_map

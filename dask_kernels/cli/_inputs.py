@@ -1,5 +1,7 @@
 """Rows and labels named on the command line, opened lazily (nothing is read until computed)."""
 
+import os
+
 import numpy as np
 
 from ._args import UsageError, positive_int
@@ -23,7 +25,7 @@ def open_rows(path, fmt="auto", *, n_features=None, zero_based=False, blocksize=
     from .. import io
 
     path = existing(path, flag)
-    fmt = input_format(path, fmt)
+    fmt = input_format(path, fmt, flag)
     if fmt == "store":
         from ..pipeline import open_store
 
@@ -31,6 +33,7 @@ def open_rows(path, fmt="auto", *, n_features=None, zero_based=False, blocksize=
     if fmt == "npy":
         if is_url(path):
             raise UsageError(f"{flag} {path}: .npy input must be a local file (use a Zarr array for URLs)")
+        open_npy(path, flag, ndim=2)  # a damaged file fails here, naming it, before any cluster work
         return fmt, io.read_npy(path, block_rows=block_rows)
     if fmt == "zarr":
         return fmt, io.read_zarr(path, block_rows=block_rows)
@@ -43,17 +46,35 @@ def open_rows(path, fmt="auto", *, n_features=None, zero_based=False, blocksize=
         raise err from None
 
 
+def open_npy(path, flag, ndim=None):
+    """A local ``.npy`` memory-mapped, or one UsageError naming ``flag`` and the file.
+
+    numpy's own errors name neither: an empty file raises EOFError, a truncated one "mmap length
+    is greater than file size", and a file of pickled objects a message about ``allow_pickle``.
+    """
+    try:
+        a = np.load(path, mmap_mode="r", allow_pickle=False)
+    except (ValueError, EOFError, OSError) as e:
+        size = os.path.getsize(path) if os.path.isfile(path) else None
+        why = "empty file" if size == 0 else str(e) or type(e).__name__
+        raise UsageError(f"{flag} {path}: not a readable .npy file ({why})") from None
+    if not isinstance(a, np.ndarray):  # np.load returns an NpzFile for a .npz renamed .npy
+        raise UsageError(f"{flag} {path}: not a .npy file (an .npz archive?)")
+    if ndim is not None and a.ndim != ndim:
+        what = "a 2-d array of rows" if ndim == 2 else "a 1-d array"
+        raise UsageError(f"{flag} {path}: expected {what}, found shape {a.shape}")
+    return a
+
+
 def load_labels(path, n_rows, flag="--labels"):
     """A 1-D ``.npy`` of ``n_rows`` labels (memory-mapped), checked."""
     path = existing(path, flag)
     if is_url(path) or not path.endswith(".npy"):
         raise UsageError(f"{flag} {path}: expected a local .npy file")
-    try:
-        y = np.load(path, mmap_mode="r", allow_pickle=False)
-    except ValueError as e:
-        raise UsageError(f"{flag} {path}: not a readable .npy file ({e})") from None
+    y = open_npy(path, flag)
     if y.ndim != 1 or y.shape[0] != n_rows:
         raise UsageError(f"{flag} {path}: shape {y.shape}, expected ({n_rows},) (one label per input row)")
     if y.dtype.kind not in "biuf":
-        raise UsageError(f"{flag} {path}: dtype {y.dtype} is not numeric")
+        raise UsageError(f"{flag} {path}: dtype {y.dtype} is not numeric; give class labels as integers "
+                         "(e.g. numpy.unique(y, return_inverse=True)[1])")
     return y

@@ -58,7 +58,18 @@ def is_store(path):
         return False
 
 
-def input_format(path, fmt="auto"):
+#: Suffixes of formats the command line does not read -> what to do instead. Without this they
+#: were parsed as svmlight and refused for their first line's "label" (a CSV header, Parquet's magic).
+NOT_ROWS = {
+    ".csv": "CSV is read in Python (dask_kernels.read_csv)",
+    ".tsv": "CSV is read in Python (dask_kernels.read_csv)",
+    ".parquet": "Parquet is read in Python (dask_kernels.read_parquet)",
+    ".pq": "Parquet is read in Python (dask_kernels.read_parquet)",
+    ".npz": "save one array per file with numpy.save",
+}
+
+
+def input_format(path, fmt="auto", flag="input"):
     """"npy", "zarr", "store" or "svmlight" (by name; a feature store by its contents)."""
     if fmt != "auto":
         return fmt
@@ -69,6 +80,10 @@ def input_format(path, fmt="auto"):
         return "store"
     if p.endswith(".zarr"):
         return "zarr"
+    suffix = os.path.splitext(p)[1].lower()
+    if suffix in NOT_ROWS:
+        raise UsageError(f"{flag} {path}: the command line reads .npy, Zarr and svmlight/LIBSVM rows, not "
+                         f"{suffix} files; {NOT_ROWS[suffix]} (or pass --format svmlight if it is svmlight)")
     return "svmlight"
 
 

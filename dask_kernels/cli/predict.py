@@ -108,7 +108,7 @@ def _remove_ours(tmp, path):
 
 def run(args):
     from .. import load_model
-    from ._apply import check_width, lazy_apply, open_for_model
+    from ._apply import check_npy_first, check_width, lazy_apply, open_for_model
     from ._paths import existing
 
     model_path = existing(args.model, "model")
@@ -120,6 +120,7 @@ def run(args):
         raise UsageError(f"--proba: the model's {type(model.estimator).__name__} has no predict_proba "
                          "(train with --estimator sgd, or a naive Bayes estimator)")
     method = "predict_proba" if args.proba else "predict"
+    check_npy_first(model, args.input, args)
     with client_for(args):
         X, _ = open_for_model(model, args.input, args)
         check_width(model, X, args.input)

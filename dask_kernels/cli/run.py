@@ -36,6 +36,7 @@ Example::
 
 import json
 import os
+import shlex
 import sys
 import tomllib
 import warnings
@@ -244,13 +245,17 @@ def run(args):
     job = load_job(args.job)
     plan = [(where, _parse(argv, where, names), argv, names) for where, argv, names in steps(job, cluster_override(args))]
     for where, parsed, argv, names in plan:  # the map too, before a cluster starts
+        out = getattr(parsed, "output", None)
+        if parsed.command in ("train", "predict") and out and "://" not in out \
+                and not os.path.isdir(os.path.dirname(os.path.abspath(out))):  # not after featurizing
+            raise JobError(f"{where}: output {out}: folder {os.path.dirname(os.path.abspath(out))} does not exist")
         if parsed.command == "featurize":
             try:
                 build_map(parsed)
             except UsageError as e:
                 raise JobError(_rename(str(e), names)) from None
     for where, parsed, argv, _ in plan:
-        print(f"== {where}: dask-kernels {' '.join(argv)}", flush=True)
+        print(f"== {where}: dask-kernels {shlex.join(argv)}", flush=True)  # quoted: a path with spaces pastes back as one argument
         if args.dry_run:
             continue
         try:

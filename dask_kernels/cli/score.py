@@ -26,7 +26,7 @@ def run(args):
     from sklearn.metrics import accuracy_score, r2_score
 
     from .. import load_model
-    from ._apply import check_width, lazy_apply, open_for_model
+    from ._apply import check_npy_first, check_width, lazy_apply, open_for_model
     from ._inputs import load_labels
     from ._paths import existing
 
@@ -34,6 +34,7 @@ def run(args):
     existing(args.input, "input")
     if args.labels:
         existing(args.labels, "--labels")
+    check_npy_first(model, args.input, args)
     with client_for(args):
         X, y = open_for_model(model, args.input, args)
         if args.labels:

@@ -95,7 +95,7 @@ def _source(args):
     from ._paths import existing, input_format, is_url
 
     path = existing(args.source, "source")
-    fmt = input_format(path)
+    fmt = input_format(path, flag="source")
     if fmt == "store":
         if args.method:
             raise UsageError("a feature store carries its own map: drop --method")
@@ -121,10 +121,10 @@ def _source(args):
             raise UsageError(f"--labels is required for .npy input ({path})")
         if is_url(path):
             raise UsageError(f"source {path}: .npy input must be a local file")
-        from ._inputs import load_labels
+        from ._inputs import load_labels, open_npy
 
-        X = np.load(path, mmap_mode="r")
-        y = load_labels(args.labels, X.shape[0] if X.ndim else 0)
+        X = open_npy(path, "source", ndim=2)
+        y = load_labels(args.labels, X.shape[0])
         if fmap is not None:
             from dask_kernels.io import read_npy
 
@@ -173,6 +173,26 @@ def run(args):
     return _train(args)  # no cluster named: dask's local scheduler, in this process
 
 
+def _classes(est, src):
+    """A classifier's classes (one pass over the labels, which training then reuses), or None.
+
+    Continuous labels (a regression target) are refused: a classifier took every distinct value
+    as a class and trained to accuracy 0 without a word.
+    """
+    import numpy as np
+    from sklearn.base import is_classifier
+    from sklearn.utils.multiclass import type_of_target
+
+    if not is_classifier(est):
+        return None
+    classes = np.asarray(src.classes())
+    if type_of_target(classes) == "continuous":
+        raise UsageError(f"the labels are continuous ({classes.size} distinct values, e.g. {classes[0]:g}, "
+                         f"{classes[-1]:g}) but {type(est).__name__} is a classifier: for regression pass "
+                         "--estimator sgd-regressor")
+    return classes
+
+
 def _train(args):
     from dask_kernels import fit_incremental
 
@@ -186,7 +206,9 @@ def _train(args):
             warnings.warn(f"--{old} is deprecated and will be removed in the next release: use "
                           f"--{new.replace('_', '-')}", FutureWarning, stacklevel=2)
             setattr(args, new, getattr(args, f"old_{old}"))
-    model = fit_incremental(est, src, epochs=args.epochs, validation_fraction=args.validation_fraction or None,
+    classes = _classes(est, src)
+    model = fit_incremental(est, src, classes=classes, epochs=args.epochs,
+                            validation_fraction=args.validation_fraction or None,
                             seed=args.seed, n_iter_no_change=args.n_iter_no_change, checkpoint=args.checkpoint,
                             checkpoint_every=args.checkpoint_every, resume=not args.no_resume, progress=False)
     keys = [k for k in ("accuracy", "erp", "log_loss", "mse", "r2") if k in model.history[0]]

@@ -162,6 +162,9 @@ def check_model_path(path: str | os.PathLike, overwrite: bool = False, storage_o
         return _check_remote(path, overwrite, storage_options)
     path = local_path(path)
     if not os.path.lexists(path):
+        parent = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(parent):  # found now, not by the rename after training
+            raise FileNotFoundError(f"{path}: folder {parent} does not exist")
         return "absent"
     if os.path.islink(path):
         raise FileExistsError(f"{path} is a symbolic link: refusing to replace it (give the real path)")
@@ -338,6 +341,8 @@ def load_model(path: str | os.PathLike, *, max_bytes: int | None = None,
         raise ValueError(f"{where}: history must be a list of objects")
     if not isinstance(state, dict):
         raise ValueError(f"{where}: estimator.state must be an object")
+    if not os.path.isfile(os.path.join(path, "arrays.npz")):  # e.g. only model.json was copied
+        raise ValueError(f"{path}: incomplete saved model: arrays.npz is missing (copy the whole folder)")
     arrays, _ = load_npz(os.path.join(path, "arrays.npz"), max_bytes=max_bytes)
     set_state(estimator, arrays, state, where=f"{path} (estimator state)")
     fmap = None

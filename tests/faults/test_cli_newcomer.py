@@ -1,0 +1,167 @@
+"""What a new user's files do to the command line: each is one line naming the file, no traceback.
+
+Found by running the README's commands on files nobody here wrote. Before: an empty ``.npy``
+gave numpy's EOFError traceback, a truncated one "mmap length is greater than file size" (no
+file named), CSV and Parquet inputs were parsed as svmlight and refused for their header or
+Parquet's magic bytes as a "label", ``predict`` started a cluster before finding that a ``.npy``
+had the wrong number of columns, ``run --dry-run`` printed paths with spaces unquoted (pasted
+back, they split), and a model folder without ``arrays.npz`` gave a bare ``[Errno 2]``.
+"""
+
+import json
+import os
+import shlex
+
+import numpy as np
+import pytest
+from sklearn.linear_model import SGDClassifier
+
+from dask_kernels import KernelModel, load_model
+from dask_kernels.cli import main
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    d = tmp_path_factory.mktemp("new user")  # a space in every path
+    rng = np.random.default_rng(0)
+    X = rng.random((60, 4))
+    y = (X[:, 0] > 0.5).astype(np.int64)
+    np.save(d / "X.npy", X)
+    np.save(d / "y.npy", y)
+    raw = (d / "X.npy").read_bytes()
+    (d / "truncated.npy").write_bytes(raw[: len(raw) // 2])
+    (d / "empty.npy").write_bytes(b"")
+    np.savez(d / "arch.npz", X=X)
+    os.rename(d / "arch.npz", d / "archive.npy")
+    np.save(d / "one_d.npy", X[:, 0])
+    np.save(d / "narrow.npy", X[:, :3])
+    np.save(d / "words.npy", np.array(["yes", "no"])[y])
+    (d / "rows.csv").write_text("a,b,c,d,label\n" + "\n".join("0.1,0.2,0.3,0.4,1" for _ in range(5)))
+    (d / "rows.parquet").write_bytes(b"PAR1\x15\x04" + b"\x00" * 64 + b"PAR1")
+    KernelModel(None, SGDClassifier(random_state=0).fit(X, y)).save(str(d / "model.dk"))
+    return d
+
+
+def _error(capsys, argv):
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "Traceback" not in err, err
+    return lines[0]
+
+
+@pytest.mark.parametrize("name,why", [
+    ("empty.npy", "not a readable .npy file (empty file)"),
+    ("truncated.npy", "not a readable .npy file (mmap length is greater than file size)"),
+    ("archive.npy", "not a .npy file (an .npz archive?)"),
+    ("one_d.npy", "expected a 2-d array of rows, found shape (60,)"),
+])
+def test_a_damaged_npy_input_is_one_line_naming_it(files, capsys, name, why):
+    out = files / "out.npy"
+    line = _error(capsys, ["predict", str(files / "model.dk"), str(files / name), "-o", str(out)])
+    assert line == f"dask-kernels predict: error: input {files / name}: {why}"
+    line = _error(capsys, ["train", str(files / name), "--labels", str(files / "y.npy"), "-o", str(files / "m.dk")])
+    assert line == f"dask-kernels train: error: source {files / name}: {why}"
+    assert not out.exists() and not (files / "m.dk").exists()
+
+
+def test_wrong_width_is_found_before_a_cluster_starts(files, capsys, monkeypatch):
+    from dask_kernels.cli import predict
+
+    def no_cluster(args):
+        raise AssertionError("a cluster was started before the input was checked")
+
+    monkeypatch.setattr(predict, "client_for", no_cluster)
+    line = _error(capsys, ["predict", str(files / "model.dk"), str(files / "narrow.npy"), "-o", str(files / "p.npy")])
+    assert line.endswith(f"input {files / 'narrow.npy'}: 3 columns, but the model was trained on 4 "
+                         "(svmlight: pass --n-features)")
+
+
+@pytest.mark.parametrize("labels,why", [
+    ("empty.npy", "not a readable .npy file (empty file)"),
+    ("truncated.npy", "not a readable .npy file (mmap length is greater than file size)"),
+    ("words.npy", "dtype <U3 is not numeric; give class labels as integers "
+                  "(e.g. numpy.unique(y, return_inverse=True)[1])"),
+])
+def test_damaged_or_text_labels_are_one_line_naming_them(files, capsys, labels, why):
+    line = _error(capsys, ["train", str(files / "X.npy"), "--labels", str(files / labels), "-o", str(files / "m.dk")])
+    assert line == f"dask-kernels train: error: --labels {files / labels}: {why}"
+
+
+@pytest.mark.parametrize("name,reader", [("rows.csv", "read_csv"), ("rows.parquet", "read_parquet")])
+def test_csv_and_parquet_inputs_are_refused_by_name(files, capsys, name, reader):
+    suffix = os.path.splitext(name)[1]
+    for argv, flag in ((["predict", str(files / "model.dk"), str(files / name), "-o", str(files / "p.npy")], "input"),
+                       (["train", str(files / name), "-o", str(files / "m.dk")], "source")):
+        line = _error(capsys, argv)
+        assert f"{flag} {files / name}: the command line reads .npy, Zarr and svmlight/LIBSVM rows, not " \
+               f"{suffix} files" in line and f"dask_kernels.{reader}" in line, line
+
+
+def test_dry_run_quotes_paths_with_spaces(files, capsys):
+    job = files / "my job.toml"
+    job.write_text('[input]\npath = "X.npy"\nlabels = "y.npy"\n[map]\nmethod = "rff"\n'
+                   '[store]\npath = "out store.zarr"\n[training]\noutput = "my model.dk"\n')
+    assert main(["run", str(job), "--dry-run"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    featurize = shlex.split(lines[0].split(": ", 1)[1])
+    assert featurize[:4] == ["dask-kernels", "featurize", str(files / "X.npy"), str(files / "out store.zarr")]
+    train = shlex.split(lines[1].split(": ", 1)[1])
+    assert train[:5] == ["dask-kernels", "train", str(files / "out store.zarr"), "-o", str(files / "my model.dk")]
+
+
+def test_a_model_folder_without_its_arrays_is_called_incomplete(files, tmp_path, capsys):
+    folder = tmp_path / "copied.dk"
+    folder.mkdir()
+    (folder / "model.json").write_text((files / "model.dk" / "model.json").read_text())
+    json.loads((folder / "model.json").read_text())  # the metadata alone is intact
+    with pytest.raises(ValueError, match="incomplete saved model: arrays.npz is missing"):
+        load_model(str(folder))
+    line = _error(capsys, ["predict", str(folder), str(files / "X.npy"), "-o", str(tmp_path / "p.npy")])
+    assert line == f"dask-kernels predict: error: {folder}: incomplete saved model: arrays.npz is missing " \
+                   "(copy the whole folder)"
+
+
+def test_a_regression_target_is_not_trained_as_classes(files, tmp_path, capsys):
+    rng = np.random.default_rng(1)
+    np.save(tmp_path / "target.npy", rng.normal(150.0, 70.0, 60))  # diabetes-like: a float per row
+    line = _error(capsys, ["train", str(files / "X.npy"), "--labels", str(tmp_path / "target.npy"),
+                           "-o", str(tmp_path / "m.dk")])
+    assert "the labels are continuous (60 distinct values" in line and "--estimator sgd-regressor" in line, line
+    assert not (tmp_path / "m.dk").exists()
+    assert main(["train", str(files / "X.npy"), "--labels", str(tmp_path / "target.npy"), "-o",
+                 str(tmp_path / "m.dk"), "--estimator", "sgd-regressor", "--epochs", "1"]) == 0
+    assert "r2" in capsys.readouterr().out
+
+
+def test_a_model_output_in_a_missing_folder_is_refused_before_training(files, tmp_path, capsys):
+    out = tmp_path / "models" / "m.dk"
+    line = _error(capsys, ["train", str(files / "X.npy"), "--labels", str(files / "y.npy"), "-o", str(out)])
+    assert line == f"dask-kernels train: error: {out}: folder {tmp_path / 'models'} does not exist"
+    job = tmp_path / "job.toml"
+    job.write_text(f'[input]\npath = "{files / "X.npy"}"\nlabels = "{files / "y.npy"}"\n[map]\nmethod = "rff"\n'
+                   '[store]\npath = "f.zarr"\n[training]\noutput = "models/m.dk"\n')
+    line = _error(capsys, ["run", str(job)])  # before featurizing, not after it
+    assert line.endswith(f"[training]: output {out}: folder {tmp_path / 'models'} does not exist"), line
+    assert not (tmp_path / "f.zarr").exists()
+
+
+@pytest.mark.parametrize("command,hint", [
+    ("featurize", "; the store keeps its finished blocks: re-run the same command to resume"),
+    ("info", ""),
+])
+def test_ctrl_c_is_one_line_and_status_130(files, capsys, monkeypatch, command, hint):
+    """Ctrl-C during featurize printed the client's wait as a KeyboardInterrupt traceback."""
+    import importlib
+
+    def interrupted(args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(importlib.import_module(f"dask_kernels.cli.{command}"), "run", interrupted)
+    argv = ["featurize", str(files / "X.npy"), str(files / "f.zarr")] if command == "featurize" else \
+        ["info", str(files / "f.zarr")]
+    assert main(argv) == 130
+    err = capsys.readouterr().err
+    assert err == f"dask-kernels {command}: interrupted{hint}\n"
+    with pytest.raises(KeyboardInterrupt):  # --debug shows where it was
+        main(["--debug"] + argv)
