@@ -38,18 +38,13 @@ COS32_MAX = np.float32(2.0**13)
 #: Maximum absolute error of :func:`cos32` on ``[-COS32_MAX, COS32_MAX]`` (tested).
 COS32_ABS_ERROR = 1.5e-7
 
-_TWO_OVER_PI = np.float32(0.63661975)
-_P1 = np.float32(1.5703125)  # pi/2 to 11 significant bits
-_P2 = np.float32(4.837512969970703125e-4)  # the next 11 bits
-_P3 = np.float32(7.549789954891882e-08)  # the rest
-_S1 = np.float32(-1.6666654611e-1)
-_S2 = np.float32(8.3321608736e-3)
-_S3 = np.float32(-1.9515295891e-4)
-_C1 = np.float32(4.166664568298827e-2)
-_C2 = np.float32(-1.388731625493765e-3)
-_C3 = np.float32(2.443315711809948e-5)
-_HALF = np.float32(0.5)
-_ONE = np.float32(1.0)
+# Constants as float32 scalars (each float64 literal rounded once to float32).
+_TWO_OVER_PI, _HALF, _ONE = np.float32([0.63661975, 0.5, 1.0])
+# pi/2 = P1 + P2 + P3: P1 and P2 of 11 significant bits, P3 the rest
+_P1, _P2, _P3 = np.float32([1.5703125, 4.837512969970703125e-4, 7.549789954891882e-08])
+# Cephes' sinf and cosf minimax coefficients
+_S1, _S2, _S3 = np.float32([-1.6666654611e-1, 8.3321608736e-3, -1.9515295891e-4])
+_C1, _C2, _C3 = np.float32([4.166664568298827e-2, -1.388731625493765e-3, 2.443315711809948e-5])
 
 
 @njit(nogil=True, cache=True, inline="always")
@@ -217,16 +212,11 @@ def cos32_array(x):
 #   from a weighted least-squares fit on |r| <= pi/2 (error 4.8e-9 in exact arithmetic, after
 #   rounding them to float32); the sign flip is an xor of the parity bit into the sign bit.
 
-_MAGIC = np.float32(12582912.0)  # 1.5 * 2**23: adding it rounds to an integer
-_INV_PI = np.float32(1.0 / np.pi)
-_Q1 = np.float32(3.140625)  # pi to 11 significant bits
-_Q2 = np.float32(9.67502593994140625e-04)  # the next 11 bits
-_Q3 = np.float32(np.pi - 3.140625 - 9.67502593994140625e-04)  # the rest, rounded
-_K1 = np.float32(-0.5)
-_K2 = np.float32(0.04166664183139801)
-_K3 = np.float32(-0.0013888402609154582)
-_K4 = np.float32(2.4761811800999567e-05)
-_K5 = np.float32(-2.607571332191583e-07)
+_MAGIC, _INV_PI = np.float32([1.5 * 2**23, 1.0 / np.pi])  # adding _MAGIC rounds to an integer
+# pi = Q1 + Q2 + Q3: Q1 and Q2 of 11 significant bits, Q3 the rest (rounded)
+_Q1, _Q2, _Q3 = np.float32([3.140625, 9.67502593994140625e-04, np.pi - 3.140625 - 9.67502593994140625e-04])
+_K1, _K2, _K3, _K4, _K5 = np.float32(
+    [-0.5, 0.04166664183139801, -0.0013888402609154582, 2.4761811800999567e-05, -2.607571332191583e-07])
 
 
 # The intrinsics below also type for float64 so that kernels shared with float64 maps compile
@@ -310,23 +300,18 @@ def _abs_bits(typingctx, x):
 
 
 @njit(nogil=True, cache=True, inline="always")
-def _cos32v2_span(src, dst, factor):
-    """``dst[j] = factor * cos32v2(src[j])``: the loop LLVM vectorizes (same-length 1-D views)."""
-    for j in range(src.size):
-        dst[j] = cos32v2(src[j]) * factor
-
-
-@njit(nogil=True, cache=True, inline="always")
 def _cos32v2_any(x):
     """cos32v2 inside its domain, libm (rounded to float32) outside it (and for non-finite x)."""
     return cos32v2(x) if abs(x) <= COS32_MAX else np.float32(np.cos(np.float64(x)))
 
 
 @njit(nogil=True, cache=True, inline="always")
-def _cos32v2_safe(src, dst, factor):
-    """Like :func:`_cos32v2_span`, and libm (rounded to float32) beyond the domain."""
+def _cos32v2_span(src, dst, factor, inside):
+    """``dst[j] = factor * cos(src[j])`` (same-length 1-D views): cos32v2 when the caller knows
+    every value is ``inside`` the domain (a branch-free loop LLVM vectorizes; the caller passes a
+    constant, so the test folds away), else :func:`_cos32v2_any`."""
     for j in range(src.size):
-        dst[j] = _cos32v2_any(src[j]) * factor
+        dst[j] = (cos32v2(src[j]) if inside else _cos32v2_any(src[j])) * factor
 
 
 @njit(nogil=True, cache=True, inline="always")
@@ -347,9 +332,9 @@ def cos32v2_into(arg, m, out, offset, factor):
         src = arg[a:b]
         dst = out[offset + a : offset + b]
         if _max_abs_bits(src) <= _MAX_BITS:
-            _cos32v2_span(src, dst, factor)
+            _cos32v2_span(src, dst, factor, True)
         else:
-            _cos32v2_safe(src, dst, factor)
+            _cos32v2_span(src, dst, factor, False)
 
 
 def _at(scale, i):
