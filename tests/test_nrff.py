@@ -126,16 +126,21 @@ def test_errors():
 def test_unit_scaling_sums_squares_in_the_specified_order(n):
     # The bytes of existing float32 specs fix the order: 16 float64 lane sums over the row in
     # order (each square and each sum rounded), the lanes added 0..15, then the remainder.
-    from dask_kernels.maps.nrff import _scale_to_unit
+    # The float64 sum is compared bit for bit (at n = 4096 numpy's pairwise np.sum differs from it).
+    from numba import njit
+
+    from dask_kernels.maps.nrff import _lane_squares, _scale_to_unit
 
     row = (np.random.default_rng(n).standard_normal(n) * 1e3).astype(np.float32)
     n16 = n - n % 16
     acc = np.zeros(16)
     for j0 in range(0, n16, 16):
         acc = acc + row[j0 : j0 + 16].astype(np.float64) ** 2
-    total = 0.0
+    lanes = 0.0
     for m in range(16):
-        total += acc[m]
+        lanes += acc[m]
+    assert njit(lambda r, m: _lane_squares(r, m))(row, n16) == lanes
+    total = lanes
     for v in row[n16:].astype(np.float64):
         total += v * v
     expect = row * np.float32(1.0 / np.sqrt(total))
