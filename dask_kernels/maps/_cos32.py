@@ -437,11 +437,20 @@ def shift_cos32v2(src, f, phase, dst, factor):
 
 
 @njit(nogil=True, cache=True)
+def shift_cos32v2_tile(P, r0, r1, c0, c1, scale, phase, factor):
+    """In place, rows ``r0 <= i < r1`` and columns ``c0 <= j < c1`` of a C-contiguous float32
+    array: ``P[i, j] = factor * cos(P[i, j] * scale[i] + phase[j])`` (:func:`shift_cos32v2`;
+    each value's bits do not depend on the tile it is computed in)."""
+    for i in range(r0, r1):
+        row = P[i]
+        shift_cos32v2(row[c0:c1], np.float32(scale[i]), phase[c0:c1], row[c0:c1], factor)
+
+
+@njit(nogil=True, cache=True)
 def shift_cos32v2_rows(P, scale, phase, factor):
     """In place, row i of a float32 block: ``P[i, j] = factor * cos(P[i, j] * scale[i] + phase[j])``
-    (:func:`shift_cos32v2`)."""
-    for i in range(P.shape[0]):
-        shift_cos32v2(P[i], np.float32(scale[i]), phase, P[i], factor)
+    (:func:`shift_cos32v2_tile` over the whole block)."""
+    shift_cos32v2_tile(P, 0, P.shape[0], 0, P.shape[1], scale, phase, factor)
 
 
 @njit(nogil=True, cache=True)

@@ -17,13 +17,14 @@ from numba import njit, types
 from numba.extending import intrinsic
 
 import math
+from functools import partial
 
 from ._fourier import COMMON_CONSTRAINTS, NORMAL_MAX, POSITIVE_FINITE, FloatFeatures, normal_table, projection_bound
 from ._fourier import projection_tables, row_chunks
 from .._compat import cgutils
 from ._cos32 import cos32_into, shift_cos32v2
-from ._fourier import cached_table
-from ._parallel import GEMM_BLOCKS
+from ._fourier import cached_table, gemm_row_blocks, projection_tiles, tiled
+from ._parallel import row_blocks
 from ._subset import FEATURE_IDS_CONSTRAINT, FeatureIds, normal_columns, phases_of
 from .base import FeatureMap
 from ..rng import register_stream
@@ -247,8 +248,32 @@ class NRFF(FeatureIds, FloatFeatures, FeatureMap):
         """Unit-length features of a validated block: ndarray (n, n_components)."""
         return self._transform_into(X, None, row_offset)
 
-    #: Row blocks of the public transform: large, for SGEMM's efficiency (see ``GEMM_BLOCKS``).
-    _row_blocks = GEMM_BLOCKS
+    @property
+    def _row_blocks(self):
+        """Row blocks of the public transform: large, for SGEMM's efficiency (see ``gemm_row_blocks``)."""
+        return gemm_row_blocks(self)
+
+    def _transform_phases(self, X):
+        """The public transform of dense input in two phases: the product in tiles
+        (:func:`._fourier.projection_tiles`), then the cosine and the unit scaling in row blocks
+        (a row's norm needs all its columns; each row is in cache for both); None (row blocks)
+        for other maps and inputs."""
+        if sp.issparse(X) or not tiled(self):
+            return None
+        W, phase = self._tables()
+        norms = _input_norms(X)  # per row, the same bits whatever the rows around it
+        inv = np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 0)
+        X = X.astype(self.output_dtype_, copy=False)
+        out = np.empty((X.shape[0], int(self.n_components)), dtype=self.output_dtype_)
+
+        def product(a, b, c0, c1):
+            np.matmul(X[a:b], W[:, c0:c1], out=out[a:b, c0:c1])
+
+        def features(a, b):
+            _cos32v2_unit_rows(out[a:b], inv[a:b], phase)
+
+        return out, [[partial(product, *t) for t in projection_tiles(self, X.shape[0])],
+                     [partial(features, a, b) for a, b in row_blocks(X.shape[0])]]
 
     def _transform_into(self, X, out, row_offset=0):
         """:meth:`transform_block` written into ``out`` (or a new array when None)."""
