@@ -13,8 +13,8 @@ radix-2 loop):
   a lane swap and one fused multiply-add by a +-1 vector (``b + v`` or ``b - v``, rounded once:
   the same bits as an add or a subtract), one store (``_hadamard_lanes``, a small LLVM
   intrinsic). Written as loops, these short spans do not vectorize.
-* The remaining stages go three (or two, or one) at a time over groups of 8 (4, 2) vectors held
-  in registers (``_radix8_lanes`` ...): two passes over the row at d = 1024.
+* The remaining stages go four (three, two or one) at a time over groups of 16 (8, 4, 2) vectors
+  held in registers (``_radix16_lanes`` ...): two passes over the row at d = 1024, one at 256.
 
 Every stage computes ``(lo + hi, lo - hi)`` on the same pairs in the same order whatever the
 grouping, so the result is bitwise that of the radix-2 definition (tested against numpy).
@@ -181,13 +181,14 @@ def _radix_lanes(stages):
 _radix2_lanes = _radix_lanes(1)
 _radix4_lanes = _radix_lanes(2)
 _radix8_lanes = _radix_lanes(3)
+_radix16_lanes = _radix_lanes(4)
 
 
 @njit(nogil=True, cache=True, inline="always")
 def _register_passes(x):
-    """The stages after the in-register ones (d = x.size >= W), in register groups of 8, 4 or 2
-    vectors: 2 passes over the row instead of 3 at d = 1024 (the row stays in L1; loads and
-    stores are the cost)."""
+    """The stages after the in-register ones (d = x.size >= W), in register groups of 16, 8, 4 or
+    2 vectors: 2 passes over the row instead of 3 at d = 1024, 1 instead of 2 at d = 256 (float32)
+    (the row stays in L1; loads and stores are the cost; 16 vectors are half the registers)."""
     d = x.size
     width = 64 // x.itemsize
     h = width
@@ -197,11 +198,16 @@ def _register_passes(x):
             for r in range(0, h, width):
                 _radix2_lanes(x, r, h)
             h *= 2
-        elif rest == 4 or rest == 16:
+        elif rest == 4:
             for i in range(0, d, 4 * h):
                 for r in range(i, i + h, width):
                     _radix4_lanes(x, r, h)
             h *= 4
+        elif rest == 16 or rest == 256:
+            for i in range(0, d, 16 * h):
+                for r in range(i, i + h, width):
+                    _radix16_lanes(x, r, h)
+            h *= 16
         else:
             for i in range(0, d, 8 * h):
                 for r in range(i, i + h, width):
