@@ -349,10 +349,11 @@ def _at_overload(scale, i):
 
 
 @intrinsic
-def _affine_cos32v2_lanes(typingctx, src, scale, phase, dst, factor, start):
-    """``dst[s:s + 16] = factor * cos32v2(fl(fl(src * scale) + phase))`` over ``[s, s + 16)``
-    (s = start) in one 512-bit vector, ``scale`` an array or one value, if all 16 arguments are
-    within ``[-COS32_MAX, COS32_MAX]`` (returns True); else nothing is written (False).
+def _affine_cos32v2_lanes(typingctx, src, scale, phase, dst, factor, start, so, po, do):
+    """``dst[do + j] = factor * cos32v2(fl(fl(src[j] * scale[so + j]) + phase[po + j]))`` for
+    ``s <= j < s + 16`` (s = start) in one 512-bit vector, ``scale`` an array or one value, if
+    all 16 arguments are within ``[-COS32_MAX, COS32_MAX]`` (returns True); else nothing is
+    written (False). The offsets address rows of flattened tables without array views.
 
     The operations of :func:`cos32v2` in the same order (fma, subtract, multiply, xor; no
     contraction), so lanes and the scalar path give identical bits; written as vector IR
@@ -361,7 +362,7 @@ def _affine_cos32v2_lanes(typingctx, src, scale, phase, dst, factor, start):
     arrays = (src, phase, dst) + ((scale,) if isinstance(scale, types.Array) else ())
     if not all(isinstance(a, types.Array) and a.ndim == 1 and a.layout == "C" for a in arrays):
         return None
-    sig = types.boolean(src, scale, phase, dst, factor, types.intp)
+    sig = types.boolean(src, scale, phase, dst, factor, types.intp, types.intp, types.intp, types.intp)
     scalar_scale = scale if not isinstance(scale, types.Array) else scale.dtype
     if not (src.dtype == phase.dtype == dst.dtype == scalar_scale == factor == types.float32):
         # float64 kernels compile this branch but never run it
@@ -374,14 +375,15 @@ def _affine_cos32v2_lanes(typingctx, src, scale, phase, dst, factor, start):
             vec = builder.insert_element(ir.Constant(vty, ir.Undefined), value, ir.Constant(ir.IntType(32), 0))
             return builder.shuffle_vector(vec, vec, ir.Constant(ity, [0] * _LANES))
 
-        def load(ary_type, ary_val):
+        def load(ary_type, ary_val, offset=None):
             ary = context.make_array(ary_type)(context, builder, ary_val)
-            ptr = builder.bitcast(builder.gep(ary.data, [args[5]], inbounds=True), vty.as_pointer())
+            at = args[5] if offset is None else builder.add(args[5], offset)
+            ptr = builder.bitcast(builder.gep(ary.data, [at], inbounds=True), vty.as_pointer())
             return builder.load(ptr, align=4), ptr
 
         x, _ = load(sig.args[0], args[0])
-        f = load(sig.args[1], args[1])[0] if isinstance(sig.args[1], types.Array) else splat(args[1])
-        x = builder.fadd(builder.fmul(x, f), load(sig.args[2], args[2])[0])
+        f = load(sig.args[1], args[1], args[6])[0] if isinstance(sig.args[1], types.Array) else splat(args[1])
+        x = builder.fadd(builder.fmul(x, f), load(sig.args[2], args[2], args[7])[0])
         fn = lambda name: cgutils.get_or_insert_function(  # noqa: E731
             builder.module, ir.FunctionType(vty, [vty] * (3 if name == "fma" else 1)), f"llvm.{name}.v16f32")
         ok = _all_inside(builder, builder.call(fn("fabs"), [x]), const)
@@ -399,7 +401,7 @@ def _affine_cos32v2_lanes(typingctx, src, scale, phase, dst, factor, start):
             c = builder.call(fma, [q, z, const(1.0)])
             flip = builder.shl(builder.bitcast(t, ity), ir.Constant(ity, [31] * _LANES))
             c = builder.bitcast(builder.xor(builder.bitcast(c, ity), flip), vty)
-            _, dst_ptr = load(sig.args[3], args[3])
+            _, dst_ptr = load(sig.args[3], args[3], args[8])
             builder.store(builder.fmul(c, splat(args[4])), dst_ptr, align=4)
         return ok
 
@@ -407,20 +409,25 @@ def _affine_cos32v2_lanes(typingctx, src, scale, phase, dst, factor, start):
 
 
 @njit(nogil=True, cache=True, inline="always")
-def _affine_cos32v2_fused(src, scale, phase, dst, factor):
-    """``dst[j] = factor * cos(fl(fl(src[j] * scale[j]) + phase[j]))`` (``scale`` an array or
-    one value), 16 lanes at a time; a group of 16 holding a value beyond ``COS32_MAX`` (or a
-    non-finite one) and the remainder take the scalar path, with libm beyond the domain: every
-    value gets the same bits as in :func:`affine_cos32v2`'s chunked passes. ``src`` may be
-    ``dst``."""
-    m = src.size
+def affine_cos32v2_at(src, m, scale, so, phase, po, dst, do, factor):
+    """``dst[do + j] = factor * cos(fl(fl(src[j] * scale[so + j]) + phase[po + j]))`` for j < m
+    (``scale`` an array or one value; the offsets address rows of flattened tables), 16 lanes at
+    a time; a group of 16 holding a value beyond ``COS32_MAX`` (or a non-finite one) and the
+    remainder take the scalar path, with libm beyond the domain: every value gets the same bits
+    as in :func:`cos32v2_into`'s chunked passes. ``src`` may be ``dst`` (with ``do`` 0)."""
     j0 = m - m % _LANES
     for j in range(0, j0, _LANES):
-        if not _affine_cos32v2_lanes(src, scale, phase, dst, factor, j):
+        if not _affine_cos32v2_lanes(src, scale, phase, dst, factor, j, so, po, do):
             for i in range(j, j + _LANES):
-                dst[i] = _cos32v2_any(src[i] * _at(scale, i) + phase[i]) * factor
+                dst[do + i] = _cos32v2_any(src[i] * _at(scale, so + i) + phase[po + i]) * factor
     for i in range(j0, m):
-        dst[i] = _cos32v2_any(src[i] * _at(scale, i) + phase[i]) * factor
+        dst[do + i] = _cos32v2_any(src[i] * _at(scale, so + i) + phase[po + i]) * factor
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _affine_cos32v2_fused(src, scale, phase, dst, factor):
+    """:func:`affine_cos32v2_at` over whole same-length arrays."""
+    affine_cos32v2_at(src, src.size, scale, 0, phase, 0, dst, 0, factor)
 
 
 @njit(nogil=True, cache=True)
