@@ -4,8 +4,9 @@ Run: ``python benchmarks/bench_fourier.py [--quick] [--threads 2]``
 
 What is compared, all in one run, with the same number of threads (``--threads``):
 
-* ours: the public ``transform`` with ``n_jobs=--threads`` (row blocks on a thread pool, BLAS
-  held to one thread per block; the float32 cosine is ``cos32v2``, fused), column ``public``.
+* ours: the public ``transform`` with ``n_jobs=--threads`` (row blocks on a thread pool, for
+  RFF and NRFF cut into column panels when the rows alone would leave a thread idle; BLAS held
+  to one thread per task; the float32 cosine is ``cos32v2``, fused), column ``public``.
 * RBFSampler, the peer, in the better of two configurations: ``blas`` (one call on the whole
   block, BLAS with ``--threads`` threads: how it is normally used) and ``pool`` (the block cut
   into 256-row chunks on a thread pool, BLAS 1 thread each).

@@ -120,3 +120,30 @@ def test_errors():
     for params in ({"n_components": 0}, {"gamma": 0}, {"gamma": np.nan}, {"dtype": "int8"}, {"seed": 2**64}):
         with pytest.raises(ValueError):
             NRFF(**params).fit(X)
+
+
+@pytest.mark.parametrize("n", [1, 17, 300, 4096])
+def test_unit_scaling_sums_squares_in_the_specified_order(n):
+    # The bytes of existing float32 specs fix the order: 16 float64 lane sums over the row in
+    # order (each square and each sum rounded), the lanes added 0..15, then the remainder.
+    # The float64 sum is compared bit for bit (at n = 4096 numpy's pairwise np.sum differs from it).
+    from numba import njit
+
+    from dask_kernels.maps.nrff import _lane_squares, _scale_to_unit
+
+    row = (np.random.default_rng(n).standard_normal(n) * 1e3).astype(np.float32)
+    n16 = n - n % 16
+    acc = np.zeros(16)
+    for j0 in range(0, n16, 16):
+        acc = acc + row[j0 : j0 + 16].astype(np.float64) ** 2
+    lanes = 0.0
+    for m in range(16):
+        lanes += acc[m]
+    assert njit(lambda r, m: _lane_squares(r, m))(row, n16) == lanes
+    total = lanes
+    for v in row[n16:].astype(np.float64):
+        total += v * v
+    expect = row * np.float32(1.0 / np.sqrt(total))
+    got = row.copy()
+    _scale_to_unit(got)
+    np.testing.assert_array_equal(got.view(np.int32), expect.view(np.int32))

@@ -150,3 +150,31 @@ def test_errors_name_the_row_and_width():
 def test_nonsense_parameters(params):
     with pytest.raises(ValueError):
         RFF(**params).fit(np.ones((3, 2)))
+
+
+@pytest.mark.parametrize("cls", ["RFF", "NRFF"])
+@pytest.mark.parametrize("n", [65, 512, 2100])
+def test_tiled_public_transform_is_the_block_transform_for_any_n_jobs(cls, n):
+    # Wide float32 maps cut dense input into column panels (projection_tiles): every value
+    # must be the one transform_block computes on its row block (BLAS held to one thread, as
+    # the public transform holds it), whatever n_jobs, and the tiles must cover the output once.
+    from threadpoolctl import threadpool_limits
+
+    from dask_kernels import NRFF
+    from dask_kernels.maps._fourier import projection_tiles, tiled
+    from dask_kernels.maps._parallel import usable_cpus
+
+    X = np.random.default_rng(n).normal(size=(n, 40)).astype(np.float32)
+    fmap = {"RFF": RFF, "NRFF": NRFF}[cls](n_components=1100, gamma=0.1, seed=5).fit(X)
+    assert tiled(fmap) == (usable_cpus() > 1)
+    tiles = projection_tiles(fmap, n)
+    cover = np.zeros((n, 1100), dtype=int)
+    for a, b, c0, c1 in tiles:
+        cover[a:b, c0:c1] += 1
+        assert c0 % 16 == 0 and c1 - c0 >= 512
+    assert (cover == 1).all()
+    outs = [fmap.set_params(n_jobs=j).transform(X) for j in (1, 2, 3)]
+    with threadpool_limits(1, user_api="blas"):
+        ref = np.concatenate([fmap.transform_block(X[a:b]) for a, b in sorted({t[:2] for t in tiles})])
+    for out in outs:
+        np.testing.assert_array_equal(out, ref)

@@ -38,18 +38,13 @@ COS32_MAX = np.float32(2.0**13)
 #: Maximum absolute error of :func:`cos32` on ``[-COS32_MAX, COS32_MAX]`` (tested).
 COS32_ABS_ERROR = 1.5e-7
 
-_TWO_OVER_PI = np.float32(0.63661975)
-_P1 = np.float32(1.5703125)  # pi/2 to 11 significant bits
-_P2 = np.float32(4.837512969970703125e-4)  # the next 11 bits
-_P3 = np.float32(7.549789954891882e-08)  # the rest
-_S1 = np.float32(-1.6666654611e-1)
-_S2 = np.float32(8.3321608736e-3)
-_S3 = np.float32(-1.9515295891e-4)
-_C1 = np.float32(4.166664568298827e-2)
-_C2 = np.float32(-1.388731625493765e-3)
-_C3 = np.float32(2.443315711809948e-5)
-_HALF = np.float32(0.5)
-_ONE = np.float32(1.0)
+# Constants as float32 scalars (each float64 literal rounded once to float32).
+_TWO_OVER_PI, _HALF, _ONE = np.float32([0.63661975, 0.5, 1.0])
+# pi/2 = P1 + P2 + P3: P1 and P2 of 11 significant bits, P3 the rest
+_P1, _P2, _P3 = np.float32([1.5703125, 4.837512969970703125e-4, 7.549789954891882e-08])
+# Cephes' sinf and cosf minimax coefficients
+_S1, _S2, _S3 = np.float32([-1.6666654611e-1, 8.3321608736e-3, -1.9515295891e-4])
+_C1, _C2, _C3 = np.float32([4.166664568298827e-2, -1.388731625493765e-3, 2.443315711809948e-5])
 
 
 @njit(nogil=True, cache=True, inline="always")
@@ -217,16 +212,11 @@ def cos32_array(x):
 #   from a weighted least-squares fit on |r| <= pi/2 (error 4.8e-9 in exact arithmetic, after
 #   rounding them to float32); the sign flip is an xor of the parity bit into the sign bit.
 
-_MAGIC = np.float32(12582912.0)  # 1.5 * 2**23: adding it rounds to an integer
-_INV_PI = np.float32(1.0 / np.pi)
-_Q1 = np.float32(3.140625)  # pi to 11 significant bits
-_Q2 = np.float32(9.67502593994140625e-04)  # the next 11 bits
-_Q3 = np.float32(np.pi - 3.140625 - 9.67502593994140625e-04)  # the rest, rounded
-_K1 = np.float32(-0.5)
-_K2 = np.float32(0.04166664183139801)
-_K3 = np.float32(-0.0013888402609154582)
-_K4 = np.float32(2.4761811800999567e-05)
-_K5 = np.float32(-2.607571332191583e-07)
+_MAGIC, _INV_PI = np.float32([1.5 * 2**23, 1.0 / np.pi])  # adding _MAGIC rounds to an integer
+# pi = Q1 + Q2 + Q3: Q1 and Q2 of 11 significant bits, Q3 the rest (rounded)
+_Q1, _Q2, _Q3 = np.float32([3.140625, 9.67502593994140625e-04, np.pi - 3.140625 - 9.67502593994140625e-04])
+_K1, _K2, _K3, _K4, _K5 = np.float32(
+    [-0.5, 0.04166664183139801, -0.0013888402609154582, 2.4761811800999567e-05, -2.607571332191583e-07])
 
 
 # The intrinsics below also type for float64 so that kernels shared with float64 maps compile
@@ -310,23 +300,18 @@ def _abs_bits(typingctx, x):
 
 
 @njit(nogil=True, cache=True, inline="always")
-def _cos32v2_span(src, dst, factor):
-    """``dst[j] = factor * cos32v2(src[j])``: the loop LLVM vectorizes (same-length 1-D views)."""
-    for j in range(src.size):
-        dst[j] = cos32v2(src[j]) * factor
-
-
-@njit(nogil=True, cache=True, inline="always")
 def _cos32v2_any(x):
     """cos32v2 inside its domain, libm (rounded to float32) outside it (and for non-finite x)."""
     return cos32v2(x) if abs(x) <= COS32_MAX else np.float32(np.cos(np.float64(x)))
 
 
 @njit(nogil=True, cache=True, inline="always")
-def _cos32v2_safe(src, dst, factor):
-    """Like :func:`_cos32v2_span`, and libm (rounded to float32) beyond the domain."""
+def _cos32v2_span(src, dst, factor, inside):
+    """``dst[j] = factor * cos(src[j])`` (same-length 1-D views): cos32v2 when the caller knows
+    every value is ``inside`` the domain (a branch-free loop LLVM vectorizes; the caller passes a
+    constant, so the test folds away), else :func:`_cos32v2_any`."""
     for j in range(src.size):
-        dst[j] = _cos32v2_any(src[j]) * factor
+        dst[j] = (cos32v2(src[j]) if inside else _cos32v2_any(src[j])) * factor
 
 
 @njit(nogil=True, cache=True, inline="always")
@@ -347,9 +332,9 @@ def cos32v2_into(arg, m, out, offset, factor):
         src = arg[a:b]
         dst = out[offset + a : offset + b]
         if _max_abs_bits(src) <= _MAX_BITS:
-            _cos32v2_span(src, dst, factor)
+            _cos32v2_span(src, dst, factor, True)
         else:
-            _cos32v2_safe(src, dst, factor)
+            _cos32v2_span(src, dst, factor, False)
 
 
 def _at(scale, i):
@@ -364,10 +349,11 @@ def _at_overload(scale, i):
 
 
 @intrinsic
-def _affine_cos32v2_lanes(typingctx, src, scale, phase, dst, factor, start):
-    """``dst[s:s + 16] = factor * cos32v2(fl(fl(src * scale) + phase))`` over ``[s, s + 16)``
-    (s = start) in one 512-bit vector, ``scale`` an array or one value, if all 16 arguments are
-    within ``[-COS32_MAX, COS32_MAX]`` (returns True); else nothing is written (False).
+def _affine_cos32v2_lanes(typingctx, src, scale, phase, dst, factor, start, so, po, do):
+    """``dst[do + j] = factor * cos32v2(fl(fl(src[j] * scale[so + j]) + phase[po + j]))`` for
+    ``s <= j < s + 16`` (s = start) in one 512-bit vector, ``scale`` an array or one value, if
+    all 16 arguments are within ``[-COS32_MAX, COS32_MAX]`` (returns True); else nothing is
+    written (False). The offsets address rows of flattened tables without array views.
 
     The operations of :func:`cos32v2` in the same order (fma, subtract, multiply, xor; no
     contraction), so lanes and the scalar path give identical bits; written as vector IR
@@ -376,7 +362,7 @@ def _affine_cos32v2_lanes(typingctx, src, scale, phase, dst, factor, start):
     arrays = (src, phase, dst) + ((scale,) if isinstance(scale, types.Array) else ())
     if not all(isinstance(a, types.Array) and a.ndim == 1 and a.layout == "C" for a in arrays):
         return None
-    sig = types.boolean(src, scale, phase, dst, factor, types.intp)
+    sig = types.boolean(src, scale, phase, dst, factor, types.intp, types.intp, types.intp, types.intp)
     scalar_scale = scale if not isinstance(scale, types.Array) else scale.dtype
     if not (src.dtype == phase.dtype == dst.dtype == scalar_scale == factor == types.float32):
         # float64 kernels compile this branch but never run it
@@ -389,14 +375,15 @@ def _affine_cos32v2_lanes(typingctx, src, scale, phase, dst, factor, start):
             vec = builder.insert_element(ir.Constant(vty, ir.Undefined), value, ir.Constant(ir.IntType(32), 0))
             return builder.shuffle_vector(vec, vec, ir.Constant(ity, [0] * _LANES))
 
-        def load(ary_type, ary_val):
+        def load(ary_type, ary_val, offset=None):
             ary = context.make_array(ary_type)(context, builder, ary_val)
-            ptr = builder.bitcast(builder.gep(ary.data, [args[5]], inbounds=True), vty.as_pointer())
+            at = args[5] if offset is None else builder.add(args[5], offset)
+            ptr = builder.bitcast(builder.gep(ary.data, [at], inbounds=True), vty.as_pointer())
             return builder.load(ptr, align=4), ptr
 
         x, _ = load(sig.args[0], args[0])
-        f = load(sig.args[1], args[1])[0] if isinstance(sig.args[1], types.Array) else splat(args[1])
-        x = builder.fadd(builder.fmul(x, f), load(sig.args[2], args[2])[0])
+        f = load(sig.args[1], args[1], args[6])[0] if isinstance(sig.args[1], types.Array) else splat(args[1])
+        x = builder.fadd(builder.fmul(x, f), load(sig.args[2], args[2], args[7])[0])
         fn = lambda name: cgutils.get_or_insert_function(  # noqa: E731
             builder.module, ir.FunctionType(vty, [vty] * (3 if name == "fma" else 1)), f"llvm.{name}.v16f32")
         ok = _all_inside(builder, builder.call(fn("fabs"), [x]), const)
@@ -414,7 +401,7 @@ def _affine_cos32v2_lanes(typingctx, src, scale, phase, dst, factor, start):
             c = builder.call(fma, [q, z, const(1.0)])
             flip = builder.shl(builder.bitcast(t, ity), ir.Constant(ity, [31] * _LANES))
             c = builder.bitcast(builder.xor(builder.bitcast(c, ity), flip), vty)
-            _, dst_ptr = load(sig.args[3], args[3])
+            _, dst_ptr = load(sig.args[3], args[3], args[8])
             builder.store(builder.fmul(c, splat(args[4])), dst_ptr, align=4)
         return ok
 
@@ -422,20 +409,25 @@ def _affine_cos32v2_lanes(typingctx, src, scale, phase, dst, factor, start):
 
 
 @njit(nogil=True, cache=True, inline="always")
-def _affine_cos32v2_fused(src, scale, phase, dst, factor):
-    """``dst[j] = factor * cos(fl(fl(src[j] * scale[j]) + phase[j]))`` (``scale`` an array or
-    one value), 16 lanes at a time; a group of 16 holding a value beyond ``COS32_MAX`` (or a
-    non-finite one) and the remainder take the scalar path, with libm beyond the domain: every
-    value gets the same bits as in :func:`affine_cos32v2`'s chunked passes. ``src`` may be
-    ``dst``."""
-    m = src.size
+def affine_cos32v2_at(src, m, scale, so, phase, po, dst, do, factor):
+    """``dst[do + j] = factor * cos(fl(fl(src[j] * scale[so + j]) + phase[po + j]))`` for j < m
+    (``scale`` an array or one value; the offsets address rows of flattened tables), 16 lanes at
+    a time; a group of 16 holding a value beyond ``COS32_MAX`` (or a non-finite one) and the
+    remainder take the scalar path, with libm beyond the domain: every value gets the same bits
+    as in :func:`cos32v2_into`'s chunked passes. ``src`` may be ``dst`` (with ``do`` 0)."""
     j0 = m - m % _LANES
     for j in range(0, j0, _LANES):
-        if not _affine_cos32v2_lanes(src, scale, phase, dst, factor, j):
+        if not _affine_cos32v2_lanes(src, scale, phase, dst, factor, j, so, po, do):
             for i in range(j, j + _LANES):
-                dst[i] = _cos32v2_any(src[i] * _at(scale, i) + phase[i]) * factor
+                dst[do + i] = _cos32v2_any(src[i] * _at(scale, so + i) + phase[po + i]) * factor
     for i in range(j0, m):
-        dst[i] = _cos32v2_any(src[i] * _at(scale, i) + phase[i]) * factor
+        dst[do + i] = _cos32v2_any(src[i] * _at(scale, so + i) + phase[po + i]) * factor
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _affine_cos32v2_fused(src, scale, phase, dst, factor):
+    """:func:`affine_cos32v2_at` over whole same-length arrays."""
+    affine_cos32v2_at(src, src.size, scale, 0, phase, 0, dst, 0, factor)
 
 
 @njit(nogil=True, cache=True)
@@ -452,11 +444,20 @@ def shift_cos32v2(src, f, phase, dst, factor):
 
 
 @njit(nogil=True, cache=True)
+def shift_cos32v2_tile(P, r0, r1, c0, c1, scale, phase, factor):
+    """In place, rows ``r0 <= i < r1`` and columns ``c0 <= j < c1`` of a C-contiguous float32
+    array: ``P[i, j] = factor * cos(P[i, j] * scale[i] + phase[j])`` (:func:`shift_cos32v2`;
+    each value's bits do not depend on the tile it is computed in)."""
+    for i in range(r0, r1):
+        row = P[i]
+        shift_cos32v2(row[c0:c1], np.float32(scale[i]), phase[c0:c1], row[c0:c1], factor)
+
+
+@njit(nogil=True, cache=True)
 def shift_cos32v2_rows(P, scale, phase, factor):
     """In place, row i of a float32 block: ``P[i, j] = factor * cos(P[i, j] * scale[i] + phase[j])``
-    (:func:`shift_cos32v2`)."""
-    for i in range(P.shape[0]):
-        shift_cos32v2(P[i], np.float32(scale[i]), phase, P[i], factor)
+    (:func:`shift_cos32v2_tile` over the whole block)."""
+    shift_cos32v2_tile(P, 0, P.shape[0], 0, P.shape[1], scale, phase, factor)
 
 
 @njit(nogil=True, cache=True)

@@ -13,8 +13,8 @@ radix-2 loop):
   a lane swap and one fused multiply-add by a +-1 vector (``b + v`` or ``b - v``, rounded once:
   the same bits as an add or a subtract), one store (``_hadamard_lanes``, a small LLVM
   intrinsic). Written as loops, these short spans do not vectorize.
-* The remaining stages go three (or two, or one) at a time over groups of 8 (4, 2) vectors held
-  in registers (``_radix8_lanes`` ...): two passes over the row at d = 1024.
+* The remaining stages go four (three, two or one) at a time over groups of 16 (8, 4, 2) vectors
+  held in registers (``_radix16_lanes`` ...): two passes over the row at d = 1024, one at 256.
 
 Every stage computes ``(lo + hi, lo - hi)`` on the same pairs in the same order whatever the
 grouping, so the result is bitwise that of the radix-2 definition (tested against numpy).
@@ -86,9 +86,10 @@ def _hadamard_lanes(typingctx, x, start):
 
 
 @intrinsic
-def _scaled_lanes(typingctx, src, scale, dst, start):
-    """``dst[s:s + W]`` = the in-register stages of ``src[s:s + W] * scale[s:s + W]`` (s = start):
-    the diagonal before a transform, fused into its first pass."""
+def _scaled_lanes(typingctx, src, scale, dst, start, offset):
+    """``dst[s:s + W]`` = the in-register stages of ``src[s:s + W] * scale[o + s:o + s + W]``
+    (s = start, o = offset: a row of a flattened table, no array view per row): the diagonal
+    before a transform, fused into its first pass."""
     width = _lanes_typer((src, scale, dst), (src, scale, dst))
     if width is None:
         return None
@@ -97,19 +98,20 @@ def _scaled_lanes(typingctx, src, scale, dst, start):
         vty = ir.VectorType(context.get_value_type(sig.args[0].dtype), width)
         align = sig.args[0].dtype.bitwidth // 8
         x = builder.load(_vector_ptr(context, builder, sig.args[0], args[0], args[3], vty), align=align)
-        f = builder.load(_vector_ptr(context, builder, sig.args[1], args[1], args[3], vty), align=align)
+        at = builder.add(args[3], args[4])
+        f = builder.load(_vector_ptr(context, builder, sig.args[1], args[1], at, vty), align=align)
         v = _lane_stages(builder, builder.fmul(x, f), width)
         builder.store(v, _vector_ptr(context, builder, sig.args[2], args[2], args[3], vty), align=align)
         return context.get_dummy_value()
 
-    return types.void(src, scale, dst, types.intp), codegen
+    return types.void(src, scale, dst, types.intp, types.intp), codegen
 
 
 @intrinsic
-def _gathered_lanes(typingctx, src, index, scale, dst, start):
-    """``dst[s + m]`` for m < W = the in-register stages of ``src[index[s + m]] * scale[s + m]``
-    (s = start): a permutation and a diagonal before a transform, fused into its first pass.
-    The caller guarantees ``0 <= index < src.size``."""
+def _gathered_lanes(typingctx, src, index, scale, dst, start, offset):
+    """``dst[s + m]`` for m < W = the in-register stages of ``src[index[o + s + m]] * scale[o + s + m]``
+    (s = start, o = offset into the flattened tables): a permutation and a diagonal before a
+    transform, fused into its first pass. The caller guarantees ``0 <= index < src.size``."""
     width = _lanes_typer((src, index, scale, dst), (src, scale, dst))
     if width is None or index.dtype != types.int32:
         return None
@@ -121,18 +123,19 @@ def _gathered_lanes(typingctx, src, index, scale, dst, start):
         # than LLVM's own vectorized loop, which gathers) on the Xeon (AVX-512) of the benchmarks
         base = context.make_array(sig.args[0])(context, builder, args[0]).data
         iary = context.make_array(sig.args[1])(context, builder, args[1]).data
+        row = builder.add(args[4], args[5])
         x = ir.Constant(vty, ir.Undefined)
         for m in range(width):
-            at = builder.add(args[4], ir.Constant(args[4].type, m))
+            at = builder.add(row, ir.Constant(args[4].type, m))
             j = builder.sext(builder.load(builder.gep(iary, [at], inbounds=True), align=4), args[4].type)
             value = builder.load(builder.gep(base, [j], inbounds=True), align=align)
             x = builder.insert_element(x, value, ir.Constant(ir.IntType(32), m))
-        f = builder.load(_vector_ptr(context, builder, sig.args[2], args[2], args[4], vty), align=align)
+        f = builder.load(_vector_ptr(context, builder, sig.args[2], args[2], row, vty), align=align)
         v = _lane_stages(builder, builder.fmul(x, f), width)
         builder.store(v, _vector_ptr(context, builder, sig.args[3], args[3], args[4], vty), align=align)
         return context.get_dummy_value()
 
-    return types.void(src, index, scale, dst, types.intp), codegen
+    return types.void(src, index, scale, dst, types.intp, types.intp), codegen
 
 
 def _radix_lanes(stages):
@@ -181,13 +184,14 @@ def _radix_lanes(stages):
 _radix2_lanes = _radix_lanes(1)
 _radix4_lanes = _radix_lanes(2)
 _radix8_lanes = _radix_lanes(3)
+_radix16_lanes = _radix_lanes(4)
 
 
 @njit(nogil=True, cache=True, inline="always")
 def _register_passes(x):
-    """The stages after the in-register ones (d = x.size >= W), in register groups of 8, 4 or 2
-    vectors: 2 passes over the row instead of 3 at d = 1024 (the row stays in L1; loads and
-    stores are the cost)."""
+    """The stages after the in-register ones (d = x.size >= W), in register groups of 16, 8, 4 or
+    2 vectors: 2 passes over the row instead of 3 at d = 1024, 1 instead of 2 at d = 256 (float32)
+    (the row stays in L1; loads and stores are the cost; 16 vectors are half the registers)."""
     d = x.size
     width = 64 // x.itemsize
     h = width
@@ -197,11 +201,16 @@ def _register_passes(x):
             for r in range(0, h, width):
                 _radix2_lanes(x, r, h)
             h *= 2
-        elif rest == 4 or rest == 16:
+        elif rest == 4:
             for i in range(0, d, 4 * h):
                 for r in range(i, i + h, width):
                     _radix4_lanes(x, r, h)
             h *= 4
+        elif rest == 16 or rest == 256:
+            for i in range(0, d, 16 * h):
+                for r in range(i, i + h, width):
+                    _radix16_lanes(x, r, h)
+            h *= 16
         else:
             for i in range(0, d, 8 * h):
                 for r in range(i, i + h, width):
@@ -209,24 +218,39 @@ def _register_passes(x):
             h *= 8
 
 
-@njit(nogil=True, cache=True)
-def fwht_scaled(src, scale, dst):
-    """``dst = H (src * scale)`` (elementwise product, then the transform), for rows of at least
-    W values (16 float32, 8 float64): the product is fused into the first pass."""
+@njit(nogil=True, cache=True, inline="always")
+def fwht_scaled_at(src, scale, offset, dst):
+    """``dst = H (src * scale[offset:offset + d])`` (d = dst.size; elementwise product, then the
+    transform), for rows of at least W values (16 float32, 8 float64): the product is fused into
+    the first pass. ``scale`` is a flattened table: no array view per row (a view costs an
+    atomic reference count in and out, and a call: see fastfood._project_row)."""
     width = 64 // dst.itemsize
     for i in range(0, dst.size, width):
-        _scaled_lanes(src, scale, dst, i)
+        _scaled_lanes(src, scale, dst, i, offset)
+    _register_passes(dst)
+
+
+@njit(nogil=True, cache=True)
+def fwht_scaled(src, scale, dst):
+    """``dst = H (src * scale)``: :func:`fwht_scaled_at` of a whole ``scale``."""
+    fwht_scaled_at(src, scale, 0, dst)
+
+
+@njit(nogil=True, cache=True, inline="always")
+def fwht_gathered_at(src, index, scale, offset, dst):
+    """``dst = H (src[index[o:o + d]] * scale[o:o + d])`` (o = offset, d = dst.size; flattened
+    tables), for rows of at least W values and int32 indices within ``src`` (a permutation,
+    checked by the caller once): the gather is fused into the first pass."""
+    width = 64 // dst.itemsize
+    for i in range(0, dst.size, width):
+        _gathered_lanes(src, index, scale, dst, i, offset)
     _register_passes(dst)
 
 
 @njit(nogil=True, cache=True)
 def fwht_gathered(src, index, scale, dst):
-    """``dst = H (src[index] * scale)``, for rows of at least W values and int32 ``index`` within
-    ``src`` (a permutation, checked by the caller once): the gather is fused into the first pass."""
-    width = 64 // dst.itemsize
-    for i in range(0, dst.size, width):
-        _gathered_lanes(src, index, scale, dst, i)
-    _register_passes(dst)
+    """``dst = H (src[index] * scale)``: :func:`fwht_gathered_at` of whole tables."""
+    fwht_gathered_at(src, index, scale, 0, dst)
 
 
 @njit(nogil=True, cache=True)

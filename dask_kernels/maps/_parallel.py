@@ -133,6 +133,10 @@ def _threads(n_jobs, n_blocks):
     return min(effective_n_jobs(n_jobs), n_blocks)
 
 
+def _call(task):
+    return task()
+
+
 def transform_rows(block_fn, X, n_jobs=None):
     """``block_fn`` applied to consecutive row blocks of a validated ``X``, results stacked.
 
@@ -158,6 +162,17 @@ def transform_rows(block_fn, X, n_jobs=None):
            [ 4.,  6.],
            [ 8., 10.]])
     """
+    # A map may plan the work itself: ``_transform_phases(X)`` returns None or ``(out, phases)``,
+    # lists of zero-argument tasks, each list run on the pool after the previous one finished.
+    plan = getattr(getattr(block_fn, "__self__", None), "_transform_phases", None)
+    planned = plan(X) if plan is not None else None
+    if planned is not None:
+        out, phases = planned
+        threads = _threads(n_jobs, max(map(len, phases), default=1))
+        with _one_blas_thread():
+            for tasks in phases:
+                list(map(_call, tasks) if threads <= 1 else _pool(threads).map(_call, tasks))
+        return out
     blocks = blocks_of(block_fn, X.shape[0])
     # A map may offer ``_transform_into(rows, out, row_offset)``, writing a block's features
     # straight into its rows of the result (no per-block array and copy: ~5 % of RFF at d = 256).

@@ -12,15 +12,19 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 import numpy as np
 import scipy.sparse as sp
-from numba import njit
+from llvmlite import ir
+from numba import njit, types
+from numba.extending import intrinsic
 
 import math
+from functools import partial
 
 from ._fourier import COMMON_CONSTRAINTS, NORMAL_MAX, POSITIVE_FINITE, FloatFeatures, normal_table, projection_bound
 from ._fourier import projection_tables, row_chunks
+from .._compat import cgutils
 from ._cos32 import cos32_into, shift_cos32v2
-from ._fourier import cached_table
-from ._parallel import GEMM_BLOCKS
+from ._fourier import cached_table, gemm_row_blocks, projection_tiles, tiled
+from ._parallel import row_blocks
 from ._subset import FEATURE_IDS_CONSTRAINT, FeatureIds, normal_columns, phases_of
 from .base import FeatureMap
 from .._docstrings import fill_doc
@@ -55,18 +59,44 @@ def _scale_rows(P, s):
             row[j] *= f
 
 
+@intrinsic
+def _lane_squares(typingctx, row, n16):
+    """``acc[0] + acc[1] + ... + acc[15]`` (in that order), ``acc[m]`` the float64 sum, in row
+    order, of ``row[j]**2`` over ``j = m (mod 16)``, ``j < n16`` (a multiple of 16); each square
+    and each sum rounded on its own (no fused multiply-add). The 16 sums live in two 8-lane
+    float64 registers through the loop: a loop over an accumulator array does not vectorize
+    (measured 2-4 cycles per value, more than the cosine)."""
+    if not (isinstance(row, types.Array) and row.ndim == 1 and row.layout == "C" and row.dtype == types.float32):
+        return None
+
+    def codegen(context, builder, sig, args):
+        data = context.make_array(sig.args[0])(context, builder, args[0]).data
+        f16, d8 = ir.VectorType(ir.FloatType(), 16), ir.VectorType(ir.DoubleType(), 8)
+        halves = [ir.Constant(ir.VectorType(ir.IntType(32), 8), list(range(h, h + 8))) for h in (0, 8)]
+        accs = [cgutils.alloca_once_value(builder, ir.Constant(d8, [0.0] * 8)) for _ in halves]
+        step = ir.Constant(args[1].type, 16)
+        with cgutils.for_range_slice(builder, ir.Constant(args[1].type, 0), args[1], step) as (j, _):
+            ptr = builder.bitcast(builder.gep(data, [j], inbounds=True), f16.as_pointer())
+            v = builder.load(ptr, align=4)
+            for acc, half in zip(accs, halves):
+                x = builder.fpext(builder.shuffle_vector(v, v, half), d8)
+                builder.store(builder.fadd(builder.load(acc), builder.fmul(x, x)), acc)
+        total = ir.Constant(ir.DoubleType(), 0.0)
+        for acc in accs:
+            vec = builder.load(acc)
+            for m in range(8):
+                total = builder.fadd(total, builder.extract_element(vec, ir.Constant(ir.IntType(32), m)))
+        return total
+
+    return types.float64(row, types.intp), codegen
+
+
 @njit(nogil=True, cache=True)
-def _scale_to_unit(row, acc):
-    """Scale a float32 row to unit l2 norm; the squares summed in float64 over 16 lanes (``acc``)."""
-    acc[:] = 0.0
+def _scale_to_unit(row):
+    """Scale a float32 row to unit l2 norm; the squares summed in float64 over 16 lanes
+    (:func:`_lane_squares`), then the remainder in order."""
     n16 = row.size - row.size % 16
-    for j0 in range(0, n16, 16):
-        for m in range(16):
-            v = np.float64(row[j0 + m])
-            acc[m] += v * v
-    total = 0.0
-    for m in range(16):
-        total += acc[m]
+    total = _lane_squares(row, n16)
     for j in range(n16, row.size):
         total += np.float64(row[j]) * np.float64(row[j])
     g = np.float32(1.0 / np.sqrt(total))
@@ -81,25 +111,23 @@ def _cos32_unit_rows(P, inv, phase):
     The squared norm is summed in float64 over 16 interleaved partial sums (a fixed order, so
     bitwise reproducible, and vectorizable; a single float accumulator is not).
     """
-    acc = np.zeros(16)
     for i in range(P.shape[0]):
         row = P[i]
         f = np.float32(inv[i])
         for j in range(row.size):
             row[j] = row[j] * f + phase[j]
         cos32_into(row, row.size, row, 0, np.float32(1.0))
-        _scale_to_unit(row, acc)
+        _scale_to_unit(row)
 
 
 @njit(nogil=True, cache=True)
 def _cos32v2_unit_rows(P, inv, phase):
     """:func:`_cos32_unit_rows` with :func:`dask_kernels.maps._cos32.cos32v2`, the argument
     formed in the same pass (``shift_cos32v2``)."""
-    acc = np.zeros(16)
     for i in range(P.shape[0]):
         row = P[i]
         shift_cos32v2(row, np.float32(inv[i]), phase, row, np.float32(1.0))
-        _scale_to_unit(row, acc)
+        _scale_to_unit(row)
 
 
 def _input_norms(X):
@@ -211,8 +239,32 @@ class NRFF(FeatureIds, FloatFeatures, FeatureMap):
         """Unit-length features of a validated block: ndarray (n, n_components)."""
         return self._transform_into(X, None, row_offset)
 
-    #: Row blocks of the public transform: large, for SGEMM's efficiency (see ``GEMM_BLOCKS``).
-    _row_blocks = GEMM_BLOCKS
+    @property
+    def _row_blocks(self):
+        """Row blocks of the public transform: large, for SGEMM's efficiency (see ``gemm_row_blocks``)."""
+        return gemm_row_blocks(self)
+
+    def _transform_phases(self, X):
+        """The public transform of dense input in two phases: the product in tiles
+        (:func:`._fourier.projection_tiles`), then the cosine and the unit scaling in row blocks
+        (a row's norm needs all its columns; each row is in cache for both); None (row blocks)
+        for other maps and inputs."""
+        if sp.issparse(X) or not tiled(self):
+            return None
+        W, phase = self._tables()
+        norms = _input_norms(X)  # per row, the same bits whatever the rows around it
+        inv = np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 0)
+        X = X.astype(self.output_dtype_, copy=False)
+        out = np.empty((X.shape[0], int(self.n_components)), dtype=self.output_dtype_)
+
+        def product(a, b, c0, c1):
+            np.matmul(X[a:b], W[:, c0:c1], out=out[a:b, c0:c1])
+
+        def features(a, b):
+            _cos32v2_unit_rows(out[a:b], inv[a:b], phase)
+
+        return out, [[partial(product, *t) for t in projection_tiles(self, X.shape[0])],
+                     [partial(features, a, b) for a, b in row_blocks(X.shape[0])]]
 
     def _transform_into(self, X, out, row_offset=0):
         """:meth:`transform_block` written into ``out`` (or a new array when None)."""

@@ -21,12 +21,12 @@ from .._compat import Interval, StrOptions
 
 import math
 import numbers
+from functools import partial
 
 from ._fourier import CAUCHY_MAX, COMMON_CONSTRAINTS, NORMAL_MAX, POSITIVE_FINITE, FloatFeatures, cauchy_table
 from ._fourier import normal_table, projection_bound, projection_tables, row_chunks
-from ._cos32 import affine_cos32_rows, shift_cos32v2_rows
-from ._fourier import cached_table
-from ._parallel import GEMM_BLOCKS
+from ._cos32 import affine_cos32_rows, shift_cos32v2_rows, shift_cos32v2_tile
+from ._fourier import cached_table, gemm_row_blocks, projection_tiles, tiled
 from ._sparse import MAX_NONZEROS, SparseFrequencies, sparse_support, sparse_values
 from ._subset import FEATURE_IDS_CONSTRAINT, FeatureIds, cauchy_columns, normal_columns, phases_of
 from .base import FeatureMap
@@ -209,8 +209,27 @@ class RFF(FeatureIds, FloatFeatures, FeatureMap):
         """Features of a validated block: ndarray (n, n_components) of ``output_dtype_``."""
         return self._transform_into(X, None, row_offset)
 
-    #: Row blocks of the public transform: large, for SGEMM's efficiency (see ``GEMM_BLOCKS``).
-    _row_blocks = GEMM_BLOCKS
+    @property
+    def _row_blocks(self):
+        """Row blocks of the public transform: large, for SGEMM's efficiency (see ``gemm_row_blocks``)."""
+        return gemm_row_blocks(self)
+
+    def _transform_phases(self, X):
+        """The public transform of dense input in tiles (:func:`._fourier.projection_tiles`), each
+        tile's product and cosine one task; None (row blocks) for other maps and inputs."""
+        if sp.issparse(X) or not tiled(self):
+            return None
+        W, phase = self._tables()
+        X = X.astype(self.output_dtype_, copy=False)
+        out = np.empty((X.shape[0], int(self.n_components)), dtype=self.output_dtype_)
+        factor = self.output_dtype_.type(np.sqrt(2.0 / self.n_components))
+        ones = np.ones(X.shape[0])
+
+        def tile(a, b, c0, c1):
+            np.matmul(X[a:b], W[:, c0:c1], out=out[a:b, c0:c1])
+            shift_cos32v2_tile(out, a, b, c0, c1, ones, phase, factor)
+
+        return out, [[partial(tile, *t) for t in projection_tiles(self, X.shape[0])]]
 
     def _transform_into(self, X, out, row_offset=0):
         """:meth:`transform_block` written into ``out`` (or a new array when None)."""
