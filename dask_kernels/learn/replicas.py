@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 from sklearn import linear_model
 
+from .learner import partial_fit
 from .shuffle import EpochPlan, local_steps, shard
 from .state import _scalar, _unscalar, get_state, set_state
 
@@ -86,8 +87,8 @@ def train_replica(estimator: Any, src: Any, seed: int, epoch: int, window: int, 
     rows = 0
     plan = EpochPlan(src, seed, epoch, window, fraction, part=part, cache=cache)
     for F, yb, n in local_steps(plan, 0, estimator, prefetch):
-        if n:
-            estimator.partial_fit(F, *((yb,) if supervised else ()), **fit_args)
+        if n:  # one thread: the replicas are the parallelism
+            partial_fit(estimator, F, yb if supervised else None, fit_args, finite=src.finite)
         rows += n
     return estimator, rows
 

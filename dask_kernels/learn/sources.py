@@ -157,6 +157,12 @@ class BlockSource:
     #: Feed the stored codes as they are (set by :meth:`feed`: an estimator with ``code_bits``).
     codes = False
 
+    @property
+    def finite(self) -> bool:
+        """The learner features are finite by construction: a feature map computes them from
+        rows that passed its input contract (:mod:`.learner` then skips scikit-learn's scan)."""
+        return self.feature_map is not None
+
     def feed(self, estimator):
         """Check what :func:`learner_features` gives ``estimator`` (GCWS codes as stored if it
         takes them: ``code_bits``, checked against the map's bits here, naming the store)."""
@@ -256,6 +262,11 @@ class StoreSource(BlockSource):
 
     def row_bytes(self):
         return int(self.features.shape[1]) * self.features.dtype.itemsize
+
+    @property
+    def finite(self) -> bool:
+        """Also: every block read is checked against its digest (what the map wrote)."""
+        return self.feature_map is not None and bool(getattr(self.store, "verify", False))
 
     def read_labels(self, i):
         a, b = self.bounds[i]
