@@ -41,8 +41,10 @@ learner, so nobody pays a pass over the labels; test accuracy on 20000 untouched
 printed beside each.
 
 Run: ``python benchmarks/bench_train.py [--rows 200000] [--epochs 3] [--repeat 3] [--seeds 5]
-[--quick]`` (``--quick``: 60000 rows, 2 epochs, about 4 minutes on 2 idle cores). Needs the
-``bench`` extra (dask-ml). On a shared machine the figures are noisy: compare the ratios.
+[--quick] [--no-cluster] [--no-softmax]`` (``--quick``: 60000 rows, 2 epochs, about 4 minutes on
+2 idle cores; then the SoftmaxSGD table, see :func:`softmax_main`, unless ``--no-softmax``).
+Needs the ``bench`` extra (dask-ml). On a shared machine the figures are noisy: compare the
+ratios.
 """
 
 import argparse
@@ -157,6 +159,7 @@ def main():
     ap.add_argument("--no-cluster", action="store_true", help="skip the LocalCluster rows")
     ap.add_argument("--repeat", type=int, default=3, help="interleaved timed rounds (best of)")
     ap.add_argument("--seeds", type=int, default=5, help="seeds of the accuracy comparison")
+    ap.add_argument("--no-softmax", action="store_true", help="skip the SoftmaxSGD table")
     args = ap.parse_args()
     load = os.getloadavg()
     n, epochs = (60_000, 2) if args.quick else (args.rows, args.epochs)
@@ -352,4 +355,5 @@ def softmax_main(argv=None):
 if __name__ == "__main__":
     if "--softmax-only" not in sys.argv:
         main()
-    softmax_main()
+    if "--no-softmax" not in sys.argv:
+        softmax_main()

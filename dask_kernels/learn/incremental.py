@@ -13,6 +13,10 @@ estimator is the position ``(epoch, step)``. An interrupted run resumed from its
 performs exactly the same ``partial_fit`` calls as an uninterrupted one and ends with identical
 coefficients.
 
+Each ``partial_fit`` call runs through :mod:`.learner`: a multiclass SGD model's one-vs-rest
+problems on ``n_jobs`` threads (bitwise the one-thread model), without scikit-learn's finite
+scan for features a map computed.
+
 Under a distributed Client the steps are prepared on the workers (:mod:`.remote`); with
 ``replicas`` > 1 copies of the model train on the workers and are averaged after every epoch
 (:mod:`.replicas`). Both give bitwise the coefficients of the same run made locally.
