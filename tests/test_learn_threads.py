@@ -11,6 +11,7 @@ import sklearn
 from sklearn.linear_model import SGDClassifier
 
 from dask_kernels import NRFF, fit_incremental
+from dask_kernels.learn import learner
 from dask_kernels.learn._gather import gather_rows
 
 
@@ -44,7 +45,13 @@ def _sgd(cls=SGDClassifier):
     return cls(loss="log_loss", learning_rate="constant", eta0=0.1, random_state=0)
 
 
-def test_one_vs_rest_threads_give_bitwise_the_coefficients_of_one_thread():
+@pytest.fixture
+def small_steps_threaded(monkeypatch):
+    """Threads for the small steps of these tests too (the data stay small and fast)."""
+    monkeypatch.setattr(learner, "MIN_THREADED_WORK", 0)
+
+
+def test_one_vs_rest_threads_give_bitwise_the_coefficients_of_one_thread(small_steps_threaded):
     one = _fit(_sgd(), 1).estimator
     two = _fit(_sgd(), 2).estimator
     default = _fit(_sgd(), None).estimator  # the main thread: every usable CPU
@@ -55,7 +62,7 @@ def test_one_vs_rest_threads_give_bitwise_the_coefficients_of_one_thread():
     assert two.get_params()["n_jobs"] is None  # the estimator is not changed
 
 
-def test_threads_and_finite_setting_reach_each_call_and_only_it():
+def test_threads_and_finite_setting_reach_each_call_and_only_it(small_steps_threaded):
     calls.clear()
     _fit(_sgd(_Recording), 2)
     assert calls and all(c == ("ThreadingBackend", 2, True) for c in calls), calls[:3]
@@ -63,7 +70,22 @@ def test_threads_and_finite_setting_reach_each_call_and_only_it():
     assert joblib.parallel.get_active_backend()[1] != 2 and not sklearn.get_config()["assume_finite"]
 
 
-def test_never_nested_inside_another_thread_and_the_estimators_own_n_jobs_wins():
+def test_small_steps_stay_on_one_thread():
+    # 500 rows x 32 features x 4 classes: far less work than starting a pool of threads costs
+    calls.clear()
+    _fit(_sgd(_Recording), 2)
+    assert calls and all(n_jobs != 2 for _, n_jobs, _ in calls)
+
+
+def test_a_binary_problem_is_one_job_and_stays_on_one_thread(small_steps_threaded):
+    X, y = _data()
+    calls.clear()
+    fit_incremental(_sgd(_Recording), X, y % 2, n_jobs=2, epochs=1, block_rows=500, validation_fraction=None,
+                    progress=False)
+    assert calls and all(n_jobs != 2 for _, n_jobs, _ in calls)
+
+
+def test_never_nested_inside_another_thread_and_the_estimators_own_n_jobs_wins(small_steps_threaded):
     calls.clear()
     worker = threading.Thread(target=_fit, args=(_sgd(_Recording), None))
     worker.start()

@@ -9,7 +9,8 @@ Two costs the learner would otherwise pay on every step, removed where that is e
   may run on several threads and give bitwise the coefficients of one thread. When the
   estimator's own ``n_jobs`` is None, the call runs under
   ``joblib.parallel_config(backend="threading", n_jobs=threads)``: the estimator's parameters
-  are never changed, and its own ``n_jobs``, when set, still decides.
+  are never changed, and its own ``n_jobs``, when set, still decides. Only for calls with
+  enough work to pay for the threads joblib starts per call (:data:`MIN_THREADED_WORK`).
 * **The finite check.** scikit-learn scans every block for NaN and infinity. Features that a
   feature map computed from rows that passed its input contract (finite, bounded:
   :meth:`~dask_kernels.maps.base.FeatureMap.validate_block`), read back from a store whose
@@ -43,11 +44,28 @@ def learner_threads(estimator: Any, n_jobs: int | None) -> int:
     return effective_n_jobs(n_jobs)
 
 
+#: Least work of one ``partial_fit`` call (stored nonzeros of the step times classes) run on
+#: threads: joblib starts a pool of threads per call, 0.5-1 ms of CPU on an idle machine and
+#: 2-6 ms under load (measured, 2 cores), so a call must take tens of ms for threads to pay
+#: (10000 dense rows x 256 features x 4 classes: 10M, ~30 ms; 1000 rows: 1M, not worth it).
+MIN_THREADED_WORK = 4 * 2**20
+
+
+def _threaded(F: Any, fit_args: dict, threads: int) -> bool:
+    """Threads pay for this call: several classes (a binary problem is one job) and enough work."""
+    n_classes = len(fit_args.get("classes", ()))
+    if threads <= 1 or n_classes <= 2:
+        return False
+    nonzeros = F.nnz if hasattr(F, "nnz") else getattr(F, "size", 0)
+    return nonzeros * n_classes >= MIN_THREADED_WORK
+
+
 def partial_fit(estimator: Any, F: Any, y: Any, fit_args: dict, *, threads: int = 1, finite: bool = False) -> None:
     """``estimator.partial_fit(F[, y], **fit_args)`` (``y`` None: unsupervised) on ``threads``
-    one-vs-rest threads, without the finite check if ``finite`` (see the module docstring)."""
+    one-vs-rest threads when that pays (:data:`MIN_THREADED_WORK`), without the finite check if
+    ``finite`` (see the module docstring)."""
     with ExitStack() as stack:
-        if threads > 1:
+        if _threaded(F, fit_args, threads):
             import joblib
 
             stack.enter_context(joblib.parallel_config(backend="threading", n_jobs=threads))
