@@ -45,9 +45,9 @@ def learner_threads(estimator: Any, n_jobs: int | None) -> int:
 
 
 #: Least work of one ``partial_fit`` call (stored nonzeros of the step times classes) run on
-#: threads: joblib starts a pool of threads per call, 0.5-1 ms of CPU on an idle machine and
-#: 2-6 ms under load (measured, 2 cores), so a call must take tens of ms for threads to pay
-#: (10000 dense rows x 256 features x 4 classes: 10M, ~30 ms; 1000 rows: 1M, not worth it).
+#: threads: joblib starts a pool of threads per call, which cost 1.5-6 ms (wall and CPU,
+#: measured on 2 loaded cores; less idle), so a call must take tens of ms for threads to pay
+#: (10000 dense rows x 256 features x 4 classes: 10M, 30-75 ms; 1000 rows: 1M, not worth it).
 MIN_THREADED_WORK = 4 * 2**20
 
 
