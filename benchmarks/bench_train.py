@@ -2,42 +2,49 @@
 
 One run, one float store (synthetic 4-class data, NRFF k = 256, float32 features, 10000-row
 blocks) written with ``dask_kernels.featurize``; the same SGDClassifier (log loss, constant
-rate) and the same number of epochs for every row:
+rate) and the same number of epochs for every row. Every learner gets its best configuration,
+tried in the same run: scikit-learn's SGDClassifier fits one binary problem per class, on
+``n_jobs`` threads (bitwise the same model), so the peers run with ``n_jobs=1`` and ``2``:
 
-* ``fit_incremental`` (local, no held-out set, so every row trains as in the peers), with the
-  default cross-block shuffle (``shuffle_window="auto"``) and with the within-block shuffle
-  (``shuffle_window=1``): the difference is the cost of the true shuffle;
+* ``SGDClassifier.partial_fit`` on the features held in memory (float64, no reading), looping
+  over the same block size: the ceiling of every out-of-core learner ("x pf": against the
+  faster of its two rows);
 * dask-ml's ``Incremental`` on the store's dask array (the threaded scheduler reading blocks
   in parallel, ``shuffle_blocks=True``, the store's row chunks, so the same ``partial_fit`` call
-  sizes), one ``partial_fit`` pass per epoch; twice: on the stored float32 and cast to float64
-  in its graph (scikit-learn's SGD trains about 20% faster on float64 rows), and the faster of
-  the two is the peer ("x dask-ml");
-* ``SGDClassifier.partial_fit`` on the same features held in memory (float64, no reading),
-  looping over the same block size;
+  sizes), one ``partial_fit`` pass per epoch; on the stored float32 and cast to float64 in its
+  graph (scikit-learn's SGD trains about 20% faster on float64 rows), each with the
+  estimator's ``n_jobs`` 1 and 2: the fastest of the four is the peer ("x dask-ml");
+* ``fit_incremental`` (local, no held-out set, so every row trains as in the peers) with its
+  defaults (cross-block shuffle, ``n_jobs=None``: the classes on every usable CPU), with the
+  within-block shuffle (``shuffle_window=1``: the difference is the cost of the true shuffle),
+  and with ``n_jobs=1``;
 * ``fit_incremental(..., replicas=2)`` in two threads of this process (no Client): iterative
-  parameter mixing on both cores. A separate row: it is not the sequential learner's figure,
-  and its accuracy differs (two half-data models averaged every epoch).
+  parameter mixing on both cores.
+
+These runs are timed interleaved (every run once per round, ``--repeat`` rounds after one
+untimed round, the best time of each: a burst of load from other jobs then slows all of them
+alike). Then the test accuracy of sequential training and of ``replicas=2`` over ``--seeds``
+seeds (with a constant rate the final model's accuracy varies from seed to seed by a point or
+two, more than the replicas' effect: one seed cannot compare them).
 
 * on a 2-worker LocalCluster (one thread each): ``fit_incremental`` with the steps prepared on
   the workers (``cluster read``: one learner, in this process), and ``replicas=2`` (iterative
   parameter mixing: two replicas train on the workers, read their own blocks there, and are
   averaged after every epoch), compared with the one-learner runs (cluster read and local).
   Both run once untimed first on the same cluster (imports, scattering, the first reads), then
-  are timed with the same epochs.
+  are timed with the same epochs (best of 2).
 
 Then a GCWS store (b = 8, k = 256) of the same rows: ``fit_incremental`` against ``partial_fit``
-on the same one-hot CSR held in memory. Rows/s count training rows times epochs over the best
-wall time of the whole call in 3 runs (cluster rows: 2; classes are passed to every learner,
-so nobody pays a pass over the labels); test accuracy on 20000 untouched rows is printed
-beside each.
+(``n_jobs`` 1 and 2) on the same one-hot CSR held in memory, interleaved. Rows/s count training
+rows times epochs over the best wall time of the whole call; classes are passed to every
+learner, so nobody pays a pass over the labels; test accuracy on 20000 untouched rows is
+printed beside each.
 
-The ceiling of every out-of-core learner here is ``partial_fit`` in memory: the same
-``partial_fit`` calls with nothing to read. Out of core, reading and expanding can at best be
-hidden behind training (background threads), so "x pf" near 1 is the goal.
-
-Run: ``python benchmarks/bench_train.py [--rows 200000] [--epochs 3] [--quick]`` (``--quick``:
-60000 rows, 2 epochs, about 3 minutes on 2 idle cores). Needs the ``bench`` extra (dask-ml). On a
-shared machine the figures are noisy: compare the ratios.
+Run: ``python benchmarks/bench_train.py [--rows 200000] [--epochs 3] [--repeat 3] [--seeds 5]
+[--quick] [--no-cluster] [--no-softmax]`` (``--quick``: 60000 rows, 2 epochs, about 4 minutes on
+2 idle cores; then the SoftmaxSGD table, see :func:`softmax_main`, unless ``--no-softmax``).
+Needs the ``bench`` extra (dask-ml). On a shared machine the figures are noisy: compare the
+ratios.
 """
 
 import argparse
@@ -59,13 +66,15 @@ from sklearn.linear_model import SGDClassifier  # noqa: E402
 import dask_kernels  # noqa: E402
 from dask_kernels import GCWS, NRFF, fit_incremental  # noqa: E402
 
+from _timing import best_times  # noqa: E402
 from bench_accuracy import synthetic  # noqa: E402  (4 classes from 10 Gaussian inputs)
 
 BLOCK = 10_000
 
 
-def sgd(eta0):
-    return SGDClassifier(loss="log_loss", alpha=1e-5, learning_rate="constant", eta0=eta0, random_state=0)
+def sgd(eta0, random_state=0, n_jobs=None):
+    return SGDClassifier(loss="log_loss", alpha=1e-5, learning_rate="constant", eta0=eta0,
+                         random_state=random_state, n_jobs=n_jobs)
 
 
 def timed(fn, repeat=3):
@@ -79,8 +88,8 @@ def timed(fn, repeat=3):
     return out, best
 
 
-def in_memory(F, y, eta0, epochs, classes):
-    est = sgd(eta0)
+def in_memory(F, y, eta0, epochs, classes, n_jobs=None):
+    est = sgd(eta0, n_jobs=n_jobs)
     rng = np.random.default_rng(0)
     starts = np.arange(0, F.shape[0], BLOCK)
     for _ in range(epochs):
@@ -89,15 +98,35 @@ def in_memory(F, y, eta0, epochs, classes):
     return est
 
 
-def dask_ml_incremental(store, eta0, epochs, classes, dtype=None):
+def dask_ml_incremental(store, eta0, epochs, classes, dtype=None, n_jobs=None):
     from dask_ml.wrappers import Incremental
 
-    inc = Incremental(sgd(eta0), shuffle_blocks=True, random_state=0)
+    inc = Incremental(sgd(eta0, n_jobs=n_jobs), shuffle_blocks=True, random_state=0)
     F, y = store.features.rechunk({1: -1}), store.labels
     F = F if dtype is None else F.astype(dtype)
     for _ in range(epochs):
         inc.partial_fit(F, y, classes=classes)
     return inc.estimator_
+
+
+def accuracy_over_seeds(store, eta0, epochs, classes, Fte, yte, seeds):
+    """Test accuracy of sequential training and of replicas=2 over ``seeds`` seeds (the seed of
+    the shuffles and the estimator's random_state): with a constant rate the final model's
+    accuracy varies from seed to seed by more than the replicas' effect, so one seed cannot tell
+    them apart. Replicas on a cluster give bitwise the local replicas' model, so this holds for
+    them too."""
+    acc = {1: [], 2: []}
+    for seed in range(seeds):
+        for replicas in acc:
+            model = fit_incremental(sgd(eta0, random_state=seed), store, epochs=epochs, validation_fraction=None,
+                                    classes=classes, seed=seed, replicas=replicas, client=False, progress=False)
+            acc[replicas].append(model.estimator.score(Fte, yte))
+    one, two = (np.array(acc[r]) * 100 for r in (1, 2))
+    diff = two - one
+    return (f"test accuracy over {seeds} seeds, {epochs} epochs (mean, sd): sequential {one.mean():.2f} "
+          f"({one.std(ddof=1):.2f}), replicas=2 {two.mean():.2f} ({two.std(ddof=1):.2f}); replicas - sequential "
+          f"{diff.mean():+.2f} points (standard error {diff.std(ddof=1) / np.sqrt(seeds):.2f}; per seed: "
+            f"{', '.join(f'{d:+.2f}' for d in diff)})")
 
 
 def on_cluster(store, sgd, eta0, epochs, classes, Fte, row, ref, local):
@@ -128,7 +157,11 @@ def main():
     ap.add_argument("--epochs", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="60000 rows, 2 epochs")
     ap.add_argument("--no-cluster", action="store_true", help="skip the LocalCluster rows")
+    ap.add_argument("--repeat", type=int, default=3, help="interleaved timed rounds (best of)")
+    ap.add_argument("--seeds", type=int, default=5, help="seeds of the accuracy comparison")
+    ap.add_argument("--no-softmax", action="store_true", help="skip the SoftmaxSGD table")
     args = ap.parse_args()
+    load = os.getloadavg()
     n, epochs = (60_000, 2) if args.quick else (args.rows, args.epochs)
     X, y = synthetic(n + 20_000)
     Xtr, ytr, Xte, yte = X[:n], y[:n], X[n:], y[n:]
@@ -153,25 +186,45 @@ def main():
     Fte = nrff.transform(Xte)
     eta0 = 0.5  # NRFF rows have unit norm: eta0 = 0.5 / E||x||^2
     Fmem = np.asarray(store.features.compute(), dtype=np.float64)
-    est, s = timed(lambda: in_memory(Fmem, ytr, eta0, epochs, classes))
-    ref = row("partial_fit, features in memory (float64)", est, s, Fte)
-    peer = 0.0
-    for dtype, label in ((None, "float32 as stored"), (np.float64, "cast to float64")):
-        est, s = timed(lambda: dask_ml_incremental(store, eta0, epochs, classes, dtype))
-        peer = max(peer, row(f"dask-ml Incremental, float store, {label}", est, s, Fte, ref))
-    local = None
-    for window, label in (("auto", "cross-block shuffle"), (1, "within-block shuffle")):
-        model, s = timed(lambda: fit_incremental(sgd(eta0), store, epochs=epochs, validation_fraction=None,
-                                                 shuffle_window=window, classes=classes, progress=False))
-        rps = row(f"fit_incremental, float store, {label}", model.estimator, s, Fte, ref)
-        local = local or rps
-        rows[-1] = rows[-1][:3] + (f"{rps / ref:.2f}x pf, {rps / peer:.2f}x dask-ml",)
-    model, s = timed(lambda: fit_incremental(sgd(eta0), store, epochs=epochs, validation_fraction=None,
-                                             replicas=2, client=False, classes=classes, progress=False))
-    rps = row("fit_incremental, replicas=2 in 2 local threads", model.estimator, s, Fte, ref)
-    rows[-1] = rows[-1][:3] + (f"{rps / ref:.2f}x pf, {rps / peer:.2f}x dask-ml, {rps / local:.2f}x local",)
+
+    def local(**kw):
+        return lambda: fit_incremental(sgd(eta0), store, epochs=epochs, validation_fraction=None, classes=classes,
+                                       progress=False, **kw).estimator
+
+    runs = [  # (name, call returning the trained estimator); timed interleaved, best of --repeat
+        ("partial_fit, features in memory (float64), n_jobs=1", lambda: in_memory(Fmem, ytr, eta0, epochs, classes)),
+        ("partial_fit, features in memory (float64), n_jobs=2",
+         lambda: in_memory(Fmem, ytr, eta0, epochs, classes, n_jobs=2)),
+    ]
+    for n_jobs in (1, 2):
+        for dtype, label in ((None, "float32 as stored"), (np.float64, "cast to float64")):
+            runs.append((f"dask-ml Incremental, float store, {label}, n_jobs={n_jobs}",
+                         lambda dtype=dtype, n_jobs=n_jobs: dask_ml_incremental(store, eta0, epochs, classes, dtype,
+                                                                                n_jobs)))
+    runs += [("fit_incremental, float store, cross-block shuffle", local()),
+             ("fit_incremental, float store, within-block shuffle", local(shuffle_window=1)),
+             ("fit_incremental, float store, cross-block, n_jobs=1", local(n_jobs=1)),
+             ("fit_incremental, replicas=2 in 2 local threads", local(replicas=2, client=False))]
+    fitted = {}
+    for name, fn in runs:  # warm-up: imports, numba caches, page cache
+        fitted[name] = fn()
+    seconds = best_times([lambda name=name, fn=fn: fitted.__setitem__(name, fn()) for name, fn in runs],
+                         args.repeat)
+    rps = {name: row(name, fitted[name], s, Fte) for (name, _), s in zip(runs, seconds)}
+    ref = max(v for k, v in rps.items() if k.startswith("partial_fit"))
+    peer = max(v for k, v in rps.items() if k.startswith("dask-ml"))
+    local_rps = rps["fit_incremental, float store, cross-block shuffle"]
+    for i, (name, *_rest) in enumerate(rows):
+        r = rps[name]
+        ratio = f"{r / ref:.2f}x pf"
+        if name.startswith(("dask-ml", "fit_incremental")):
+            ratio += f", {r / peer:.2f}x dask-ml"
+        if "replicas" in name:
+            ratio += f", {r / local_rps:.2f}x local"
+        rows[i] = rows[i][:3] + (ratio,)
+    seeds_line = accuracy_over_seeds(store, eta0, epochs, classes, Fte, yte, args.seeds)
     if not args.no_cluster:
-        on_cluster(store, sgd, eta0, epochs, classes, Fte, row, ref, local)
+        on_cluster(store, sgd, eta0, epochs, classes, Fte, row, ref, local_rps)
 
     # -- GCWS store: b = 8, k = 256 ------------------------------------------------------------
     gcws = GCWS(n_components=256, bits=8, seed=0).fit(Xtr)
@@ -181,18 +234,27 @@ def main():
     Gte = gcws.expand(gcws.transform(Xte))
     geta0 = 0.5 / 256  # one-hot rows have squared norm k
     Gmem = gcws.expand(np.asarray(gstore.features.compute()))
-    est, s = timed(lambda: in_memory(Gmem, ytr, geta0, epochs, classes))
-    gref = row("partial_fit, one-hot CSR in memory", est, s, Gte)
-    model, s = timed(lambda: fit_incremental(sgd(geta0), gstore, epochs=epochs, validation_fraction=None,
-                                                classes=classes, progress=False))
-    row("fit_incremental, GCWS store", model.estimator, s, Gte, gref)
+    gruns = [("partial_fit, one-hot CSR in memory, n_jobs=1", lambda: in_memory(Gmem, ytr, geta0, epochs, classes)),
+             ("partial_fit, one-hot CSR in memory, n_jobs=2",
+              lambda: in_memory(Gmem, ytr, geta0, epochs, classes, n_jobs=2)),
+             ("fit_incremental, GCWS store", lambda: fit_incremental(
+                 sgd(geta0), gstore, epochs=epochs, validation_fraction=None, classes=classes,
+                 progress=False).estimator)]
+    for name, fn in gruns:
+        fitted[name] = fn()
+    seconds = best_times([lambda name=name, fn=fn: fitted.__setitem__(name, fn()) for name, fn in gruns],
+                         args.repeat)
+    grps = [row(name, fitted[name], s, Gte) for (name, _), s in zip(gruns, seconds)]
+    rows[-1] = rows[-1][:3] + (f"{grps[2] / max(grps[:2]):.2f}x pf",)
 
     print(f"\n{n} training rows x {epochs} epochs, blocks of {BLOCK} rows, test on {len(yte)} rows "
           f"(SGDClassifier log loss, constant eta0)")
-    print(f"{'run':<56} {'rows/s':>12} {'test acc':>9}  ratio")
+    print(f"{'run':<64} {'rows/s':>12} {'test acc':>9}  ratio")
     for name, rps, acc, ratio in rows:
-        print(f"{name:<56} {rps:>12,.0f} {acc:>9.4f}  {ratio}")
-    print(f"load average at the end: {os.getloadavg()[0]:.2f} (2 cores; figures of a loaded machine are noisy)")
+        print(f"{name:<64} {rps:>12,.0f} {acc:>9.4f}  {ratio}")
+    print(seeds_line)
+    print(f"load average: {load[0]:.2f} at the start, {os.getloadavg()[0]:.2f} at the end ({os.cpu_count()} cores; "
+          "figures of a loaded machine are noisy)")
 
 
 
@@ -293,4 +355,5 @@ def softmax_main(argv=None):
 if __name__ == "__main__":
     if "--softmax-only" not in sys.argv:
         main()
-    softmax_main()
+    if "--no-softmax" not in sys.argv:
+        softmax_main()

@@ -13,6 +13,10 @@ estimator is the position ``(epoch, step)``. An interrupted run resumed from its
 performs exactly the same ``partial_fit`` calls as an uninterrupted one and ends with identical
 coefficients.
 
+Each ``partial_fit`` call runs through :mod:`.learner`: a multiclass SGD model's one-vs-rest
+problems on ``n_jobs`` threads (bitwise the one-thread model), without scikit-learn's finite
+scan for features a map computed.
+
 Under a distributed Client the steps are prepared on the workers (:mod:`.remote`); with
 ``replicas`` > 1 copies of the model train on the workers and are averaged after every epoch
 (:mod:`.replicas`). Both give bitwise the coefficients of the same run made locally.
@@ -32,6 +36,7 @@ import numpy as np
 from sklearn.base import is_classifier, is_regressor
 
 from .checkpointer import Checkpointer
+from .learner import learner_threads, partial_fit
 from .loop import LoopState, Schedule
 from .metrics import LOWER_IS_BETTER, default_metric, evaluate
 from .remote import WorkerFeed, get_client
@@ -112,6 +117,7 @@ def fit_incremental(
     early_stopping: bool = True,
     n_iter_no_change: int = 3,
     replicas: int = 1,
+    n_jobs: int | None = None,
     client: Any = None,
     checkpoint: Any = None,
     checkpoint_every: int | None = None,
@@ -192,15 +198,26 @@ def fit_incremental(
         models; any other estimator is refused. Checkpoints are written after every epoch
         (``checkpoint_every`` is refused). A fixed seed gives bitwise the same model wherever
         the replicas run.
+    n_jobs : int or None, default=None
+        Threads for the one-vs-rest problems of a multiclass SGDClassifier, Perceptron or
+        passive-aggressive classifier in each ``partial_fit`` call that has enough work to pay
+        for them (:mod:`dask_kernels.learn.learner`; e.g. 10000 rows x 256 features x 4
+        classes): bitwise the coefficients of one thread, as the classes are independent
+        problems. None: every usable CPU when called from the main
+        thread, 1 from any other (never nested inside Dask's or a user's threads); -1: every
+        usable CPU. Used only when the estimator's own ``n_jobs`` is None (the estimator is not
+        changed); each replica of ``replicas`` > 1 trains on one thread.
     client : distributed.Client or False, optional
         Cluster to prepare the blocks on (default: the active Client, if any; False: none).
         With a Client, blocks are read, featurized (raw input) and expanded on the workers,
         several steps ahead, and only prepared steps reach this process; the coefficients are
         bitwise those of the local run.
-    checkpoint : path, optional
+    checkpoint : path or URL, optional
         File (npz + JSON, no pickle) rewritten atomically after every epoch and every
         ``checkpoint_every`` blocks: estimator state, the start-of-epoch model, the position,
-        the learning rate and the history.
+        the learning rate and the history. A local path, a ``file://`` URL or an fsspec URL
+        such as ``s3://bucket/run.ckpt`` (uploaded whole, then read back and compared; see
+        :mod:`dask_kernels.learn.checkpointer`).
     checkpoint_every : int, optional
         Also checkpoint every this many steps (one per block) within an epoch.
     resume : bool, default=True
@@ -248,6 +265,7 @@ def fit_incremental(
     src, kind, classes = _check_inputs(estimator, source, y, feature_map, block_rows, epochs, schedule,
                                        seed, checkpoint, classes)
     replicas = check_replicas(estimator, replicas, src.n_blocks, checkpoint_every)
+    threads = learner_threads(estimator, n_jobs)
     metric = default_metric(kind, _probabilistic(estimator)) if metric == "auto" else metric
     if metric not in LOWER_IS_BETTER:
         raise ValueError(f"unknown metric {metric!r}; choose from {sorted(LOWER_IS_BETTER)}")
@@ -302,7 +320,8 @@ def fit_incremental(
                     local_steps(plan, start, estimator, prefetch, reader, following)
                 for pos, (F, yb, n) in enumerate(steps, start):
                     if n:  # (sgd_dtype: a no-op unless a worker prepared F for an unfitted clone)
-                        estimator.partial_fit(sgd_dtype(F, estimator), *((yb,) if supervised else ()), **fit_args)
+                        partial_fit(estimator, sgd_dtype(F, estimator), yb if supervised else None, fit_args,
+                                    threads=threads, finite=src.finite)
                     state.epoch_rows += n
                     state.position = pos + 1
                     if ckpt is not None and checkpoint_every and state.position % checkpoint_every == 0 \

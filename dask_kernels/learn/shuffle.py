@@ -33,6 +33,8 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from ._gather import gather_rows
+
 _HELD_OUT_KEY = 0x5EED  # rng key component of the held-out selection (not used by shuffles)
 _SHARD_KEY = 0x5AAD  # rng key component of the replicas' shards
 
@@ -65,8 +67,17 @@ class _Window:
         self.parts = parts
         self.starts = np.concatenate([[0], np.cumsum([p.shape[0] for p in parts])]).astype(np.int64)
         self.shape = (int(self.starts[-1]),) + parts[0].shape[1:]
+        self.dtype = parts[0].dtype
         if len(parts) > 1 and sp.issparse(parts[0]):  # raw sparse rows: stack once
             self.parts, self.starts = [sp.vstack(parts, format="csr")], self.starts[[0, -1]]
+
+    def take(self, rows: np.ndarray, dtype: Any = None) -> Any:
+        """``self[rows]``, dense floats gathered in one pass straight into ``dtype`` (the
+        learner's: :func:`.sources.sgd_target`), C-ordered."""
+        first = self.parts[0]
+        if isinstance(first, np.ndarray) and first.ndim == 2 and first.dtype.kind == "f":
+            return gather_rows(self.parts, self.starts, rows, dtype)
+        return self[rows]
 
     def __getitem__(self, rows):
         if len(self.parts) == 1:
@@ -189,10 +200,17 @@ class EpochPlan:
 
 
 def step_features(src, X, y, rows, estimator=None):
-    """``(learner features or None, labels, n)`` of the step ``rows`` of a window's stored rows."""
+    """``(learner features or None, labels, n)`` of the step ``rows`` of a window's stored rows.
+
+    Dense float rows (whose learner features are the rows themselves) are gathered straight
+    into the dtype the learner trains in (:func:`.sources.sgd_target`): one pass, no
+    conversion afterwards."""
+    from .sources import sgd_target  # (sources imports replicas, which imports this module)
+
     if not rows.size:
         return None, None, 0
-    return src.expand(X[rows], estimator), (None if y is None else y[rows]), int(rows.size)
+    stored = X.take(rows, sgd_target(X.dtype, estimator)) if isinstance(X, _Window) else X[rows]
+    return src.expand(stored, estimator), (None if y is None else y[rows]), int(rows.size)
 
 
 @contextmanager

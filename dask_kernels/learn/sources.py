@@ -58,11 +58,19 @@ def sgd_dtype(F: Any, estimator: Any = None) -> Any:
     work off the learner's thread; the model is then float64, as from in-memory
     ``partial_fit`` on float64 rows.
     """
-    if not (isinstance(F, np.ndarray) and F.dtype.kind == "f" and isinstance(estimator, MIXABLE)):
+    dtype = sgd_target(F.dtype, estimator) if isinstance(F, np.ndarray) else None
+    if dtype is None:
         return F
-    coef = getattr(estimator, "coef_", None)
-    dtype = coef.dtype if isinstance(coef, np.ndarray) and coef.dtype.kind == "f" else np.dtype(np.float64)
     return F if F.dtype == dtype and F.flags.c_contiguous else np.ascontiguousarray(F, dtype=dtype)
+
+
+def sgd_target(dtype: Any, estimator: Any = None) -> np.dtype | None:
+    """The dtype :func:`sgd_dtype` gives dense rows of ``dtype`` for ``estimator``, or None
+    if it leaves them as they are (not floats, or not an SGD-family estimator)."""
+    if np.dtype(dtype).kind != "f" or not isinstance(estimator, MIXABLE):
+        return None
+    coef = getattr(estimator, "coef_", None)
+    return coef.dtype if isinstance(coef, np.ndarray) and coef.dtype.kind == "f" else np.dtype(np.float64)
 
 
 def _is_dask(a):
@@ -148,6 +156,12 @@ class BlockSource:
 
     #: Feed the stored codes as they are (set by :meth:`feed`: an estimator with ``code_bits``).
     codes = False
+
+    @property
+    def finite(self) -> bool:
+        """The learner features are finite by construction: a feature map computes them from
+        rows that passed its input contract (:mod:`.learner` then skips scikit-learn's scan)."""
+        return self.feature_map is not None
 
     def feed(self, estimator):
         """Check what :func:`learner_features` gives ``estimator`` (GCWS codes as stored if it
@@ -248,6 +262,11 @@ class StoreSource(BlockSource):
 
     def row_bytes(self):
         return int(self.features.shape[1]) * self.features.dtype.itemsize
+
+    @property
+    def finite(self) -> bool:
+        """Also: every block read is checked against its digest (what the map wrote)."""
+        return self.feature_map is not None and bool(getattr(self.store, "verify", False))
 
     def read_labels(self, i):
         a, b = self.bounds[i]
