@@ -23,7 +23,7 @@ def test_select_writes_the_same_map_as_the_library(data, capsys):
     d, X, y = data
     out = d / "sel.json"
     assert main(["select", str(d / "X.npy"), str(out), "--labels", str(d / "y.npy"), "--param", "gamma=0.5",
-                 "--n-components", "300", "--rounds", "3", "--subset-rows", "200", "--seed", "2", "--chunks",
+                 "--n-components", "300", "--rounds", "3", "--subset-rows", "200", "--seed", "2", "--block-rows",
                  "64"]) == 0
     assert (d / "sel.npz").exists()  # 300 ids > 256: beside the spec
     assert "300 selected features" in capsys.readouterr().out

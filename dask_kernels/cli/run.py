@@ -255,7 +255,8 @@ def run(args):
             except UsageError as e:
                 raise JobError(_rename(str(e), names)) from None
     for where, parsed, argv, _ in plan:
-        print(f"== {where}: dask-kernels {shlex.join(argv)}", flush=True)  # quoted: a path with spaces pastes back as one argument
+        # quoted: a path with spaces pastes back as one argument
+        print(f"== {where}: dask-kernels {shlex.join(argv)}", flush=True)
         if args.dry_run:
             continue
         try:

@@ -29,7 +29,8 @@ def add_arguments(parser):
     parser.add_argument("--subset-rows", type=positive_int,
                         help="rows of each round's SGD pass, R (default max(2 D, 1000))")
     parser.add_argument("--seed", type=int, default=0, help="seed of the row subsets (default 0)")
-    parser.add_argument("--chunks", type=positive_int, help="rows per input block (default: the input's)")
+    parser.add_argument("--block-rows", type=positive_int, help="rows per input block (default: the input's)")
+    parser.add_argument("--chunks", type=positive_int, help="deprecated name of --block-rows (removed in the next release)")
     add_input_arguments(parser)
     parser.add_argument("--overwrite", action="store_true", help="replace an existing output file")
 
@@ -39,7 +40,9 @@ def run(args):
 
     from ..select import RandomFeatureSelector
     from ..sidecar import save_map
+    from .featurize import block_rows
 
+    block_rows(args)  # the one name of featurize and train; --chunks warns
     if not args.output.endswith(".json"):
         raise UsageError(f"output {args.output}: expected a .json file name (the spec)")
     if os.path.exists(args.output) and not args.overwrite:
@@ -50,7 +53,7 @@ def run(args):
             raise UsageError(f"--param {name}: set by the selection (use --n-components)")
     fmap = make_map(args.method, params)
     fmt, X = open_rows(args.input, args.format, n_features=args.n_features, zero_based=args.zero_based,
-                       blocksize=args.blocksize, block_rows=args.chunks)
+                       blocksize=args.blocksize, block_rows=args.block_rows)
     if fmt not in ("npy", "zarr", "svmlight"):
         raise UsageError(f"input {args.input}: selection reads rows of .npy, Zarr or svmlight files, not a {fmt}")
     if fmt == "svmlight":

@@ -165,3 +165,15 @@ def test_ctrl_c_is_one_line_and_status_130(files, capsys, monkeypatch, command, 
     assert err == f"dask-kernels {command}: interrupted{hint}\n"
     with pytest.raises(KeyboardInterrupt):  # --debug shows where it was
         main(["--debug"] + argv)
+
+
+def test_select_takes_block_rows_like_featurize_and_train(files, capsys):
+    """select was the last command with --chunks only (featurize and train say --block-rows)."""
+    argv = ["select", str(files / "X.npy"), str(files / "sel.txt"), "--labels", str(files / "y.npy")]
+    line = _error(capsys, argv + ["--block-rows", "10"])
+    assert line.endswith("expected a .json file name (the spec)")
+    with pytest.warns(FutureWarning, match="--chunks is deprecated"):
+        assert main(argv + ["--chunks", "10"]) == 1
+    assert capsys.readouterr().err.endswith("expected a .json file name (the spec)\n")
+    line = _error(capsys, argv + ["--chunks", "10", "--block-rows", "10"])
+    assert line.endswith("--chunks is the deprecated name of --block-rows: give --block-rows only")
