@@ -87,6 +87,9 @@ _TWO_M23 = 2.0**-23
 _TWO_M256 = 2.0**-256
 _TWO_256 = 2.0**256
 _LN_TWO_256 = 256 * math.log(2.0)
+#: Layers the dart table holds (0 and 1: a row at 80 % of the fit's largest needs layer 1 about
+#: one time in seven).
+TABLE_LAYERS = 2
 
 
 def fit_scale(l1_norms) -> float:
@@ -138,24 +141,80 @@ def layer_rates(k):
     return np.array([t * (1.0 if layer == 0 else math.ldexp(1.0, layer - 1)) for layer in range(N_LAYERS)])
 
 
+@njit(nogil=True, cache=True, inline="always")
+def _drop(key, p, uk, track, best_key, best_p):
+    """Dart ``key`` (rank key) of element p into its bucket, kept if its rank is the lowest."""
+    j = ((key & _MASK41) * uk) >> _S41  # unsigned: no negative-index wrap
+    old = best_key[j]
+    best_key[j] = min(key, old)
+    if track:  # sample(): also the winner's element (ties keep the earlier one)
+        best_p[j] = p if key < old else best_p[j]
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _tabled_hits(a, neg_log_u, u):
+    """How many of an element's tabled darts lie under it: those with ``U_q > exp(-a)``.
+
+    ``-ln U_q`` (float32, nondecreasing, +inf past the end) against ``a`` decides without an
+    ``exp`` unless one is within ``2**-20 (a + 1)`` of ``a``, far beyond the float32 rounding
+    (2**-24 relative) and the float64 ``exp`` and ``log`` errors: then the exact float64 test.
+    """
+    margin = (a + 1.0) * 2.0**-20
+    lo = np.float32(a - margin)  # rounding the bounds to float32 only widens the doubt
+    hi = np.float32(a + margin)
+    sure = 0
+    maybe = 0
+    for q in range(neg_log_u.size):  # branch-free: LLVM vectorizes it
+        sure += 1 if neg_log_u[q] < lo else 0
+        maybe += 1 if neg_log_u[q] <= hi else 0
+    if sure == maybe:
+        return sure
+    T = np.exp(-a)
+    hits = 0
+    while hits < maybe and u[hits] > T:
+        hits += 1
+    return hits
+
+
 @njit(nogil=True, cache=True)
-def _layer(ekeys, weight, nnz, layer, rate, k, track, best_key, best_p, hbuf):
+def _layer(skey, split, weight, nnz, layer, rate, k, track, best_key, best_p, hbuf, table):
     """Every dart of layer ``layer`` under the row's elements; keeps each bucket's lowest key.
 
     Dart q is under ``x`` when ``U_q = u_0 ... u_q > exp(-x t h)`` (no logarithm per dart).
-    Darts are hashed ``_CHUNK`` at a time in a loop without branches that LLVM vectorizes; the
-    walk then only multiplies, compares and updates. ``U`` is renormalized by ``2**256`` (the
-    threshold's exponent with it) before it could underflow.
+    An element's first darts come from the dart table when it holds them (see
+    :func:`dart_table`: no hash, no ``exp``); the rest are hashed ``_CHUNK`` at a time in a
+    loop without branches that LLVM vectorizes, and the walk then only multiplies, compares and
+    updates. ``U`` is renormalized by ``2**256`` (the threshold's exponent with it) after a
+    chunk that took it below ``2**-256``.
     """
+    tab_nlu, tab_key, tab_u, tab_n = table
     lbase = np.uint64(layer) << _S41
     cbase = np.uint64(layer) << _S40
     uk = np.uint64(k)
+    tabled = layer < tab_n.shape[0]
     for p in range(nnz):
-        ek = ekeys[p]
         a = weight[p] * rate  # expected darts under x in this layer
-        T = np.exp(-a)
-        U = 1.0
-        q0 = 0
+        s = split[p]
+        if tabled and s < tab_n.shape[1]:
+            hits = _tabled_hits(a, tab_nlu[layer, s], tab_u[layer, s])
+            keys = tab_key[layer, s]
+            for q in range(hits):
+                _drop(keys[q], p, uk, track, best_key, best_p)
+            n_tab = tab_n[layer, s]
+            if hits < n_tab:
+                continue
+            U = tab_u[layer, s, n_tab - 1]  # every tabled dart hit: hash on from there
+            q0 = n_tab
+            T = np.exp(-a)
+            if U < _TWO_M256:
+                U *= _TWO_256
+                a -= _LN_TWO_256
+                T = np.exp(-a)
+        else:
+            T = np.exp(-a)
+            U = 1.0
+            q0 = 0
+        ek = index_key(skey, np.uint64(s))
         done = False
         while not done:
             for i in range(_CHUNK):
@@ -166,13 +225,7 @@ def _layer(ekeys, weight, nnz, layer, rate, k, track, best_key, best_p, hbuf):
                 if not U > T:
                     done = True
                     break
-                r = h & _MASK41
-                key = lbase | r
-                j = np.int64((r * uk) >> _S41)
-                old = best_key[j]
-                best_key[j] = min(key, old)
-                if track:  # sample(): also the winner's element (ties keep the earlier one)
-                    best_p[j] = p if key < old else best_p[j]
+                _drop(lbase | (h & _MASK41), p, uk, track, best_key, best_p)
             q0 += _CHUNK
             if U < _TWO_M256:  # long runs: keep U normal, scale the threshold with it
                 U *= _TWO_256
@@ -181,7 +234,71 @@ def _layer(ekeys, weight, nnz, layer, rate, k, track, best_key, best_p, hbuf):
 
 
 @njit(nogil=True, cache=True)
-def _dart_row(ekeys, weight, nnz, l1, k, rates, track, best_key, best_p, hbuf):
+def _dart_table(skey, n_split, layers, depth, tab_nlu, tab_key, tab_u, tab_n):
+    for layer in range(layers):
+        lbase = np.uint64(layer) << _S41
+        cbase = np.uint64(layer) << _S40
+        for s in range(n_split):
+            ek = index_key(skey, np.uint64(s))
+            U = 1.0
+            n_tab = depth
+            for q in range(depth):
+                h = bits(ek, cbase | np.uint64(q))
+                U *= (np.float64(h >> _S41) + 0.5) * _TWO_M23
+                tab_u[layer, s, q] = U
+                tab_nlu[layer, s, q] = np.float32(-np.log(U))
+                tab_key[layer, s, q] = lbase | (h & _MASK41)
+                if q % _CHUNK == _CHUNK - 1 and U < _TWO_M256:  # the walk renormalizes here
+                    n_tab = q + 1
+                    break
+            tab_n[layer, s] = n_tab
+            for q in range(n_tab, depth):  # never counted as hits
+                tab_nlu[layer, s, q] = np.inf
+                tab_u[layer, s, q] = 0.0
+                tab_key[layer, s, q] = _EMPTY
+
+
+def table_depth(k):
+    """Darts per element and layer in the dart table: about ``t / 512`` (32 for k = 256), a
+    multiple of ``_CHUNK`` in [16, 128]. An element holding up to about ``1 / 64`` of a unit-norm
+    row's weight finds all its darts there (t / 148 on average for a row of 148 equal values)."""
+    depth = _CHUNK * math.ceil(dart_count(k) / (64 * _CHUNK))
+    return int(min(max(depth, 16), 128))
+
+
+def table_nbytes(n_split, k):
+    """Bytes of the dart table of ``n_split`` split indices for k hashes."""
+    return TABLE_LAYERS * n_split * (table_depth(k) * 20 + 8)
+
+
+def dart_table(skey, n_split, k):
+    """The first darts of every split index below ``n_split`` in layers 0 and 1, as the walk
+    of :func:`_layer` computes them: ``(-ln U, rank key, U, count)``, with ``U[l, s, q]`` the
+    product ``u_0 ... u_q`` (float64, bitwise the walk's), ``-ln U`` in float32 (what a row's
+    scan reads; ``U`` only settles the rare near ties and continues the walk), ``key[l, s, q]``
+    the dart's rank key and ``count[l, s]`` the darts kept: :func:`table_depth`, or fewer if
+    ``U`` went below ``2**-256`` at a chunk's end (the walk renormalizes there; the table
+    stops). Codes are the same with and without it; an element then costs a scan of its
+    ``-ln U`` and one bucket update per hitting dart: no hash, no ``exp``. Layer 1 has layer
+    0's rate (``h_1 = 1``)."""
+    depth = table_depth(k)
+    shape = (TABLE_LAYERS, n_split, depth)
+    tab = (np.empty(shape, dtype=np.float32), np.empty(shape, dtype=np.uint64), np.empty(shape),
+           np.empty(shape[:2], dtype=np.int64))
+    _dart_table(np.uint64(skey), n_split, TABLE_LAYERS, depth, *tab)
+    for t in tab:
+        t.setflags(write=False)
+    return tab
+
+
+def no_table():
+    """The empty dart table (every element hashed)."""
+    return (np.empty((0, 0, 0), dtype=np.float32), np.empty((0, 0, 0), dtype=np.uint64), np.empty((0, 0, 0)),
+            np.empty((0, 0), dtype=np.int64))
+
+
+@njit(nogil=True, cache=True)
+def _dart_row(skey, split, weight, nnz, l1, k, rates, track, best_key, best_p, hbuf, table):
     """The k winning darts of one row given its nonzero split entries; False if the row's norm
     is outside ``[LAM_MIN, LAM_MAX]``."""
     best_key[:] = _EMPTY
@@ -190,7 +307,7 @@ def _dart_row(ekeys, weight, nnz, l1, k, rates, track, best_key, best_p, hbuf):
     if not (l1 >= LAM_MIN and l1 <= LAM_MAX):
         return False
     for layer in range(N_LAYERS):
-        _layer(ekeys, weight, nnz, layer, rates[layer], k, track, best_key, best_p, hbuf)
+        _layer(skey, split, weight, nnz, layer, rates[layer], k, track, best_key, best_p, hbuf, table)
         filled = True
         for j in range(k):
             filled &= best_key[j] != _EMPTY
@@ -200,35 +317,41 @@ def _dart_row(ekeys, weight, nnz, l1, k, rates, track, best_key, best_p, hbuf):
 
 
 @njit(nogil=True, cache=True)
-def _emit(row, nnz, split, idkey, best_key, best_p, mask, codes_only, code_out, s_out, id_out):
-    """A row's codes, or its samples (split index, id): one id hash per bucket."""
-    for j in range(best_key.size):
+def _buffers(width, k):
+    """Per-block scratch: split indices, weights (``width``), best keys and elements (k), hashes."""
+    return (np.empty(width, dtype=np.int64), np.empty(width), np.empty(k, dtype=np.uint64),
+            np.empty(k, dtype=np.int64), np.empty(_CHUNK, dtype=np.uint64))
+
+
+@njit(nogil=True, cache=True)
+def _finish_row(row, nnz, skey, k, rates, table, mask, codes_only, bufs, code_out, s_out, id_out):
+    """Darts and output of a row whose ``nnz`` split entries are in ``bufs``; False if its norm
+    is out of range. A *sample* is the winning dart's id ``bits(idkey, rank key)``: one hash
+    per bucket."""
+    split, weight, best_key, best_p, hbuf = bufs
+    l1 = 0.0
+    for p in range(nnz):  # after the compaction: no add chain through it; the CSR order
+        l1 += weight[p]
+    if not _dart_row(skey, split, weight, nnz, l1, k, rates, not codes_only, best_key, best_p, hbuf, table):
+        return False
+    idkey = index_key(skey, _ID_INDEX)
+    for j in range(k):
         dart_id = _EMPTY if nnz == 0 else bits(idkey, best_key[j])
         if codes_only:
             code_out[row, j] = dart_id & mask
         else:
             s_out[row, j] = -1 if nnz == 0 else split[best_p[j]]
             id_out[row, j] = np.int64(dart_id)
+    return True
 
 
 @njit(nogil=True, cache=True)
-def _element_keys(skey, split, nnz, ekeys):
-    for p in range(nnz):
-        ekeys[p] = index_key(skey, np.uint64(split[p]))
-
-
-@njit(nogil=True, cache=True)
-def dart_dense(X, center, skey, scale, k, rates, mask, codes_only, code_out, s_out, id_out):
+def dart_dense(X, center, skey, scale, k, rates, table, mask, codes_only, code_out, s_out, id_out):
     """Samples of a dense block (``X - center`` sign-split). Returns the first row whose norm is
     out of range, or -1."""
     n, d = X.shape
-    split = np.empty(d, dtype=np.int64)
-    weight = np.empty(d)
-    ekeys = np.empty(d, dtype=np.uint64)
-    best_key = np.empty(k, dtype=np.uint64)
-    best_p = np.empty(k, dtype=np.int64)
-    hbuf = np.empty(_CHUNK, dtype=np.uint64)
-    idkey = index_key(skey, _ID_INDEX)
+    bufs = _buffers(d, k)
+    split, weight = bufs[0], bufs[1]
     for row in range(n):
         nnz = 0
         for i in range(d):  # branch-free compaction: zeros are written, then overwritten
@@ -236,29 +359,19 @@ def dart_dense(X, center, skey, scale, k, rates, mask, codes_only, code_out, s_o
             split[nnz] = 2 * i + (1 if v < 0.0 else 0)
             weight[nnz] = abs(v) * scale
             nnz += 1 if v != 0.0 else 0
-        l1 = 0.0
-        for p in range(nnz):  # after the compaction: no add chain through it; the CSR order
-            l1 += weight[p]
-        _element_keys(skey, split, nnz, ekeys)
-        if not _dart_row(ekeys, weight, nnz, l1, k, rates, not codes_only, best_key, best_p, hbuf):
+        if not _finish_row(row, nnz, skey, k, rates, table, mask, codes_only, bufs, code_out, s_out, id_out):
             return row
-        _emit(row, nnz, split, idkey, best_key, best_p, mask, codes_only, code_out, s_out, id_out)
     return -1
 
 
 @njit(nogil=True, cache=True)
-def dart_csr(data, indices, indptr, skey, scale, k, rates, mask, codes_only, code_out, s_out, id_out):
+def dart_csr(data, indices, indptr, skey, scale, k, rates, table, mask, codes_only, code_out, s_out, id_out):
     """Samples of a canonical CSR block (sorted, unique indices); as :func:`dart_dense`."""
     width = 0
     for row in range(indptr.size - 1):
         width = max(width, indptr[row + 1] - indptr[row])
-    split = np.empty(width, dtype=np.int64)
-    weight = np.empty(width)
-    ekeys = np.empty(width, dtype=np.uint64)
-    best_key = np.empty(k, dtype=np.uint64)
-    best_p = np.empty(k, dtype=np.int64)
-    hbuf = np.empty(_CHUNK, dtype=np.uint64)
-    idkey = index_key(skey, _ID_INDEX)
+    bufs = _buffers(width, k)
+    split, weight = bufs[0], bufs[1]
     for row in range(indptr.size - 1):
         nnz = 0
         for p in range(indptr[row], indptr[row + 1]):
@@ -266,11 +379,6 @@ def dart_csr(data, indices, indptr, skey, scale, k, rates, mask, codes_only, cod
             split[nnz] = 2 * np.int64(indices[p]) + (1 if v < 0.0 else 0)
             weight[nnz] = abs(v) * scale
             nnz += 1 if v != 0.0 else 0
-        l1 = 0.0
-        for p in range(nnz):
-            l1 += weight[p]
-        _element_keys(skey, split, nnz, ekeys)
-        if not _dart_row(ekeys, weight, nnz, l1, k, rates, not codes_only, best_key, best_p, hbuf):
+        if not _finish_row(row, nnz, skey, k, rates, table, mask, codes_only, bufs, code_out, s_out, id_out):
             return row
-        _emit(row, nnz, split, idkey, best_key, best_p, mask, codes_only, code_out, s_out, id_out)
     return -1
