@@ -160,18 +160,14 @@ def _tabled_hits(a, neg_log_u, u):
     (2**-24 relative) and the float64 ``exp`` and ``log`` errors: then the exact float64 test.
     """
     margin = (a + 1.0) * 2.0**-20
-    lo = np.float32(a - margin)  # rounding the bounds to float32 only widens the doubt
-    hi = np.float32(a + margin)
-    sure = 0
-    maybe = 0
-    for q in range(neg_log_u.size):  # branch-free: LLVM vectorizes it
-        sure += 1 if neg_log_u[q] < lo else 0
-        maybe += 1 if neg_log_u[q] <= hi else 0
-    if sure == maybe:
-        return sure
-    T = np.exp(-a)
+    lo = np.float32(a - margin)  # float32 rounding moves a bound by under a sixteenth of margin
     hits = 0
-    while hits < maybe and u[hits] > T:
+    for q in range(neg_log_u.size):  # branch-free: LLVM vectorizes it
+        hits += 1 if neg_log_u[q] < lo else 0
+    if hits == neg_log_u.size or not neg_log_u[hits] <= np.float32(a + margin):
+        return hits  # the next dart is surely above x
+    T = np.exp(-a)  # a near tie (about one element in 30000): the walk's exact test
+    while hits < neg_log_u.size and u[hits] > T:
         hits += 1
     return hits
 
@@ -271,7 +267,7 @@ def table_nbytes(n_split, k):
     return TABLE_LAYERS * n_split * (table_depth(k) * 20 + 8)
 
 
-def dart_table(skey, n_split, k):
+def dart_table(skey, n_split, k, depth=None):
     """The first darts of every split index below ``n_split`` in layers 0 and 1, as the walk
     of :func:`_layer` computes them: ``(-ln U, rank key, U, count)``, with ``U[l, s, q]`` the
     product ``u_0 ... u_q`` (float64, bitwise the walk's), ``-ln U`` in float32 (what a row's
@@ -280,8 +276,8 @@ def dart_table(skey, n_split, k):
     ``U`` went below ``2**-256`` at a chunk's end (the walk renormalizes there; the table
     stops). Codes are the same with and without it; an element then costs a scan of its
     ``-ln U`` and one bucket update per hitting dart: no hash, no ``exp``. Layer 1 has layer
-    0's rate (``h_1 = 1``)."""
-    depth = table_depth(k)
+    0's rate (``h_1 = 1``). ``depth`` (a multiple of 8) overrides :func:`table_depth` (tests)."""
+    depth = table_depth(k) if depth is None else int(depth)
     shape = (TABLE_LAYERS, n_split, depth)
     tab = (np.empty(shape, dtype=np.float32), np.empty(shape, dtype=np.uint64), np.empty(shape),
            np.empty(shape[:2], dtype=np.int64))
