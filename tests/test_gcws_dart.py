@@ -213,6 +213,28 @@ def test_table_gives_the_walks_samples(k):
     assert not _dart(n_components=k).fit(sp.csr_matrix((1, 2**30)))._uses_table()
 
 
+def test_layer_1_through_the_bucket_index_gives_the_walks_samples():
+    # MNIST-like rows around the fit's norm: some leave a few buckets empty after layer 0, and
+    # layer 1 then reads only those buckets' darts from the table's bucket index
+    k = 256
+    X = np.random.default_rng(5).uniform(0, 1, size=(60, 784))
+    X[X < 0.81] = 0.0
+    tab = _dart(n_components=k, seed=8, table=True).fit(X)
+    walk = _dart(n_components=k, seed=8, table=False).fit(X)
+    for a, b in zip(tab.sample(X), walk.sample(X)):
+        np.testing.assert_array_equal(a, b)
+    # the route was taken: rows with 1 to 8 empty buckets after layer 0 (from the table)
+    nlu, keys = tab._dart_table(np.uint64(stream_key(np.uint64(8), STREAM_DART)))[:2]
+    rate = layer_rates(k)[0]
+    empties = []
+    for x in X:
+        s = 2 * np.nonzero(x)[0]
+        hit = nlu[0, s] < (x[s // 2] * tab.dart_scale_ * rate)[:, None]
+        buckets = ((keys[0, s][hit] & np.uint64(2**41 - 1)) * np.uint64(k)) >> np.uint64(41)
+        empties.append(k - np.unique(buckets).size)
+    assert sum(1 <= e <= 8 for e in empties) >= 3, empties
+
+
 def test_a_table_deeper_than_u_stays_normal_stops_where_the_walk_renormalizes():
     # depth 512: a single element's U falls below 2**-256 within it; the table must stop at that
     # chunk's end and the walk go on renormalized, as without a table
@@ -239,7 +261,7 @@ def test_a_table_deeper_than_u_stays_normal_stops_where_the_walk_renormalizes():
 def test_tabled_hits_are_the_walks_exactly_at_near_ties():
     # -ln U in float32 decides unless a dart is within the margin: then U > exp(-a) in float64,
     # the walk's own test; thresholds exactly at, and one ulp around, every tabled dart
-    nlu, _, u, count = dart_table(np.uint64(stream_key(np.uint64(9), STREAM_DART)), 6, 256)
+    nlu, _, u, count = dart_table(np.uint64(stream_key(np.uint64(9), STREAM_DART)), 6, 256)[:4]
     for layer in range(2):
         for s in range(6):
             n = count[layer, s]

@@ -87,6 +87,9 @@ _TWO_M23 = 2.0**-23
 _TWO_M256 = 2.0**-256
 _TWO_256 = 2.0**256
 _LN_TWO_256 = 256 * math.log(2.0)
+#: Layer 1 visits only the empty buckets' darts (the table's bucket index) when at most this many
+#: are empty (each costs a scan of its ~n_split * depth / k tabled darts); more, the full pass.
+_FEW_EMPTY = 8
 #: Layers the dart table holds (0 and 1: a row at 80 % of the fit's largest needs layer 1 about
 #: one time in seven).
 TABLE_LAYERS = 2
@@ -152,19 +155,28 @@ def _drop(key, p, uk, track, best_key, best_p):
 
 
 @njit(nogil=True, cache=True, inline="always")
+def _bounds(a):
+    """float32 bounds around ``a``: a tabled dart whose ``-ln U`` is below the first is surely
+    under the element (``U > exp(-a)``), above the second surely not. The margin
+    ``2**-20 (a + 1)`` is far beyond the float32 rounding of ``-ln U`` (2**-24 relative) and the
+    float64 ``exp`` and ``log`` errors; rounding the bounds to float32 moves them by under a
+    sixteenth of it."""
+    margin = (a + 1.0) * 2.0**-20
+    return np.float32(a - margin), np.float32(a + margin)
+
+
+@njit(nogil=True, cache=True, inline="always")
 def _tabled_hits(a, neg_log_u, u):
     """How many of an element's tabled darts lie under it: those with ``U_q > exp(-a)``.
 
-    ``-ln U_q`` (float32, nondecreasing, +inf past the end) against ``a`` decides without an
-    ``exp`` unless one is within ``2**-20 (a + 1)`` of ``a``, far beyond the float32 rounding
-    (2**-24 relative) and the float64 ``exp`` and ``log`` errors: then the exact float64 test.
+    ``-ln U_q`` (float32, nondecreasing, +inf past the end) against :func:`_bounds` decides
+    without an ``exp`` unless a dart is within the margin: then the walk's exact float64 test.
     """
-    margin = (a + 1.0) * 2.0**-20
-    lo = np.float32(a - margin)  # float32 rounding moves a bound by under a sixteenth of margin
+    lo, hi = _bounds(a)
     hits = 0
     for q in range(neg_log_u.size):  # branch-free: LLVM vectorizes it
         hits += 1 if neg_log_u[q] < lo else 0
-    if hits == neg_log_u.size or not neg_log_u[hits] <= np.float32(a + margin):
+    if hits == neg_log_u.size or not neg_log_u[hits] <= hi:
         return hits  # the next dart is surely above x
     T = np.exp(-a)  # a near tie (about one element in 30000): the walk's exact test
     while hits < neg_log_u.size and u[hits] > T:
@@ -183,7 +195,7 @@ def _layer(skey, split, weight, nnz, layer, rate, k, track, best_key, best_p, hb
     updates. ``U`` is renormalized by ``2**256`` (the threshold's exponent with it) after a
     chunk that took it below ``2**-256``.
     """
-    tab_nlu, tab_key, tab_u, tab_n = table
+    tab_nlu, tab_key, tab_u, tab_n = table[:4]
     lbase = np.uint64(layer) << _S41
     cbase = np.uint64(layer) << _S40
     uk = np.uint64(k)
@@ -230,6 +242,47 @@ def _layer(skey, split, weight, nnz, layer, rate, k, track, best_key, best_p, hb
 
 
 @njit(nogil=True, cache=True)
+def _layer_into(nnz, split, weight, rate, k, track, best_key, best_p, table, empty, n_empty, w_of, p_of):
+    """Layer 1 when only the ``n_empty`` buckets ``empty`` lack a dart (the others hold lower
+    keys already) and no element's darts run past the table: only those buckets' tabled darts,
+    from the table's bucket index, each tested against its element's weight (``w_of``, by split
+    index; zero for elements not in the row). A bucket receives its darts in the full pass's
+    order (split index, then q), so ties resolve as there."""
+    tab_u = table[2]
+    b_start, b_s, b_q, b_f, b_key = table[4:9]
+    uk = np.uint64(k)
+    for p in range(nnz):
+        w_of[split[p]] = weight[p]
+        p_of[split[p]] = p
+    for e in range(n_empty):
+        j = empty[e]
+        for i in range(b_start[j], b_start[j + 1]):
+            s = b_s[i]
+            w = w_of[s]
+            if w == 0.0:  # not in the row
+                continue
+            a = w * rate
+            lo, hi = _bounds(a)
+            f = b_f[i]
+            if f < lo or (not f > hi and tab_u[1, s, b_q[i]] > np.exp(-a)):
+                _drop(b_key[i], p_of[s], uk, track, best_key, best_p)
+    for p in range(nnz):
+        w_of[split[p]] = 0.0
+
+
+@njit(nogil=True, cache=True)
+def _runs_past_table(nnz, split, weight, rate, table):
+    """Whether some element's layer-1 darts may run past the table (its last tabled dart is
+    not surely above it): then layer 1 takes the full pass."""
+    last_f = table[9]
+    for p in range(nnz):
+        s = split[p]
+        if s >= last_f.size or not last_f[s] > _bounds(weight[p] * rate)[1]:
+            return True
+    return False
+
+
+@njit(nogil=True, cache=True)
 def _dart_table(skey, n_split, layers, depth, tab_nlu, tab_key, tab_u, tab_n):
     for layer in range(layers):
         lbase = np.uint64(layer) << _S41
@@ -254,6 +307,28 @@ def _dart_table(skey, n_split, layers, depth, tab_nlu, tab_key, tab_u, tab_n):
                 tab_key[layer, s, q] = _EMPTY
 
 
+@njit(nogil=True, cache=True)
+def _bucket_index(k, tab_nlu, tab_key, tab_n, b_start, b_s, b_q, b_f, b_key, last_f):
+    """Layer 1's tabled darts by bucket, then split index, then q (a counting sort)."""
+    uk = np.uint64(k)
+    n_split = tab_n.shape[1]
+    b_start[:] = 0
+    for s in range(n_split):
+        last_f[s] = tab_nlu[1, s, tab_n[1, s] - 1]
+        for q in range(tab_n[1, s]):
+            b_start[np.int64((tab_key[1, s, q] & _MASK41) * uk >> _S41) + 1] += 1
+    for j in range(k):
+        b_start[j + 1] += b_start[j]
+    fill = b_start[:k].copy()
+    for s in range(n_split):
+        for q in range(tab_n[1, s]):
+            key = tab_key[1, s, q]
+            j = (key & _MASK41) * uk >> _S41
+            i = fill[j]
+            b_s[i], b_q[i], b_f[i], b_key[i] = s, q, tab_nlu[1, s, q], key
+            fill[j] = i + 1
+
+
 def table_depth(k):
     """Darts per element and layer in the dart table: about ``t / 512`` (32 for k = 256), a
     multiple of ``_CHUNK`` in [16, 128]. An element holding up to about ``1 / 64`` of a unit-norm
@@ -263,8 +338,9 @@ def table_depth(k):
 
 
 def table_nbytes(n_split, k):
-    """Bytes of the dart table of ``n_split`` split indices for k hashes."""
-    return TABLE_LAYERS * n_split * (table_depth(k) * 20 + 8)
+    """Bytes of the dart table of ``n_split`` split indices for k hashes (at most)."""
+    depth = table_depth(k)
+    return TABLE_LAYERS * n_split * (depth * 20 + 8) + n_split * (depth * 28 + 4) + 8 * (k + 1)
 
 
 def dart_table(skey, n_split, k, depth=None):
@@ -282,6 +358,11 @@ def dart_table(skey, n_split, k, depth=None):
     tab = (np.empty(shape, dtype=np.float32), np.empty(shape, dtype=np.uint64), np.empty(shape),
            np.empty(shape[:2], dtype=np.int64))
     _dart_table(np.uint64(skey), n_split, TABLE_LAYERS, depth, *tab)
+    n_darts = int(tab[3][1].sum())
+    index = (np.empty(k + 1, dtype=np.int64), np.empty(n_darts, dtype=np.int64), np.empty(n_darts, dtype=np.int64),
+             np.empty(n_darts, dtype=np.float32), np.empty(n_darts, dtype=np.uint64), np.empty(n_split, dtype=np.float32))
+    _bucket_index(k, tab[0], tab[1], tab[3], *index)
+    tab = tab + index
     for t in tab:
         t.setflags(write=False)
     return tab
@@ -290,33 +371,48 @@ def dart_table(skey, n_split, k, depth=None):
 def no_table():
     """The empty dart table (every element hashed)."""
     return (np.empty((0, 0, 0), dtype=np.float32), np.empty((0, 0, 0), dtype=np.uint64), np.empty((0, 0, 0)),
-            np.empty((0, 0), dtype=np.int64))
+            np.empty((0, 0), dtype=np.int64), np.zeros(1, dtype=np.int64), np.empty(0, dtype=np.int64),
+            np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32), np.empty(0, dtype=np.uint64),
+            np.empty(0, dtype=np.float32))
 
 
 @njit(nogil=True, cache=True)
-def _dart_row(skey, split, weight, nnz, l1, k, rates, track, best_key, best_p, hbuf, table):
+def _dart_row(skey, split, weight, nnz, l1, k, rates, track, bufs, table):
     """The k winning darts of one row given its nonzero split entries; False if the row's norm
     is outside ``[LAM_MIN, LAM_MAX]``."""
+    _, _, best_key, best_p, hbuf, empty, w_of, p_of = bufs
     best_key[:] = _EMPTY
     if nnz == 0:
         return True
     if not (l1 >= LAM_MIN and l1 <= LAM_MAX):
         return False
+    n_empty = k
     for layer in range(N_LAYERS):
-        _layer(skey, split, weight, nnz, layer, rates[layer], k, track, best_key, best_p, hbuf, table)
-        filled = True
-        for j in range(k):
-            filled &= best_key[j] != _EMPTY
-        if filled:
+        if layer == 1 and n_empty <= _FEW_EMPTY and not _runs_past_table(nnz, split, weight, rates[1], table):
+            _layer_into(nnz, split, weight, rates[1], k, track, best_key, best_p, table, empty, n_empty, w_of, p_of)
+        else:
+            _layer(skey, split, weight, nnz, layer, rates[layer], k, track, best_key, best_p, hbuf, table)
+        n_empty = 0
+        for j in range(k):  # branch-free: LLVM vectorizes it
+            n_empty += 1 if best_key[j] == _EMPTY else 0
+        if n_empty == 0:
             return True
+        if layer == 0 and n_empty <= _FEW_EMPTY and w_of.size:
+            e = 0
+            for j in range(k):
+                if best_key[j] == _EMPTY:
+                    empty[e] = j
+                    e += 1
     return False
 
 
 @njit(nogil=True, cache=True)
-def _buffers(width, k):
-    """Per-block scratch: split indices, weights (``width``), best keys and elements (k), hashes."""
+def _buffers(width, k, n_split):
+    """Per-block scratch: split indices, weights (``width``), best keys and elements (k), hashes,
+    empty buckets (k), weights and positions by split index (the table's ``n_split``)."""
     return (np.empty(width, dtype=np.int64), np.empty(width), np.empty(k, dtype=np.uint64),
-            np.empty(k, dtype=np.int64), np.empty(_CHUNK, dtype=np.uint64))
+            np.empty(k, dtype=np.int64), np.empty(_CHUNK, dtype=np.uint64), np.empty(k, dtype=np.int64),
+            np.zeros(n_split), np.empty(n_split, dtype=np.int64))
 
 
 @njit(nogil=True, cache=True)
@@ -324,11 +420,11 @@ def _finish_row(row, nnz, skey, k, rates, table, mask, codes_only, bufs, code_ou
     """Darts and output of a row whose ``nnz`` split entries are in ``bufs``; False if its norm
     is out of range. A *sample* is the winning dart's id ``bits(idkey, rank key)``: one hash
     per bucket."""
-    split, weight, best_key, best_p, hbuf = bufs
+    split, weight, best_key, best_p = bufs[:4]
     l1 = 0.0
     for p in range(nnz):  # after the compaction: no add chain through it; the CSR order
         l1 += weight[p]
-    if not _dart_row(skey, split, weight, nnz, l1, k, rates, not codes_only, best_key, best_p, hbuf, table):
+    if not _dart_row(skey, split, weight, nnz, l1, k, rates, not codes_only, bufs, table):
         return False
     idkey = index_key(skey, _ID_INDEX)
     for j in range(k):
@@ -346,7 +442,7 @@ def dart_dense(X, center, skey, scale, k, rates, table, mask, codes_only, code_o
     """Samples of a dense block (``X - center`` sign-split). Returns the first row whose norm is
     out of range, or -1."""
     n, d = X.shape
-    bufs = _buffers(d, k)
+    bufs = _buffers(d, k, table[9].size)
     split, weight = bufs[0], bufs[1]
     for row in range(n):
         nnz = 0
@@ -366,7 +462,7 @@ def dart_csr(data, indices, indptr, skey, scale, k, rates, table, mask, codes_on
     width = 0
     for row in range(indptr.size - 1):
         width = max(width, indptr[row + 1] - indptr[row])
-    bufs = _buffers(width, k)
+    bufs = _buffers(width, k, table[9].size)
     split, weight = bufs[0], bufs[1]
     for row in range(indptr.size - 1):
         nnz = 0
