@@ -282,8 +282,9 @@ class GCWS(FeatureMap):
         shape (n, k * 2**bits). Pipelines and stores always keep codes.
     table : {"auto", True, False}, default="auto"
         Cache the random parameters of every split index in a table (fast for dense and
-        moderate-dimension input). "auto" uses the table when it needs at most 256 MiB. Codes
-        are identical either way.
+        moderate-dimension input). "auto" uses the table when it needs at most 256 MiB
+        (``sampler="dart"``: its first darts of every split index, at most 16 MiB, e.g. up to
+        about 3,800 features for 256 hashes). Codes are identical either way.
     sampler : {"icws", "dart"}, default="icws"
         "icws": Ioffe's ICWS as above (O(nnz * k) per row; the code is the lowest b bits of
         i*). "dart": DartMinHash (Christiani 2020) on the same sign-split vector, expected
