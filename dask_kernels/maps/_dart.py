@@ -365,15 +365,18 @@ def dart_table(skey, n_split, k, depth=None):
     ``U`` went below ``2**-256`` at a chunk's end (the walk renormalizes there; the table
     stops). Codes are the same with and without it; an element then costs a scan of its
     ``-ln U`` and one bucket update per hitting dart: no hash, no ``exp``. Layer 1 has layer
-    0's rate (``h_1 = 1``). ``depth`` (a multiple of 8) overrides :func:`table_depth` (tests)."""
+    0's rate (``h_1 = 1``). Then layer 1's bucket index (:func:`_bucket_index`: bucket starts,
+    split index, q, ``-ln U`` and key of its tabled darts by bucket; each split index's last
+    tabled ``-ln U``). ``depth`` (a multiple of 8) overrides :func:`table_depth` (tests)."""
     depth = table_depth(k) if depth is None else int(depth)
     shape = (TABLE_LAYERS, n_split, depth)
     tab = (np.empty(shape, dtype=np.float32), np.empty(shape, dtype=np.uint64), np.empty(shape),
            np.empty(shape[:2], dtype=np.int64))
     _dart_table(np.uint64(skey), n_split, TABLE_LAYERS, depth, *tab)
     n_darts = int(tab[3][1].sum())
-    index = (np.empty(k + 1, dtype=np.int64), np.empty(n_darts, dtype=np.int64), np.empty(n_darts, dtype=np.int64),
-             np.empty(n_darts, dtype=np.float32), np.empty(n_darts, dtype=np.uint64), np.empty(n_split, dtype=np.float32))
+    index = (np.empty(k + 1, dtype=np.int64), np.empty(n_darts, dtype=np.int64),
+             np.empty(n_darts, dtype=np.int64), np.empty(n_darts, dtype=np.float32),
+             np.empty(n_darts, dtype=np.uint64), np.empty(n_split, dtype=np.float32))
     _bucket_index(k, tab[0], tab[1], tab[3], *index)
     tab = tab + index
     for t in tab:
