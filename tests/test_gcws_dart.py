@@ -2,6 +2,7 @@
 invariant to blocks, input format and process, and the spec records the sampler."""
 
 import json
+import math
 import subprocess
 import sys
 import textwrap
@@ -11,7 +12,9 @@ import pytest
 import scipy.sparse as sp
 from _gcws_pairs import K_THEORY, PAIRS, assert_rate_is, pair, pair_near_2_to_the_31, rows_with_zeros
 from dask_kernels import GCWS, from_spec
-from dask_kernels.maps._dart import DART_SCHEME, FIT_NORM, LAM_MAX
+from dask_kernels.maps._dart import DART_SCHEME, FIT_NORM, LAM_MAX, STREAM_DART, _tabled_hits, dart_dense
+from dask_kernels.maps._dart import dart_table, layer_rates, no_table
+from dask_kernels.rng import stream_key
 
 
 #: transform of ``rows_with_zeros(scaled=True)[:2]``, k = 8, seed 3, scheme 2.
@@ -172,7 +175,98 @@ def test_scheme_1_specs_are_refused_with_a_clear_message(data):
         from_spec(dict(spec, state=state))
 
 
-def test_codes_are_pinned(data):
+@pytest.mark.parametrize("table", ["auto", True, False])
+def test_codes_are_pinned(data, table):
     # known answer for scheme 2: a change here changes every dart store
-    codes = _dart(n_components=8, seed=3).fit(data).transform(data[:2])
-    assert codes.tolist() == PINNED
+    gcws = _dart(n_components=8, seed=3, table=table).fit(data)
+    assert gcws._uses_table() == (table is not False)
+    assert gcws.transform(data[:2]).tolist() == PINNED
+
+
+def _table_rows():
+    """Rows that take every route through the dart table: MNIST-like (each element's darts
+    inside the table), a single element (all its darts hit: the walk hashes on past the table
+    and renormalizes U), a few large elements among small ones, negative entries, a row far
+    below the fit's norm (many layers past the table's two)."""
+    rng = np.random.default_rng(11)
+    X = rng.uniform(0, 1, size=(12, 300))
+    X[X < 0.8] = 0.0
+    X[1] = 0.0
+    X[1, 17] = 2.0
+    X[2, :5] *= 40.0
+    X[3] = rng.normal(size=300)
+    X[4] *= 1e-6
+    return X
+
+
+@pytest.mark.parametrize("k", [7, 256])
+def test_table_gives_the_walks_samples(k):
+    # the table is a cache of the walk: the same darts, so the same samples, for dense and CSR
+    X = _table_rows()
+    tab = _dart(n_components=k, seed=4, table=True).fit(X)
+    walk = _dart(n_components=k, seed=4, table=False).fit(X)
+    assert tab._uses_table() and not walk._uses_table()
+    for a, b in zip(tab.sample(X), walk.sample(X)):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(tab.transform(sp.csr_matrix(X)), walk.transform(X))
+    assert _dart(n_components=k).fit(X)._uses_table()  # "auto": a small table
+    assert not _dart(n_components=k).fit(sp.csr_matrix((1, 2**30)))._uses_table()
+
+
+def test_layer_1_through_the_bucket_index_gives_the_walks_samples():
+    # MNIST-like rows around the fit's norm: some leave a few buckets empty after layer 0, and
+    # layer 1 then reads only those buckets' darts from the table's bucket index
+    k = 256
+    X = np.random.default_rng(5).uniform(0, 1, size=(60, 784))
+    X[X < 0.81] = 0.0
+    tab = _dart(n_components=k, seed=8, table=True).fit(X)
+    walk = _dart(n_components=k, seed=8, table=False).fit(X)
+    for a, b in zip(tab.sample(X), walk.sample(X)):
+        np.testing.assert_array_equal(a, b)
+    # the route was taken: rows with 1 to 8 empty buckets after layer 0 (from the table)
+    nlu, keys = tab._dart_table(np.uint64(stream_key(np.uint64(8), STREAM_DART)))[:2]
+    rate = layer_rates(k)[0]
+    empties = []
+    for x in X:
+        s = 2 * np.nonzero(x)[0]
+        hit = nlu[0, s] < (x[s // 2] * tab.dart_scale_ * rate)[:, None]
+        buckets = ((keys[0, s][hit] & np.uint64(2**41 - 1)) * np.uint64(k)) >> np.uint64(41)
+        empties.append(k - np.unique(buckets).size)
+    assert sum(1 <= e <= 8 for e in empties) >= 3, empties
+
+
+def test_a_table_deeper_than_u_stays_normal_stops_where_the_walk_renormalizes():
+    # depth 512: a single element's U falls below 2**-256 within it; the table must stop at that
+    # chunk's end and the walk go on renormalized, as without a table
+    k, skey = 64, np.uint64(stream_key(np.uint64(2), STREAM_DART))
+    deep = dart_table(skey, 8, k, depth=512)
+    u, count = deep[2], deep[3]
+    for layer in range(2):
+        for s in range(8):
+            ends = u[layer, s, 7:count[layer, s]:8]  # U at each chunk's end, up to the table's
+            assert ends[-1] < 2.0**-256 and np.all(ends[:-1] >= 2.0**-256), (layer, s)
+    X = np.zeros((3, 4))
+    X[0, 1], X[1, 2], X[2] = 3.0, -1.0, [1.0, 2.0, 0.0, 5.0]
+    out = []
+    for table in (deep, no_table()):
+        codes = np.empty((3, k), np.uint16)
+        none = np.empty((0, k), np.int64)
+        bad = dart_dense(X, np.zeros(4), skey, 1.0, k, layer_rates(k), table, np.uint64(2**16 - 1), True, codes, none,
+                         none)
+        assert bad == -1
+        out.append(codes)
+    np.testing.assert_array_equal(out[0], out[1])
+
+
+def test_tabled_hits_are_the_walks_exactly_at_near_ties():
+    # -ln U in float32 decides unless a dart is within the margin: then U > exp(-a) in float64,
+    # the walk's own test; thresholds exactly at, and one ulp around, every tabled dart
+    nlu, _, u, count = dart_table(np.uint64(stream_key(np.uint64(9), STREAM_DART)), 6, 256)[:4]
+    for layer in range(2):
+        for s in range(6):
+            n = count[layer, s]
+            for a0 in [0.0, 1e-300, 0.3, 1e6, 1e300] + list(-np.log(u[layer, s, :n])):
+                for a in (np.nextafter(a0, -1.0), a0, np.nextafter(a0, np.inf)):
+                    a = max(float(a), 0.0)
+                    expected = int(np.sum(u[layer, s, :n] > math.exp(-a)))
+                    assert _tabled_hits(a, nlu[layer, s], u[layer, s]) == expected, (layer, s, a)

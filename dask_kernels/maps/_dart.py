@@ -46,6 +46,19 @@ dart, up to two darts of one bucket and layer sharing 41 - log2(k) rank bits), s
 independent of which dart won; the b-bit code is its lowest b bits and two rows' codes agree with
 probability ``GMM + (1 - GMM) 2**-b``. ``GCWS.sample`` also reports the dart's split index s.
 
+The dart table (a cache: the same darts, the same codes)
+-------------------------------------------------------
+For input of moderate dimension (``GCWS(table=...)``, "auto": up to 16 MiB), every split
+index's first :func:`table_depth` darts of layers 0 and 1 (32 for k = 256) are computed once
+per map and process: their ``U_q`` (float64), ``-ln U_q`` (float32) and rank keys. A row's
+element then costs one vectorized count of the ``-ln U_q`` below ``a = x~_s t h_l`` (with a
+margin far beyond the rounding errors; a dart inside the margin takes the walk's exact test
+``U_q > exp(-a)``) and one bucket update per hitting dart: no hash and no ``exp``; an element
+whose darts run past the table is hashed on from there, as without it. A row that leaves at most
+8 buckets empty after layer 0 (about one in seven near the fit's norm) reads in layer 1 only
+those buckets' darts, from a bucket index of the table. On dense D = 784 rows (k = 256, 148
+nonzeros) a row throws about 2,200 darts.
+
 Scheme 1 (a two-dimensional dyadic grid of Poisson(1) cells, state key ``rank_scale_log2``)
 visited about 1.5 times as many cells and darts per row at two to three hashes each; its specs
 are refused by :func:`check_scheme` with a message saying so (its codes would differ).
@@ -87,6 +100,12 @@ _TWO_M23 = 2.0**-23
 _TWO_M256 = 2.0**-256
 _TWO_256 = 2.0**256
 _LN_TWO_256 = 256 * math.log(2.0)
+#: Layer 1 visits only the empty buckets' darts (the table's bucket index) when at most this many
+#: are empty (each costs a scan of its ~n_split * depth / k tabled darts); more, the full pass.
+_FEW_EMPTY = 8
+#: Layers the dart table holds (0 and 1: a row at 80 % of the fit's largest needs layer 1 about
+#: one time in seven).
+TABLE_LAYERS = 2
 
 
 def fit_scale(l1_norms) -> float:
@@ -138,24 +157,85 @@ def layer_rates(k):
     return np.array([t * (1.0 if layer == 0 else math.ldexp(1.0, layer - 1)) for layer in range(N_LAYERS)])
 
 
+@njit(nogil=True, cache=True, inline="always")
+def _drop(key, p, uk, track, best_key, best_p):
+    """Dart ``key`` (rank key) of element p into its bucket, kept if its rank is the lowest."""
+    j = ((key & _MASK41) * uk) >> _S41  # unsigned: no negative-index wrap
+    old = best_key[j]
+    best_key[j] = min(key, old)
+    if track:  # sample(): also the winner's element (ties keep the earlier one)
+        best_p[j] = p if key < old else best_p[j]
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _bounds(a):
+    """float32 bounds around ``a``: a tabled dart whose ``-ln U`` is below the first is surely
+    under the element (``U > exp(-a)``), above the second surely not. The margin
+    ``2**-20 (a + 1)`` is far beyond the float32 rounding of ``-ln U`` (2**-24 relative) and the
+    float64 ``exp`` and ``log`` errors; rounding the bounds to float32 moves them by under a
+    sixteenth of it."""
+    margin = (a + 1.0) * 2.0**-20
+    return np.float32(a - margin), np.float32(a + margin)
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _tabled_hits(a, neg_log_u, u):
+    """How many of an element's tabled darts lie under it: those with ``U_q > exp(-a)``.
+
+    ``-ln U_q`` (float32, nondecreasing, +inf past the end) against :func:`_bounds` decides
+    without an ``exp`` unless a dart is within the margin: then the walk's exact float64 test.
+    """
+    lo, hi = _bounds(a)
+    hits = 0
+    for q in range(neg_log_u.size):  # branch-free: LLVM vectorizes it
+        hits += 1 if neg_log_u[q] < lo else 0
+    if hits == neg_log_u.size or not neg_log_u[hits] <= hi:
+        return hits  # the next dart is surely above x
+    T = np.exp(-a)  # a near tie (about one element in 30000): the walk's exact test
+    while hits < neg_log_u.size and u[hits] > T:
+        hits += 1
+    return hits
+
+
 @njit(nogil=True, cache=True)
-def _layer(ekeys, weight, nnz, layer, rate, k, track, best_key, best_p, hbuf):
+def _layer(skey, split, weight, nnz, layer, rate, k, track, best_key, best_p, hbuf, table):
     """Every dart of layer ``layer`` under the row's elements; keeps each bucket's lowest key.
 
     Dart q is under ``x`` when ``U_q = u_0 ... u_q > exp(-x t h)`` (no logarithm per dart).
-    Darts are hashed ``_CHUNK`` at a time in a loop without branches that LLVM vectorizes; the
-    walk then only multiplies, compares and updates. ``U`` is renormalized by ``2**256`` (the
-    threshold's exponent with it) before it could underflow.
+    An element's first darts come from the dart table when it holds them (see
+    :func:`dart_table`: no hash, no ``exp``); the rest are hashed ``_CHUNK`` at a time in a
+    loop without branches that LLVM vectorizes, and the walk then only multiplies, compares and
+    updates. ``U`` is renormalized by ``2**256`` (the threshold's exponent with it) after a
+    chunk that took it below ``2**-256``.
     """
+    tab_nlu, tab_key, tab_u, tab_n = table[:4]
     lbase = np.uint64(layer) << _S41
     cbase = np.uint64(layer) << _S40
     uk = np.uint64(k)
+    tabled = layer < tab_n.shape[0]
     for p in range(nnz):
-        ek = ekeys[p]
         a = weight[p] * rate  # expected darts under x in this layer
-        T = np.exp(-a)
-        U = 1.0
-        q0 = 0
+        s = split[p]
+        if tabled and s < tab_n.shape[1]:
+            hits = _tabled_hits(a, tab_nlu[layer, s], tab_u[layer, s])
+            keys = tab_key[layer, s]
+            for q in range(hits):
+                _drop(keys[q], p, uk, track, best_key, best_p)
+            n_tab = tab_n[layer, s]
+            if hits < n_tab:
+                continue
+            U = tab_u[layer, s, n_tab - 1]  # every tabled dart hit: hash on from there
+            q0 = n_tab
+            T = np.exp(-a)
+            if U < _TWO_M256:
+                U *= _TWO_256
+                a -= _LN_TWO_256
+                T = np.exp(-a)
+        else:
+            T = np.exp(-a)
+            U = 1.0
+            q0 = 0
+        ek = index_key(skey, np.uint64(s))
         done = False
         while not done:
             for i in range(_CHUNK):
@@ -166,13 +246,7 @@ def _layer(ekeys, weight, nnz, layer, rate, k, track, best_key, best_p, hbuf):
                 if not U > T:
                     done = True
                     break
-                r = h & _MASK41
-                key = lbase | r
-                j = np.int64((r * uk) >> _S41)
-                old = best_key[j]
-                best_key[j] = min(key, old)
-                if track:  # sample(): also the winner's element (ties keep the earlier one)
-                    best_p[j] = p if key < old else best_p[j]
+                _drop(lbase | (h & _MASK41), p, uk, track, best_key, best_p)
             q0 += _CHUNK
             if U < _TWO_M256:  # long runs: keep U normal, scale the threshold with it
                 U *= _TWO_256
@@ -181,54 +255,211 @@ def _layer(ekeys, weight, nnz, layer, rate, k, track, best_key, best_p, hbuf):
 
 
 @njit(nogil=True, cache=True)
-def _dart_row(ekeys, weight, nnz, l1, k, rates, track, best_key, best_p, hbuf):
-    """The k winning darts of one row given its nonzero split entries; False if the row's norm
-    is outside ``[LAM_MIN, LAM_MAX]``."""
-    best_key[:] = _EMPTY
-    if nnz == 0:
-        return True
-    if not (l1 >= LAM_MIN and l1 <= LAM_MAX):
-        return False
-    for layer in range(N_LAYERS):
-        _layer(ekeys, weight, nnz, layer, rates[layer], k, track, best_key, best_p, hbuf)
-        filled = True
-        for j in range(k):
-            filled &= best_key[j] != _EMPTY
-        if filled:
+def _layer_into(nnz, split, weight, rate, k, track, best_key, best_p, table, empty, n_empty, w_of, p_of):
+    """Layer 1 when only the ``n_empty`` buckets ``empty`` lack a dart (the others hold lower
+    keys already) and no element's darts run past the table: only those buckets' tabled darts,
+    from the table's bucket index, each tested against its element's weight (``w_of``, by split
+    index; zero for elements not in the row). A bucket receives its darts in the full pass's
+    order (split index, then q), so ties resolve as there."""
+    tab_u = table[2]
+    b_start, b_s, b_q, b_f, b_key = table[4:9]
+    uk = np.uint64(k)
+    for p in range(nnz):
+        w_of[split[p]] = weight[p]
+        p_of[split[p]] = p
+    for e in range(n_empty):
+        j = empty[e]
+        for i in range(b_start[j], b_start[j + 1]):
+            s = b_s[i]
+            w = w_of[s]
+            if w == 0.0:  # not in the row
+                continue
+            a = w * rate
+            lo, hi = _bounds(a)
+            f = b_f[i]
+            if f < lo or (not f > hi and tab_u[1, s, b_q[i]] > np.exp(-a)):
+                _drop(b_key[i], p_of[s], uk, track, best_key, best_p)
+    for p in range(nnz):
+        w_of[split[p]] = 0.0
+
+
+@njit(nogil=True, cache=True)
+def _runs_past_table(nnz, split, weight, rate, table):
+    """Whether some element's layer-1 darts may run past the table (its last tabled dart is
+    not surely above it): then layer 1 takes the full pass."""
+    last_f = table[9]
+    for p in range(nnz):
+        s = split[p]
+        if s >= last_f.size or not last_f[s] > _bounds(weight[p] * rate)[1]:
             return True
     return False
 
 
 @njit(nogil=True, cache=True)
-def _emit(row, nnz, split, idkey, best_key, best_p, mask, codes_only, code_out, s_out, id_out):
-    """A row's codes, or its samples (split index, id): one id hash per bucket."""
-    for j in range(best_key.size):
+def _dart_table(skey, n_split, layers, depth, tab_nlu, tab_key, tab_u, tab_n):
+    for layer in range(layers):
+        lbase = np.uint64(layer) << _S41
+        cbase = np.uint64(layer) << _S40
+        for s in range(n_split):
+            ek = index_key(skey, np.uint64(s))
+            U = 1.0
+            n_tab = depth
+            for q in range(depth):
+                h = bits(ek, cbase | np.uint64(q))
+                U *= (np.float64(h >> _S41) + 0.5) * _TWO_M23
+                tab_u[layer, s, q] = U
+                tab_nlu[layer, s, q] = np.float32(-np.log(U))
+                tab_key[layer, s, q] = lbase | (h & _MASK41)
+                if q % _CHUNK == _CHUNK - 1 and U < _TWO_M256:  # the walk renormalizes here
+                    n_tab = q + 1
+                    break
+            tab_n[layer, s] = n_tab
+            for q in range(n_tab, depth):  # never counted as hits
+                tab_nlu[layer, s, q] = np.inf
+                tab_u[layer, s, q] = 0.0
+                tab_key[layer, s, q] = _EMPTY
+
+
+@njit(nogil=True, cache=True)
+def _bucket_index(k, tab_nlu, tab_key, tab_n, b_start, b_s, b_q, b_f, b_key, last_f):
+    """Layer 1's tabled darts by bucket, then split index, then q (a counting sort)."""
+    uk = np.uint64(k)
+    n_split = tab_n.shape[1]
+    b_start[:] = 0
+    for s in range(n_split):
+        last_f[s] = tab_nlu[1, s, tab_n[1, s] - 1]
+        for q in range(tab_n[1, s]):
+            b_start[np.int64((tab_key[1, s, q] & _MASK41) * uk >> _S41) + 1] += 1
+    for j in range(k):
+        b_start[j + 1] += b_start[j]
+    fill = b_start[:k].copy()
+    for s in range(n_split):
+        for q in range(tab_n[1, s]):
+            key = tab_key[1, s, q]
+            j = (key & _MASK41) * uk >> _S41
+            i = fill[j]
+            b_s[i], b_q[i], b_f[i], b_key[i] = s, q, tab_nlu[1, s, q], key
+            fill[j] = i + 1
+
+
+def table_depth(k):
+    """Darts per element and layer in the dart table: about ``t / 512`` (32 for k = 256), a
+    multiple of ``_CHUNK`` in [16, 128]. An element holding up to about ``1 / 64`` of a unit-norm
+    row's weight finds all its darts there (t / 148 on average for a row of 148 equal values)."""
+    depth = _CHUNK * math.ceil(dart_count(k) / (64 * _CHUNK))
+    return int(min(max(depth, 16), 128))
+
+
+def table_nbytes(n_split, k):
+    """Bytes of the dart table of ``n_split`` split indices for k hashes (at most)."""
+    depth = table_depth(k)
+    return TABLE_LAYERS * n_split * (depth * 20 + 8) + n_split * (depth * 28 + 4) + 8 * (k + 1)
+
+
+def dart_table(skey, n_split, k, depth=None):
+    """The first darts of every split index below ``n_split`` in layers 0 and 1, as the walk
+    of :func:`_layer` computes them: ``(-ln U, rank key, U, count)``, with ``U[l, s, q]`` the
+    product ``u_0 ... u_q`` (float64, bitwise the walk's), ``-ln U`` in float32 (what a row's
+    scan reads; ``U`` only settles the rare near ties and continues the walk), ``key[l, s, q]``
+    the dart's rank key and ``count[l, s]`` the darts kept: :func:`table_depth`, or fewer if
+    ``U`` went below ``2**-256`` at a chunk's end (the walk renormalizes there; the table
+    stops). Codes are the same with and without it; an element then costs a scan of its
+    ``-ln U`` and one bucket update per hitting dart: no hash, no ``exp``. Layer 1 has layer
+    0's rate (``h_1 = 1``). Then layer 1's bucket index (:func:`_bucket_index`: bucket starts,
+    split index, q, ``-ln U`` and key of its tabled darts by bucket; each split index's last
+    tabled ``-ln U``). ``depth`` (a multiple of 8) overrides :func:`table_depth` (tests)."""
+    depth = table_depth(k) if depth is None else int(depth)
+    shape = (TABLE_LAYERS, n_split, depth)
+    tab = (np.empty(shape, dtype=np.float32), np.empty(shape, dtype=np.uint64), np.empty(shape),
+           np.empty(shape[:2], dtype=np.int64))
+    _dart_table(np.uint64(skey), n_split, TABLE_LAYERS, depth, *tab)
+    n_darts = int(tab[3][1].sum())
+    index = (np.empty(k + 1, dtype=np.int64), np.empty(n_darts, dtype=np.int64),
+             np.empty(n_darts, dtype=np.int64), np.empty(n_darts, dtype=np.float32),
+             np.empty(n_darts, dtype=np.uint64), np.empty(n_split, dtype=np.float32))
+    _bucket_index(k, tab[0], tab[1], tab[3], *index)
+    tab = tab + index
+    for t in tab:
+        t.setflags(write=False)
+    return tab
+
+
+def no_table():
+    """The empty dart table (every element hashed)."""
+    return (np.empty((0, 0, 0), dtype=np.float32), np.empty((0, 0, 0), dtype=np.uint64), np.empty((0, 0, 0)),
+            np.empty((0, 0), dtype=np.int64), np.zeros(1, dtype=np.int64), np.empty(0, dtype=np.int64),
+            np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32), np.empty(0, dtype=np.uint64),
+            np.empty(0, dtype=np.float32))
+
+
+@njit(nogil=True, cache=True)
+def _dart_row(skey, split, weight, nnz, l1, k, rates, track, bufs, table):
+    """The k winning darts of one row given its nonzero split entries; False if the row's norm
+    is outside ``[LAM_MIN, LAM_MAX]``."""
+    _, _, best_key, best_p, hbuf, empty, w_of, p_of = bufs
+    best_key[:] = _EMPTY
+    if nnz == 0:
+        return True
+    if not (l1 >= LAM_MIN and l1 <= LAM_MAX):
+        return False
+    n_empty = k
+    for layer in range(N_LAYERS):
+        if layer == 1 and n_empty <= _FEW_EMPTY and not _runs_past_table(nnz, split, weight, rates[1], table):
+            _layer_into(nnz, split, weight, rates[1], k, track, best_key, best_p, table, empty, n_empty, w_of, p_of)
+        else:
+            _layer(skey, split, weight, nnz, layer, rates[layer], k, track, best_key, best_p, hbuf, table)
+        n_empty = 0
+        for j in range(k):  # branch-free: LLVM vectorizes it
+            n_empty += 1 if best_key[j] == _EMPTY else 0
+        if n_empty == 0:
+            return True
+        if layer == 0 and n_empty <= _FEW_EMPTY and w_of.size:
+            e = 0
+            for j in range(k):
+                if best_key[j] == _EMPTY:
+                    empty[e] = j
+                    e += 1
+    return False
+
+
+@njit(nogil=True, cache=True)
+def _buffers(width, k, n_split):
+    """Per-block scratch: split indices, weights (``width``), best keys and elements (k), hashes,
+    empty buckets (k), weights and positions by split index (the table's ``n_split``)."""
+    return (np.empty(width, dtype=np.int64), np.empty(width), np.empty(k, dtype=np.uint64),
+            np.empty(k, dtype=np.int64), np.empty(_CHUNK, dtype=np.uint64), np.empty(k, dtype=np.int64),
+            np.zeros(n_split), np.empty(n_split, dtype=np.int64))
+
+
+@njit(nogil=True, cache=True)
+def _finish_row(row, nnz, skey, k, rates, table, mask, codes_only, bufs, code_out, s_out, id_out):
+    """Darts and output of a row whose ``nnz`` split entries are in ``bufs``; False if its norm
+    is out of range. A *sample* is the winning dart's id ``bits(idkey, rank key)``: one hash
+    per bucket."""
+    split, weight, best_key, best_p = bufs[:4]
+    l1 = 0.0
+    for p in range(nnz):  # after the compaction: no add chain through it; the CSR order
+        l1 += weight[p]
+    if not _dart_row(skey, split, weight, nnz, l1, k, rates, not codes_only, bufs, table):
+        return False
+    idkey = index_key(skey, _ID_INDEX)
+    for j in range(k):
         dart_id = _EMPTY if nnz == 0 else bits(idkey, best_key[j])
         if codes_only:
             code_out[row, j] = dart_id & mask
         else:
             s_out[row, j] = -1 if nnz == 0 else split[best_p[j]]
             id_out[row, j] = np.int64(dart_id)
+    return True
 
 
 @njit(nogil=True, cache=True)
-def _element_keys(skey, split, nnz, ekeys):
-    for p in range(nnz):
-        ekeys[p] = index_key(skey, np.uint64(split[p]))
-
-
-@njit(nogil=True, cache=True)
-def dart_dense(X, center, skey, scale, k, rates, mask, codes_only, code_out, s_out, id_out):
+def dart_dense(X, center, skey, scale, k, rates, table, mask, codes_only, code_out, s_out, id_out):
     """Samples of a dense block (``X - center`` sign-split). Returns the first row whose norm is
     out of range, or -1."""
     n, d = X.shape
-    split = np.empty(d, dtype=np.int64)
-    weight = np.empty(d)
-    ekeys = np.empty(d, dtype=np.uint64)
-    best_key = np.empty(k, dtype=np.uint64)
-    best_p = np.empty(k, dtype=np.int64)
-    hbuf = np.empty(_CHUNK, dtype=np.uint64)
-    idkey = index_key(skey, _ID_INDEX)
+    bufs = _buffers(d, k, table[9].size)
+    split, weight = bufs[0], bufs[1]
     for row in range(n):
         nnz = 0
         for i in range(d):  # branch-free compaction: zeros are written, then overwritten
@@ -236,29 +467,19 @@ def dart_dense(X, center, skey, scale, k, rates, mask, codes_only, code_out, s_o
             split[nnz] = 2 * i + (1 if v < 0.0 else 0)
             weight[nnz] = abs(v) * scale
             nnz += 1 if v != 0.0 else 0
-        l1 = 0.0
-        for p in range(nnz):  # after the compaction: no add chain through it; the CSR order
-            l1 += weight[p]
-        _element_keys(skey, split, nnz, ekeys)
-        if not _dart_row(ekeys, weight, nnz, l1, k, rates, not codes_only, best_key, best_p, hbuf):
+        if not _finish_row(row, nnz, skey, k, rates, table, mask, codes_only, bufs, code_out, s_out, id_out):
             return row
-        _emit(row, nnz, split, idkey, best_key, best_p, mask, codes_only, code_out, s_out, id_out)
     return -1
 
 
 @njit(nogil=True, cache=True)
-def dart_csr(data, indices, indptr, skey, scale, k, rates, mask, codes_only, code_out, s_out, id_out):
+def dart_csr(data, indices, indptr, skey, scale, k, rates, table, mask, codes_only, code_out, s_out, id_out):
     """Samples of a canonical CSR block (sorted, unique indices); as :func:`dart_dense`."""
     width = 0
     for row in range(indptr.size - 1):
         width = max(width, indptr[row + 1] - indptr[row])
-    split = np.empty(width, dtype=np.int64)
-    weight = np.empty(width)
-    ekeys = np.empty(width, dtype=np.uint64)
-    best_key = np.empty(k, dtype=np.uint64)
-    best_p = np.empty(k, dtype=np.int64)
-    hbuf = np.empty(_CHUNK, dtype=np.uint64)
-    idkey = index_key(skey, _ID_INDEX)
+    bufs = _buffers(width, k, table[9].size)
+    split, weight = bufs[0], bufs[1]
     for row in range(indptr.size - 1):
         nnz = 0
         for p in range(indptr[row], indptr[row + 1]):
@@ -266,11 +487,6 @@ def dart_csr(data, indices, indptr, skey, scale, k, rates, mask, codes_only, cod
             split[nnz] = 2 * np.int64(indices[p]) + (1 if v < 0.0 else 0)
             weight[nnz] = abs(v) * scale
             nnz += 1 if v != 0.0 else 0
-        l1 = 0.0
-        for p in range(nnz):
-            l1 += weight[p]
-        _element_keys(skey, split, nnz, ekeys)
-        if not _dart_row(ekeys, weight, nnz, l1, k, rates, not codes_only, best_key, best_p, hbuf):
+        if not _finish_row(row, nnz, skey, k, rates, table, mask, codes_only, bufs, code_out, s_out, id_out):
             return row
-        _emit(row, nnz, split, idkey, best_key, best_p, mask, codes_only, code_out, s_out, id_out)
     return -1

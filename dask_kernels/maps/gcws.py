@@ -34,7 +34,7 @@ from .._compat import Interval, StrOptions
 
 from ..rng import bits, gamma2_f32_words, hi32, index_key, lo32, log32, register_stream, stream_key, unit32_word
 from ._dart import DART_SCHEME, K_MAX, LAM_MAX, LAM_MIN, STREAM_DART, check_scheme, dart_csr, dart_dense
-from ._dart import fit_scale, layer_rates
+from ._dart import dart_table, fit_scale, layer_rates, no_table, table_nbytes
 from ._fourier import cached_table
 from ._parallel import N_JOBS_CONSTRAINT
 from .base import FeatureMap
@@ -43,6 +43,9 @@ from .._docstrings import fill_doc
 STREAM = register_stream("gcws.icws", 1)
 #: The table path is used when its three float32 tables stay below this many bytes.
 TABLE_BYTES_LIMIT = 256 * 2**20
+#: The dart table (``sampler="dart"``) is used when it needs at most this many bytes: it pays
+#: where it stays in cache (1.6 MB for D = 784, k = 256).
+DART_TABLE_BYTES_LIMIT = 16 * 2**20
 _INF32 = np.float32(np.inf)
 _ONE32 = np.float32(1.0)
 
@@ -279,8 +282,9 @@ class GCWS(FeatureMap):
         shape (n, k * 2**bits). Pipelines and stores always keep codes.
     table : {"auto", True, False}, default="auto"
         Cache the random parameters of every split index in a table (fast for dense and
-        moderate-dimension input). "auto" uses the table when it needs at most 256 MiB. Codes
-        are identical either way.
+        moderate-dimension input). "auto" uses the table when it needs at most 256 MiB
+        (``sampler="dart"``: its first darts of every split index, at most 16 MiB, e.g. up to
+        about 3,800 features for 256 hashes). Codes are identical either way.
     sampler : {"icws", "dart"}, default="icws"
         "icws": Ioffe's ICWS as above (O(nnz * k) per row; the code is the lowest b bits of
         i*). "dart": DartMinHash (Christiani 2020) on the same sign-split vector, expected
@@ -439,8 +443,16 @@ class GCWS(FeatureMap):
 
     # -- parameters ---------------------------------------------------------------------------
     def _uses_table(self):
-        nbytes = 3 * 4 * 2 * self.n_features_in_ * self.n_components
-        return bool(self.table) if self.table != "auto" else nbytes <= TABLE_BYTES_LIMIT
+        n_split, k = 2 * self.n_features_in_, self.n_components
+        if self.sampler == "dart":
+            nbytes, limit = table_nbytes(n_split, k), DART_TABLE_BYTES_LIMIT
+        else:
+            nbytes, limit = 3 * 4 * n_split * k, TABLE_BYTES_LIMIT
+        return bool(self.table) if self.table != "auto" else nbytes <= limit
+
+    def _dart_table(self, skey):
+        key = ("dart", int(self.seed), 2 * int(self.n_features_in_), int(self.n_components))
+        return cached_table(self, key, lambda: dart_table(skey, key[2], key[3]))
 
     def _stream_key(self):
         # np.uint64 so Numba does not type keys >= 2**63 as an overflowing int64.
@@ -511,15 +523,16 @@ class GCWS(FeatureMap):
             code_out, s_out, id_out = None, np.empty((n, k), np.int64), np.empty((n, k), np.int64)
         none = np.empty((0, k), np.int64)
         rates = _dart_rates(k)
+        table = self._dart_table(skey) if self._uses_table() else no_table()
         scale = float(self.dart_scale_)
         outs = (code_out if codes_only else none, none if codes_only else s_out, none if codes_only else id_out)
         if sp.issparse(X) and self.center_ is not None:
             X = X.toarray()
         if sp.issparse(X):
-            bad = dart_csr(X.data, X.indices, X.indptr, skey, scale, k, rates, mask, codes_only, *outs)
+            bad = dart_csr(X.data, X.indices, X.indptr, skey, scale, k, rates, table, mask, codes_only, *outs)
         else:
             c = self.center_ if self.center_ is not None else np.zeros(X.shape[1])
-            bad = dart_dense(X, c, skey, scale, k, rates, mask, codes_only, *outs)
+            bad = dart_dense(X, c, skey, scale, k, rates, table, mask, codes_only, *outs)
         if bad >= 0:
             raise ValueError(
                 f"GCWS(sampler='dart'): row {row_offset + bad} has a sign-split l1 norm outside "
