@@ -160,7 +160,7 @@ def _write_dense_chunk(x, *cols, job, names, block_info=None):
         b = min(a + rows, x.shape[0])
         blocks.append((s * k + j, [(x, col.get("labels"), None, col.get("row_ids"), a, b)]))
     n = _write_blocks(job, blocks)
-    return np.full(1, n, dtype=np.int64)
+    return np.full((1, 1), n, dtype=np.int64)
 
 
 def _verify_block(reader, i, names):
@@ -516,8 +516,11 @@ def _dense_writes(X, job, block_rows, labels, row_ids, pending, run):
         if col is not None:
             args.append(col.rechunk((X.chunks[0],))[:, None])
             names.append(name)
-    status = da.map_blocks(_write_dense_chunk, *args, job=job, names=tuple(names), dtype=np.int64, drop_axis=1,
-                           chunks=((1,) * X.numblocks[0],), meta=np.empty(0, np.int64), name=f"dk-write-{run}")
+    # a (1, 1) status per block, not drop_axis=1: dropping an axis makes dask concatenate along it,
+    # which copies every block of rows (one chunk or not) before this task sees it
+    status = da.map_blocks(_write_dense_chunk, *args, job=job, names=tuple(names), dtype=np.int64,
+                           chunks=((1,) * X.numblocks[0], (1,)), meta=np.empty((0, 0), np.int64),
+                           name=f"dk-write-{run}")
     return [status.blocks[np.asarray(pending)]]
 
 
