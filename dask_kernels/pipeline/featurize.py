@@ -22,7 +22,7 @@ from ..blocks import row_bounds, validate_block
 from ..io.dense import file_identity, from_array
 from ..io.sparse import SparsePartitions, from_sparse
 from ..sidecar import graph_arrays, map_arrays, rebuild_with_arrays, write_group
-from ..io.tabular import as_rows
+from ..io.tabular import as_rows, read_together
 from ..maps.base import ensure_fitted
 from . import store as _store
 from .append import append_target
@@ -510,6 +510,7 @@ def _dense_writes(X, job, block_rows, labels, row_ids, pending, run):
     shard's rows) of dense rows (a 1-element list)."""
     if not pending:
         return []
+    X, labels = read_together(X, labels)  # a Parquet partition's rows and labels: one read
     X = X.rechunk({0: block_rows, 1: -1})
     args, names = [X], []
     for name, col in (("labels", labels), ("row_ids", row_ids)):
