@@ -159,7 +159,7 @@ def _same_parts(a, b):
         for (u, g, n, i), (u2, g2, n2, i2) in zip(a, b))
 
 
-def read_together(X, y):
+def read_together(X: Any, y: Any) -> tuple[Any, Any]:
     """``(X, y)`` with each Parquet partition read once for both, when X's rows and y's labels
     come from :func:`read_parquet` over the same partitions (anything else is returned as it is).
 
