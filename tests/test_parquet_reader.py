@@ -106,3 +106,57 @@ def test_mixed_column_types_take_the_general_path(tmp_path):
     want = np.column_stack([np.arange(n) * 3.0, (np.arange(n) % 2 == 0).astype(float),
                             np.linspace(0, 1, n, dtype=np.float32).astype(np.float64)])
     assert R.dtype == np.float64 and np.array_equal(R, want)
+
+
+@pytest.fixture
+def row_group_reads(monkeypatch):
+    """Records the columns of every pyarrow read of row groups (one per open file and task)."""
+    calls = []
+    real = pq.ParquetFile.read_row_groups
+
+    def counting(self, row_groups, columns=None, **kwargs):
+        calls.append(list(columns))
+        return real(self, row_groups, columns=columns, **kwargs)
+
+    monkeypatch.setattr(pq.ParquetFile, "read_row_groups", counting)
+    return calls
+
+
+def test_featurize_with_a_label_reads_each_partition_once(tmp_path, row_group_reads):
+    """Rows and labels of one partition come from one open and one read of its row groups (the
+    features and the label column together), not one per array; the store holds the same
+    features and labels. The labels alone still read only the label column."""
+    X = (RNG.random((250, 6)) * (RNG.random((250, 6)) < 0.5)).astype(np.float32)
+    labels = np.arange(250) % 3
+    t = pa.table({**{f"c{j}": X[:, j] for j in range(6)}, "y": labels})
+    p = str(tmp_path / "t.parquet")
+    pq.write_table(t, p, row_group_size=50)
+    R, y = read_parquet(p, label="y", block_rows=100)  # 3 partitions of 2 row groups (the last 1)
+    m = GCWS(n_components=16, seed=0).fit(X[:1])
+    with dask.config.set(scheduler="synchronous"):
+        store = featurize(R, m, labels=y, store=str(tmp_path / "s.zarr"), block_rows=100, progress=False)
+    assert row_group_reads == [[f"c{j}" for j in range(6)] + ["y"]] * 3
+    assert np.array_equal(store.features[:].compute(), m.transform_block(X))
+    assert np.array_equal(np.asarray(store.labels[:].compute()), labels)
+
+    del row_group_reads[:]
+    assert np.array_equal(y.compute(scheduler="synchronous"), labels)
+    assert row_group_reads == [["y"]] * 3
+
+
+def test_read_together_keeps_keys_and_leaves_other_inputs_alone(tmp_path):
+    """Only the read layers are replaced (same names and chunks, same values); arrays not from
+    read_parquet, or of other partitions, are returned as they are."""
+    X = RNG.random((120, 4))
+    t = pa.table({"a": X[:, 0], "b": X[:, 1], "c": X[:, 2], "y": X[:, 3]})
+    p = str(tmp_path / "t.parquet")
+    pq.write_table(t, p, row_group_size=40)
+    R, y = read_parquet(p, label="y", block_rows=40)
+    R2, y2 = tabular.read_together(R, y)
+    assert (R2.name, R2.chunks, y2.name, y2.chunks) == (R.name, R.chunks, y.name, y.chunks)
+    got = dask.compute(R2, y2, scheduler="synchronous")
+    assert np.array_equal(got[0], X[:, :3]) and np.array_equal(got[1], X[:, 3])
+    other, _ = read_parquet(p, label="y", block_rows=80)  # other partitions: two reads stay two
+    assert tabular.read_together(other, y) == (other, y)
+    plain = dask.array.from_array(X[:, :3], chunks=40)
+    assert tabular.read_together(plain, y) == (plain, y)

@@ -98,7 +98,8 @@ class _PartReader:
         self.storage_options, self.columns, self.dtype = storage_options, tuple(columns), np.dtype(dtype)
         self.column = column  # one column, returned 1-d (the label)
 
-    def __call__(self, url, groups, n, identity):
+    def table(self, url, groups, n, identity, columns):
+        """The row groups' ``columns`` as an Arrow table of ``n`` rows, from the file first seen."""
         import fsspec
         import pyarrow.parquet as pq
 
@@ -106,14 +107,90 @@ class _PartReader:
         fs, p = fsspec.core.url_to_fs(url, **options)
         meta = _metadata(url, _options_json(options), identity.size, identity.mtime)
         with fs.open(p, "rb") as f:  # one thread: a task has one core (pyarrow's pool would take them all)
-            table = pq.ParquetFile(f, metadata=meta).read_row_groups(list(groups), columns=list(self.columns),
+            table = pq.ParquetFile(f, metadata=meta).read_row_groups(list(groups), columns=list(columns),
                                                                      use_threads=False)
         identity.check()  # after the read: these rows came from the file first seen
         if table.num_rows != n:
             raise InputChangedError(f"{url}: row groups {list(groups)} hold {table.num_rows} rows, the file's "
                                     f"metadata said {n} when the job started")
+        return table
+
+    def rows(self, table, n):
+        if table.column_names != list(self.columns):  # a joint read: the label and the features
+            table = table.select(list(self.columns))
         rows = _to_rows(table, n, self.dtype)
         return rows[:, 0] if self.column else rows
+
+    def __call__(self, url, groups, n, identity):
+        return self.rows(self.table(url, groups, n, identity, self.columns), n)
+
+
+class _JointReader:
+    """Reads one partition's feature columns and label column in one pass over its row groups
+    (one open and one read instead of one per array): returns ``(rows, labels)``."""
+
+    def __init__(self, x, y):
+        self.x, self.y = x, y
+
+    def __call__(self, url, groups, n, identity):
+        table = self.x.table(url, groups, n, identity, dict.fromkeys((*self.x.columns, *self.y.columns)))
+        return self.x.rows(table, n), self.y.rows(table, n)
+
+
+def _reader_layer(A):
+    """``(layer name, reader, parts in block order)`` of the one read_parquet layer in the graph
+    of dask array ``A``, or None."""
+    from dask.highlevelgraph import MaterializedLayer
+
+    found = []
+    for name, layer in A.dask.layers.items():
+        if name.startswith("parquet-") and isinstance(layer, MaterializedLayer):
+            tasks = layer.mapping
+            first = next(iter(tasks.values()), None)
+            if isinstance(first, tuple) and type(first[0]) is _PartReader:
+                keys = sorted(tasks, key=lambda k: k[1])
+                found.append((name, first[0], [tasks[k][1:] for k in keys], keys))
+    return found[0] if len(found) == 1 else None
+
+
+def _same_parts(a, b):
+    return len(a) == len(b) and all(
+        (u, g, n, i.path, i.size, i.mtime) == (u2, g2, n2, i2.path, i2.size, i2.mtime)
+        for (u, g, n, i), (u2, g2, n2, i2) in zip(a, b))
+
+
+def read_together(X: Any, y: Any) -> tuple[Any, Any]:
+    """``(X, y)`` with each Parquet partition read once for both, when X's rows and y's labels
+    come from :func:`read_parquet` over the same partitions (anything else is returned as it is).
+
+    Separately, a partition's rows and its label are two tasks that each open the file and read
+    its row groups; computed together (as :func:`~dask_kernels.featurize` does) one task reading
+    the feature columns and the label column is enough. Only the read layers are replaced: keys,
+    chunks and everything computed from them stay the same. Computing ``y`` alone from the result
+    would read the feature columns too, so only call this where both are computed.
+    """
+    import operator
+
+    from dask.highlevelgraph import HighLevelGraph
+
+    if not (isinstance(X, da.Array) and isinstance(y, da.Array)):
+        return X, y
+    lx, ly = _reader_layer(X), _reader_layer(y)
+    if lx is None or ly is None or lx[1].column or not ly[1].column or not _same_parts(lx[2], ly[2]) \
+            or _options_json(lx[1].storage_options) != _options_json(ly[1].storage_options):
+        return X, y
+    joint = f"parquet-joint-{_hash(lx[0], ly[0])}"
+    reader = _JointReader(lx[1], ly[1])
+    shared = {(joint, i): (reader, *part) for i, part in enumerate(lx[2])}
+
+    def rebuilt(A, layer, which):
+        name, _, _, keys = layer
+        layers, deps = dict(A.dask.layers), {k: set(v) for k, v in A.dask.dependencies.items()}
+        layers[name] = {key: (operator.getitem, (joint, key[1]), which) for key in keys}
+        layers[joint], deps[name], deps[joint] = shared, {joint}, set()
+        return da.Array(HighLevelGraph(layers, deps), A.name, A.chunks, meta=A._meta)
+
+    return rebuilt(X, lx, 0), rebuilt(y, ly, 1)
 
 
 #: Columns gathered at once when turning Parquet's columns into rows (the general path).

@@ -22,7 +22,7 @@ from ..blocks import row_bounds, validate_block
 from ..io.dense import file_identity, from_array
 from ..io.sparse import SparsePartitions, from_sparse
 from ..sidecar import graph_arrays, map_arrays, rebuild_with_arrays, write_group
-from ..io.tabular import as_rows
+from ..io.tabular import as_rows, read_together
 from ..maps.base import ensure_fitted
 from . import store as _store  # its _INTEGRITY switch, read at run time (benchmarks turn it off)
 from .creation import create_store
@@ -167,7 +167,7 @@ def _write_dense_chunk(x, *cols, job, names, block_info=None):
         b = min(a + rows, x.shape[0])
         blocks.append((s * k + j, [(x, col.get("labels"), None, col.get("row_ids"), a, b)]))
     n = _write_blocks(job, blocks)
-    return np.full(1, n, dtype=np.int64)
+    return np.full((1, 1), n, dtype=np.int64)
 
 
 def _verify_block(reader, i, names):
@@ -517,14 +517,18 @@ def _dense_writes(X, job, block_rows, labels, row_ids, pending, run):
     shard's rows) of dense rows (a 1-element list)."""
     if not pending:
         return []
+    X, labels = read_together(X, labels)  # a Parquet partition's rows and labels: one read
     X = X.rechunk({0: block_rows, 1: -1})
     args, names = [X], []
     for name, col in (("labels", labels), ("row_ids", row_ids)):
         if col is not None:
             args.append(col.rechunk((X.chunks[0],))[:, None])
             names.append(name)
-    status = da.map_blocks(_write_dense_chunk, *args, job=job, names=tuple(names), dtype=np.int64, drop_axis=1,
-                           chunks=((1,) * X.numblocks[0],), meta=np.empty(0, np.int64), name=f"dk-write-{run}")
+    # a (1, 1) status per block, not drop_axis=1: dropping an axis makes dask concatenate along it,
+    # which copies every block of rows (one chunk or not) before this task sees it
+    status = da.map_blocks(_write_dense_chunk, *args, job=job, names=tuple(names), dtype=np.int64,
+                           chunks=((1,) * X.numblocks[0], (1,)), meta=np.empty((0, 0), np.int64),
+                           name=f"dk-write-{run}")
     return [status.blocks[np.asarray(pending)]]
 
 
