@@ -11,7 +11,9 @@ tiny all-zero block, dense and CSR (the kernels are compiled per argument type, 
 so this loads exactly the code the real blocks use); for each full spec (a fitted map's
 :meth:`~dask_kernels.maps.base.FeatureMap.spec`), that map on a tiny block, which also builds
 its parameter tables. A failure is logged by the worker and changes nothing: the first block
-then warms the worker as before.
+then warms the worker as before. The plugin also imports what a worker's first store block
+needs besides the kernels (Zarr) in a background thread, while the worker waits for its first
+task.
 
 Numba's on-disk cache (``NUMBA_CACHE_DIR``, or ``__pycache__`` beside the package) is shared
 by every process of one machine, so workers load compiled kernels instead of compiling them;
@@ -20,8 +22,10 @@ a LocalCluster's workers inherit the environment of the process that starts them
 
 from __future__ import annotations
 
+import importlib
 import json
 import logging
+import threading
 import time
 from collections.abc import Iterable
 
@@ -83,6 +87,27 @@ def warm_maps(methods: Iterable[str] = (), specs: Iterable[str | dict] = ()) -> 
     return seconds
 
 
+#: What a worker's first store block imports besides the kernels (Zarr: ~0.5 s).
+WRITER_MODULES = ("zarr.codecs",)
+
+
+def _import_beside(modules: Iterable[str]) -> threading.Thread:
+    """Import ``modules`` in a daemon thread (returned), ignoring failures: a worker imports them
+    while it waits for its first task (the client is still fitting the map and creating the
+    store) instead of in that task; a task that needs one sooner waits for the import."""
+
+    def run():
+        for name in modules:
+            try:
+                importlib.import_module(name)
+            except Exception:  # pragma: no cover - the task that needs it reports the error
+                pass
+
+    thread = threading.Thread(target=run, name="dask-kernels-imports", daemon=True)
+    thread.start()
+    return thread
+
+
 class WarmKernels(WorkerPlugin):
     """Worker plugin: :func:`warm_maps` at worker start (present and future workers).
 
@@ -113,6 +138,7 @@ class WarmKernels(WorkerPlugin):
         self.seconds = {}
 
     def setup(self, worker) -> None:
+        _import_beside(WRITER_MODULES)
         try:
             self.seconds = warm_maps(self.methods, self.specs)
         except Exception as e:  # warming is an optimization: never fail a worker's start for it

@@ -85,3 +85,43 @@ def test_workers_start_from_a_forkserver_unless_configured_otherwise():
     assert worker_start_method() == expect
     with dask.config.set({"distributed.worker.multiprocessing-method": "fork"}):
         assert worker_start_method() == "fork"  # a user's explicit choice is kept
+
+
+def test_prepare_runs_in_another_thread_and_its_failure_is_ignored():
+    import threading
+
+    from dask_kernels.cli._cluster import _run_beside
+
+    ran = []
+    wait = _run_beside(lambda: ran.append(threading.current_thread().name))
+    wait()
+    assert ran == ["dask-kernels-prepare"]  # done when the waiter returns, not in this thread
+
+    def fail():
+        raise RuntimeError("not loaded")
+
+    _run_beside(fail)()  # no exception: what it loads is loaded (and reported) where it is used
+    _run_beside(None)()
+
+
+def test_what_the_command_and_the_workers_load_while_they_wait():
+    """featurize's prepare loads Zarr and Numba's input check; WarmKernels.setup imports Zarr in
+    a thread (in a fresh process: neither is imported by importing the modules)."""
+    import subprocess
+    import sys
+
+    code = """if True:
+        import sys, threading
+        from dask_kernels.cli.featurize import _prepare_client
+        from dask_kernels.warm import WarmKernels
+        from dask_kernels import blocks
+        assert "zarr" not in sys.modules and not blocks._first_bad_row.signatures
+        WarmKernels().setup(worker=None)
+        [t.join() for t in threading.enumerate() if t.name == "dask-kernels-imports"]
+        assert "zarr.codecs" in sys.modules
+        _prepare_client()
+        assert blocks._first_bad_row.signatures  # Numba started: the fit's first check is ready
+        print("ok")
+    """
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.stdout.strip() == "ok", out.stderr

@@ -10,6 +10,7 @@ import argparse
 import contextlib
 import json
 import os
+import threading
 import time
 
 from ._args import UsageError, connect, positive_float, positive_int, scheduler_address
@@ -150,12 +151,33 @@ def worker_start_method():
     return method
 
 
+def _run_beside(prepare):
+    """Start ``prepare()`` in a daemon thread; return a function that waits for it. A failure is
+    ignored: what it loads is loaded again, and any error reported, where it is used."""
+    if prepare is None:
+        return lambda: None
+
+    def run():
+        try:
+            prepare()
+        except Exception:  # an optimization only
+            pass
+
+    thread = threading.Thread(target=run, name="dask-kernels-prepare", daemon=True)
+    thread.start()
+    return thread.join
+
+
 @contextlib.contextmanager
-def client_for(args):
+def client_for(args, prepare=None):
     """A distributed Client as the arguments say; closes what it started.
 
     Registers :func:`warm_plugin`, so that workers (those present, and any that join later)
-    load the map's Numba kernels at start rather than in their first block."""
+    load the map's Numba kernels at start rather than in their first block.
+
+    ``prepare``: a function run in a thread of this process while a LocalCluster starts (and
+    waited for before the client is handed out), to load what the command uses next (Zarr, Numba)
+    while this process would otherwise only wait for its workers."""
     from distributed import Client, LocalCluster
 
     if getattr(args, "scheduler", None):
@@ -169,10 +191,12 @@ def client_for(args):
     else:
         import dask
 
+        prepared = _run_beside(prepare)
         with dask.config.set({"distributed.worker.multiprocessing-method": worker_start_method()}):
             cluster = LocalCluster(n_workers=args.workers, threads_per_worker=args.threads_per_worker,
                                    processes=True, dashboard_address=":0")
         client = Client(cluster)
+        prepared()
     try:
         plugin = warm_plugin(args)
         if plugin is not None:

@@ -103,6 +103,18 @@ def read_input(args):
     return X
 
 
+def _prepare_client():
+    """What this process loads after its LocalCluster is up, loaded while it starts (see
+    :func:`~._cluster.client_for`): Zarr, for creating the store, and Numba with the input check,
+    for fitting the map on the first block (about 0.3 s each, otherwise paid in turn)."""
+    import numpy as np
+    import zarr.codecs  # noqa: F401
+
+    from ..blocks import validate_block
+
+    validate_block(np.zeros((1, 1)))
+
+
 def run(args):
     import time
 
@@ -124,7 +136,7 @@ def run(args):
     if args.append:  # the store's map, fixed by its first rows (None: these rows create the store)
         method, params = explicit_map(args)
         stored_map = append_map(output, params, method=method)
-    with client_for(args):
+    with client_for(args, prepare=_prepare_client):
         X = read_input(args)
         labels = None
         if args.labels:
