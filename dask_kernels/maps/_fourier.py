@@ -179,6 +179,16 @@ def gemm_row_blocks(fmap):
     return (GEMM_BLOCKS[0], None) if tiled(fmap) else GEMM_BLOCKS
 
 
+class GemmRowBlocks:
+    """Mixin of the maps whose public transform is an SGEMM in tiles (RFF, NRFF): their row
+    blocks are :func:`gemm_row_blocks`."""
+
+    @property
+    def _row_blocks(self):
+        """Row blocks of the public transform: large, for SGEMM's efficiency (see ``gemm_row_blocks``)."""
+        return gemm_row_blocks(self)
+
+
 def projection_tiles(fmap, n_rows):
     """``[(a, b, c0, c1), ...]``: rows ``a:b`` and columns ``c0:c1`` of each tile of the public
     transform of ``n_rows`` dense rows (:func:`tiled` maps; one panel per row block otherwise).

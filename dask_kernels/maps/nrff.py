@@ -23,7 +23,7 @@ from ._fourier import COMMON_CONSTRAINTS, NORMAL_MAX, POSITIVE_FINITE, FloatFeat
 from ._fourier import projection_tables, row_chunks
 from .._compat import cgutils
 from ._cos32 import cos32_into, shift_cos32v2
-from ._fourier import cached_table, gemm_row_blocks, projection_tiles, tiled
+from ._fourier import GemmRowBlocks, cached_table, projection_tiles, tiled
 from ._parallel import row_blocks
 from ._subset import FEATURE_IDS_CONSTRAINT, FeatureIds, normal_columns, phases_of
 from .base import FeatureMap
@@ -139,7 +139,7 @@ def _input_norms(X):
 
 
 @fill_doc
-class NRFF(FeatureIds, FloatFeatures, FeatureMap):
+class NRFF(GemmRowBlocks, FeatureIds, FloatFeatures, FeatureMap):
     """Normalized random Fourier features for ``exp(-gamma (1 - rho))``, rho = cosine similarity.
 
     Each row ``x`` is scaled to ``u = x / ||x||``; features ``X_j = cos(sqrt(gamma) r_j . u + w_j)``
@@ -238,11 +238,6 @@ class NRFF(FeatureIds, FloatFeatures, FeatureMap):
     def transform_block(self, X: Any, row_offset: int = 0) -> np.ndarray:
         """Unit-length features of a validated block: ndarray (n, n_components)."""
         return self._transform_into(X, None, row_offset)
-
-    @property
-    def _row_blocks(self):
-        """Row blocks of the public transform: large, for SGEMM's efficiency (see ``gemm_row_blocks``)."""
-        return gemm_row_blocks(self)
 
     def _transform_phases(self, X):
         """The public transform of dense input in two phases: the product in tiles

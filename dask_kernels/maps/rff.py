@@ -26,7 +26,7 @@ from functools import partial
 from ._fourier import CAUCHY_MAX, COMMON_CONSTRAINTS, NORMAL_MAX, POSITIVE_FINITE, FloatFeatures, cauchy_table
 from ._fourier import normal_table, projection_bound, projection_tables, row_chunks
 from ._cos32 import affine_cos32_rows, shift_cos32v2_rows, shift_cos32v2_tile
-from ._fourier import cached_table, gemm_row_blocks, projection_tiles, tiled
+from ._fourier import GemmRowBlocks, cached_table, projection_tiles, tiled
 from ._sparse import MAX_NONZEROS, SparseFrequencies, sparse_support, sparse_values
 from ._subset import FEATURE_IDS_CONSTRAINT, FeatureIds, cauchy_columns, normal_columns, phases_of
 from .base import FeatureMap
@@ -59,7 +59,7 @@ def projection(X, W, dtype, out=None):
 
 
 @fill_doc
-class RFF(FeatureIds, FloatFeatures, FeatureMap):
+class RFF(GemmRowBlocks, FeatureIds, FloatFeatures, FeatureMap):
     """Random Fourier features for ``exp(-gamma ||x - y||^2)`` or ``exp(-gamma ||x - y||_1)``.
 
     ``z_j(x) = sqrt(2 / k) * cos(w_j . x + b_j)`` for j < k = ``n_components``, with
@@ -208,11 +208,6 @@ class RFF(FeatureIds, FloatFeatures, FeatureMap):
     def transform_block(self, X: Any, row_offset: int = 0) -> np.ndarray:
         """Features of a validated block: ndarray (n, n_components) of ``output_dtype_``."""
         return self._transform_into(X, None, row_offset)
-
-    @property
-    def _row_blocks(self):
-        """Row blocks of the public transform: large, for SGEMM's efficiency (see ``gemm_row_blocks``)."""
-        return gemm_row_blocks(self)
 
     def _transform_phases(self, X):
         """The public transform of dense input in tiles (:func:`._fourier.projection_tiles`), each
