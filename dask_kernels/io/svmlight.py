@@ -170,7 +170,9 @@ def _parse_python(data, begin, n_features, zero_based, want_arrays):
             except ValueError:
                 fail(f"expected <index>:<value>, found {tok.decode('utf-8', 'replace')!r}")
             if col < 0:
-                fail(f"feature index {col + base} is below {base} ({'zero' if zero_based else 'one'}-based indices)")
+                fail(f"feature index {col + base} is below {base} ({'zero' if zero_based else 'one'}-based indices"
+                     + ("" if zero_based else "; a file written with 0-based indices, as scikit-learn's "
+                        "dump_svmlight_file writes by default, needs zero_based=True (--zero-based)") + ")")
             if n_features is not None and col >= n_features:
                 fail(f"feature index {col + base} is beyond the declared dimension n_features={n_features}")
             cols.append(col)

@@ -177,3 +177,17 @@ def test_select_takes_block_rows_like_featurize_and_train(files, capsys):
     assert capsys.readouterr().err.endswith("expected a .json file name (the spec)\n")
     line = _error(capsys, argv + ["--chunks", "10", "--block-rows", "10"])
     assert line.endswith("--chunks is the deprecated name of --block-rows: give --block-rows only")
+
+
+def test_a_zero_based_svmlight_file_read_one_based_names_the_flag(tmp_path, capsys):
+    """scikit-learn's dump_svmlight_file writes 0-based indices by default; read as LIBSVM's
+    1-based, the error says how to read it (it named only the index before)."""
+    from sklearn.datasets import dump_svmlight_file, load_wine
+
+    X, y = load_wine(return_X_y=True)
+    dump_svmlight_file(X, y, str(tmp_path / "wine.svm"))
+    assert main(["featurize", str(tmp_path / "wine.svm"), str(tmp_path / "w.zarr"), "--workers", "1",
+                 "--no-progress"]) != 0
+    err = capsys.readouterr().err
+    assert "--zero-based" in err and "Traceback" not in err
+    assert not (tmp_path / "w.zarr").exists()
