@@ -91,13 +91,18 @@ def _rows(n, row_offset, row_numbers):
     return f"rows {row_offset}..{row_offset + n - 1}"
 
 
+class InputValueError(ValueError):
+    """A value of the input rows that no map may read (NaN, infinity, beyond the map's bound);
+    the message names its row and column, and a caller that knows the input's name adds it."""
+
+
 def _value_error(value, bound, row, col):
     if np.isfinite(value):
-        return ValueError(
+        return InputValueError(
             f"Input value {value!r} in row {row}, column {col} exceeds the magnitude bound {bound:.6g} "
             "of this map (beyond it the map's arithmetic overflows): rescale the data."
         )
-    return ValueError(
+    return InputValueError(
         f"Input contains NaN or infinity ({value}) in row {row}, column {col}; clean or impute the data first."
     )
 

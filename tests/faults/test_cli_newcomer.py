@@ -191,3 +191,14 @@ def test_a_zero_based_svmlight_file_read_one_based_names_the_flag(tmp_path, caps
     err = capsys.readouterr().err
     assert "--zero-based" in err and "Traceback" not in err
     assert not (tmp_path / "w.zarr").exists()
+
+
+def test_nan_in_the_input_names_the_file_as_well_as_row_and_column(tmp_path, capsys):
+    X = np.random.default_rng(0).random((50, 4))
+    X[7, 2] = np.nan
+    np.save(tmp_path / "rows.npy", X)
+    assert main(["featurize", str(tmp_path / "rows.npy"), str(tmp_path / "r.zarr"), "--workers", "1",
+                 "--no-progress"]) != 0
+    err = capsys.readouterr().err
+    assert f"input {tmp_path / 'rows.npy'}: " in err and "row 7, column 2" in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
