@@ -36,7 +36,12 @@ class NpyFile:
         self.path = os.path.abspath(path)
         self.token = _file_token(self.path)
         self.identity = FileIdentity(self.path)
-        arr = np.load(self.path, mmap_mode="r")
+        try:
+            arr = np.load(self.path, mmap_mode="r", allow_pickle=False)
+        except (ValueError, EOFError, OSError) as e:  # empty, truncated, not .npy: numpy names no file
+            raise ValueError(f"{path}: not a readable .npy file ({type(e).__name__}: {e})") from None
+        if not isinstance(arr, np.ndarray):  # an .npz archive under a .npy name
+            raise ValueError(f"{path}: not a .npy file (an .npz archive?)")
         if arr.ndim != 2:
             raise ValueError(f"{path}: expected a 2-d array of rows, found shape {arr.shape}")
         self.shape, self.dtype, self.ndim = arr.shape, arr.dtype, 2

@@ -202,3 +202,17 @@ def test_nan_in_the_input_names_the_file_as_well_as_row_and_column(tmp_path, cap
     err = capsys.readouterr().err
     assert f"input {tmp_path / 'rows.npy'}: " in err and "row 7, column 2" in err and "Traceback" not in err
     assert len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("damage", ["empty", "truncated"])
+def test_read_npy_in_python_names_a_damaged_file(tmp_path, damage):
+    """The CLI checks .npy files itself; Python users of ``read_npy`` get the file named too
+    (numpy's own errors, EOFError or 'mmap length is greater than file size', name none)."""
+    from dask_kernels.io import read_npy
+
+    path = tmp_path / "rows.npy"
+    np.save(path, np.ones((100, 8)))
+    data = path.read_bytes()
+    path.write_bytes(b"" if damage == "empty" else data[: len(data) // 2])
+    with pytest.raises(ValueError, match="rows.npy: not a readable .npy file"):
+        read_npy(str(path))
