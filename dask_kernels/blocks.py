@@ -237,7 +237,7 @@ def validate_block(X: Any, width: int | None = None, *,
     >>> validate_block(np.array([[1.0, 2.0], [3.0, 1e300]]), 2, max_abs=1e30, row_offset=10)
     Traceback (most recent call last):
     ...
-    ValueError: Input value 1e+300 in row 11, column 1 exceeds the magnitude bound 1e+30 of this map (beyond it the map's arithmetic overflows): rescale the data.
+    dask_kernels.blocks.InputValueError: Input value 1e+300 in row 11, column 1 exceeds the magnitude bound 1e+30 of this map (beyond it the map's arithmetic overflows): rescale the data.
     """
     dtypes = tuple(np.dtype(d) for d in dtypes)
     if sp.issparse(X):
