@@ -87,8 +87,6 @@ def _estimator(args, eta0, fmap=None):
 
 
 def _source(args):
-    import numpy as np
-
     from dask_kernels.learn import ArraySource, StoreSource
 
     from ._center import resolve_center
