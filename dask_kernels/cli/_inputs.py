@@ -1,9 +1,5 @@
 """Rows and labels named on the command line, opened lazily (nothing is read until computed)."""
 
-import os
-
-import numpy as np
-
 from ._args import UsageError, positive_int
 from ._paths import compressed_error, existing, input_format, is_url
 
@@ -47,23 +43,14 @@ def open_rows(path, fmt="auto", *, n_features=None, zero_based=False, blocksize=
 
 
 def open_npy(path, flag, ndim=None):
-    """A local ``.npy`` memory-mapped, or one UsageError naming ``flag`` and the file.
+    """A local ``.npy`` memory-mapped (:func:`dask_kernels.io.dense.load_npy`), or one
+    UsageError naming ``flag`` and the file."""
+    from ..io.dense import load_npy
 
-    numpy's own errors name neither: an empty file raises EOFError, a truncated one "mmap length
-    is greater than file size", and a file of pickled objects a message about ``allow_pickle``.
-    """
     try:
-        a = np.load(path, mmap_mode="r", allow_pickle=False)
-    except (ValueError, EOFError, OSError) as e:
-        size = os.path.getsize(path) if os.path.isfile(path) else None
-        why = "empty file" if size == 0 else str(e) or type(e).__name__
-        raise UsageError(f"{flag} {path}: not a readable .npy file ({why})") from None
-    if not isinstance(a, np.ndarray):  # np.load returns an NpzFile for a .npz renamed .npy
-        raise UsageError(f"{flag} {path}: not a .npy file (an .npz archive?)")
-    if ndim is not None and a.ndim != ndim:
-        what = "a 2-d array of rows" if ndim == 2 else "a 1-d array"
-        raise UsageError(f"{flag} {path}: expected {what}, found shape {a.shape}")
-    return a
+        return load_npy(path, ndim)
+    except ValueError as e:  # it starts with the path
+        raise UsageError(f"{flag} {e}") from None
 
 
 def load_labels(path, n_rows, flag="--labels"):

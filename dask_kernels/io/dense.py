@@ -29,6 +29,27 @@ def _file_token(path):
     return f"{os.path.abspath(path)}|{st.st_size}|{st.st_mtime_ns}"
 
 
+def load_npy(path: str, ndim: int | None = None) -> np.ndarray:
+    """The local ``.npy`` file ``path`` memory-mapped, or a ValueError naming the file.
+
+    numpy's own errors name no file: an empty file raises EOFError, a truncated one "mmap
+    length is greater than file size", pickled objects a message about ``allow_pickle``, and
+    an ``.npz`` archive under a ``.npy`` name loads as an archive. ``ndim``: the dimensions
+    required (2: rows, 1: labels).
+    """
+    try:
+        a = np.load(path, mmap_mode="r", allow_pickle=False)
+    except (ValueError, EOFError, OSError) as e:
+        why = "empty file" if os.path.isfile(path) and os.path.getsize(path) == 0 else str(e) or type(e).__name__
+        raise ValueError(f"{path}: not a readable .npy file ({why})") from None
+    if not isinstance(a, np.ndarray):  # np.load returns an NpzFile for a .npz renamed .npy
+        raise ValueError(f"{path}: not a .npy file (an .npz archive?)")
+    if ndim is not None and a.ndim != ndim:
+        what = "a 2-d array of rows" if ndim == 2 else "a 1-d array"
+        raise ValueError(f"{path}: expected {what}, found shape {a.shape}")
+    return a
+
+
 class NpyFile:
     """A picklable stand-in for a memory-mapped ``.npy``: opened lazily in each process."""
 
@@ -36,14 +57,7 @@ class NpyFile:
         self.path = os.path.abspath(path)
         self.token = _file_token(self.path)
         self.identity = FileIdentity(self.path)
-        try:
-            arr = np.load(self.path, mmap_mode="r", allow_pickle=False)
-        except (ValueError, EOFError, OSError) as e:  # empty, truncated, not .npy: numpy names no file
-            raise ValueError(f"{path}: not a readable .npy file ({type(e).__name__}: {e})") from None
-        if not isinstance(arr, np.ndarray):  # an .npz archive under a .npy name
-            raise ValueError(f"{path}: not a .npy file (an .npz archive?)")
-        if arr.ndim != 2:
-            raise ValueError(f"{path}: expected a 2-d array of rows, found shape {arr.shape}")
+        arr = load_npy(path, ndim=2)
         self.shape, self.dtype, self.ndim = arr.shape, arr.dtype, 2
 
     def __getitem__(self, key):
