@@ -27,7 +27,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import numpy as np
 import scipy.sparse as sp
@@ -91,21 +91,25 @@ def warm_maps(methods: Iterable[str] = (), specs: Iterable[str | dict] = ()) -> 
 WRITER_MODULES = ("zarr.codecs",)
 
 
-def _import_beside(modules: Iterable[str]) -> threading.Thread:
-    """Import ``modules`` in a daemon thread (returned), ignoring failures: a worker imports them
-    while it waits for its first task (the client is still fitting the map and creating the
-    store) instead of in that task; a task that needs one sooner waits for the import."""
+def run_beside(fn: Callable[[], object], name: str) -> threading.Thread:
+    """Start ``fn()`` in a daemon thread called ``name`` (returned), ignoring its failure: it only
+    loads ahead what a later step uses (a worker's first task, a command after its cluster is
+    up), and that step loads it again, and reports any error, itself."""
 
     def run():
-        for name in modules:
-            try:
-                importlib.import_module(name)
-            except Exception:  # pragma: no cover - the task that needs it reports the error
-                pass
+        try:
+            fn()
+        except Exception:  # pragma: no cover - an optimization only
+            pass
 
-    thread = threading.Thread(target=run, name="dask-kernels-imports", daemon=True)
+    thread = threading.Thread(target=run, name=name, daemon=True)
     thread.start()
     return thread
+
+
+def _import_all(modules: Iterable[str]) -> None:
+    for name in modules:
+        importlib.import_module(name)
 
 
 class WarmKernels(WorkerPlugin):
@@ -138,7 +142,9 @@ class WarmKernels(WorkerPlugin):
         self.seconds = {}
 
     def setup(self, worker) -> None:
-        _import_beside(WRITER_MODULES)
+        # while the worker waits for its first task (the client is still fitting the map and
+        # creating the store) instead of in that task
+        run_beside(lambda: _import_all(WRITER_MODULES), "dask-kernels-imports")
         try:
             self.seconds = warm_maps(self.methods, self.specs)
         except Exception as e:  # warming is an optimization: never fail a worker's start for it

@@ -10,7 +10,6 @@ import argparse
 import contextlib
 import json
 import os
-import threading
 import time
 
 from ._args import UsageError, connect, positive_float, positive_int, scheduler_address
@@ -152,20 +151,13 @@ def worker_start_method():
 
 
 def _run_beside(prepare):
-    """Start ``prepare()`` in a daemon thread; return a function that waits for it. A failure is
-    ignored: what it loads is loaded again, and any error reported, where it is used."""
+    """Start ``prepare()`` in a thread (:func:`dask_kernels.warm.run_beside`: a failure is
+    ignored); return a function that waits for it."""
     if prepare is None:
         return lambda: None
+    from ..warm import run_beside
 
-    def run():
-        try:
-            prepare()
-        except Exception:  # an optimization only
-            pass
-
-    thread = threading.Thread(target=run, name="dask-kernels-prepare", daemon=True)
-    thread.start()
-    return thread.join
+    return run_beside(prepare, "dask-kernels-prepare").join
 
 
 @contextlib.contextmanager
