@@ -309,11 +309,13 @@ class RandomFeatureSelector(TransformerMixin, BaseEstimator):
         if not hasattr(X, "dask") and not isinstance(X, SparsePartitions):
             return validate_data(self, X, reset=True, accept_sparse=("csr", "csc", "coo"), dtype=None,
                                  ensure_all_finite=False)
+        what = "svmlight partitions" if isinstance(X, SparsePartitions) else "a Dask array"
         if len(X.shape) != 2:
-            raise ValueError(f"expected 2-d rows (n_samples, n_features), got a Dask array of shape {X.shape}")
+            raise ValueError(f"expected 2-d rows (n_samples, n_features), got {what} of shape {X.shape}")
         if not X.shape[0] >= 1 or not X.shape[1] >= 1:  # NaN (unknown) row counts fail here too
-            raise ValueError(f"found a Dask array of shape {X.shape}: selection needs at least one row and one "
-                             "feature (and known chunk sizes: X.compute_chunk_sizes())")
+            raise ValueError(f"found {what} of shape {X.shape}: selection needs at least one row and one "
+                             "feature" + ("" if isinstance(X, SparsePartitions) else
+                                          " (and known chunk sizes: X.compute_chunk_sizes())"))
         self.n_features_in_ = int(X.shape[1])
         return X
 
