@@ -33,5 +33,5 @@ def test_featurize_reads_one_and_zero_based_svmlight(tmp_path, zero_based):
     path = str(tmp_path / "x.svm")
     dump_svmlight_file(X, np.arange(30) % 2, path, zero_based=zero_based)
     argv = ["featurize", path, str(tmp_path / "out.zarr"), "--n-features", "6"] + ["--zero-based"] * zero_based
-    rows, labels, _ = read_input(build_parser().parse_args(argv)).compute()
+    rows, labels, _ = read_input(build_parser().parse_args(argv))[0].compute()
     assert np.array_equal(rows.toarray(), X) and labels.tolist() == [i % 2 for i in range(30)]

@@ -86,7 +86,7 @@ def test_svmlight_with_labels_and_npy_without_labels_are_one_line_errors(data, c
     dump_svmlight_file(X, y, str(d / "train.svm"), zero_based=False)
     for argv, message in (
         (["select", str(d / "train.svm"), str(d / "o.json"), "--labels", str(d / "y.npy")], "svmlight files carry"),
-        (["select", str(d / "X.npy"), str(d / "o.json")], "--labels: required for npy input"),
+        (["select", str(d / "X.npy"), str(d / "o.json")], "X.npy: has no labels; pass --labels y.npy"),
     ):
         assert main(argv) != 0
         err = capsys.readouterr().err

@@ -5,7 +5,7 @@ import dask.array as da
 import numpy as np
 
 from ._args import UsageError
-from ._inputs import open_rows
+from ._inputs import open_rows, table_columns
 
 
 def _apply_part(model, method, part):
@@ -41,13 +41,10 @@ def open_for_model(model, path, args, flag="input"):
     n_features = args.n_features
     if n_features is None and model.feature_map is not None:
         n_features = int(model.feature_map.n_features_in_)
-    fmt, X = open_rows(path, args.format, n_features=n_features, zero_based=args.zero_based,
-                       blocksize=args.blocksize, flag=flag)
-    if fmt == "store":
-        return X, X.labels
-    if fmt == "svmlight":
-        return X, X.labels
-    return X, None
+    fmt, X, labels = open_rows(path, args.format, n_features=n_features, zero_based=args.zero_based,
+                               blocksize=args.blocksize, columns=table_columns(args), label_column=args.label_column,
+                               flag=flag)
+    return X, labels
 
 
 def check_npy_first(model, path, args):
@@ -69,4 +66,5 @@ def check_width(model, X, path):
         return
     if want is not None and int(X.shape[1]) != int(want):
         raise UsageError(f"input {path}: {int(X.shape[1])} columns, but the model was trained on {want} "
-                         "(svmlight: pass --n-features)")
+                         "(svmlight: pass --n-features; Parquet/CSV: name the label column with --label-column, "
+                         "or the features with --columns)")

@@ -1,45 +1,122 @@
 """Rows and labels named on the command line, opened lazily (nothing is read until computed)."""
 
 from ._args import UsageError, positive_int
-from ._paths import compressed_error, existing, input_format, is_url
+from ._paths import CSV_COMPRESSED, compressed_error, existing, input_format, is_url
+
+
+def add_table_arguments(parser):
+    """``--columns`` and ``--label-column``: which columns of a Parquet or CSV input are what."""
+    parser.add_argument("--columns", action="append", metavar="A,B,...",
+                        help="Parquet/CSV: feature columns, in this order (comma-separated; may be repeated; "
+                             "default: every numeric column but the label column)")
+    parser.add_argument("--label-column", metavar="NAME",
+                        help="Parquet/CSV: the column of labels (kept out of the features)")
 
 
 def add_input_arguments(parser, blocksize_default=64 * 2**20):
-    parser.add_argument("--format", choices=["auto", "npy", "zarr", "svmlight"], default="auto",
-                        help="input format (default: from the name: .npy, .zarr, anything else svmlight)")
+    parser.add_argument("--format", choices=["auto", "npy", "zarr", "svmlight", "parquet", "csv"], default="auto",
+                        help="input format (default: from the name: .npy, .zarr, .parquet/.pq or a folder of "
+                             ".parquet files, .csv (also .csv.gz), anything else svmlight)")
     parser.add_argument("--n-features", type=positive_int, help="svmlight: input dimension (default: found in a "
                         "first pass; give the training dimension to read a file whose highest index is smaller)")
     parser.add_argument("--zero-based", action="store_true",
                         help="svmlight: indices start at 0 (default: 1, as in LIBSVM files)")
-    parser.add_argument("--blocksize", type=positive_int, default=blocksize_default, help="svmlight: bytes per partition")
+    parser.add_argument("--blocksize", type=positive_int, default=blocksize_default,
+                        help="svmlight and CSV: bytes per partition")
+    add_table_arguments(parser)
+
+
+def table_columns(args):
+    """The ``--columns`` list (None: all numeric), split on commas."""
+    given = getattr(args, "columns", None)
+    if not given:
+        return None
+    names = [c.strip() for value in given for c in value.split(",")]
+    if not all(names):
+        raise UsageError(f"--columns {','.join(given)}: an empty column name")
+    return names
 
 
 def open_rows(path, fmt="auto", *, n_features=None, zero_based=False, blocksize=64 * 2**20, block_rows=None,
-              flag="input"):
-    """``(format, rows)``: a dask array (.npy, Zarr) or SparsePartitions (svmlight); ``path``
-    normalized. A feature store is returned as ``("store", FeatureStore)``."""
+              columns=None, label_column=None, flag="input"):
+    """``(format, rows, labels)``, lazily; ``path`` normalized.
+
+    ``rows`` is a dask array (.npy, Zarr, Parquet, CSV), SparsePartitions (svmlight) or, for a
+    feature store, the FeatureStore. ``labels`` are those the input carries (svmlight, a store,
+    Parquet/CSV with ``label_column``), else None.
+    """
     from .. import io
 
     path = existing(path, flag)
     fmt = input_format(path, fmt, flag)
+    if fmt not in TABLES and (columns or label_column):
+        raise UsageError(f"--columns/--label-column: for Parquet and CSV input, not {fmt} ({path})")
     if fmt == "store":
         from ..pipeline import open_store
 
-        return fmt, open_store(path)
+        store = open_store(path)
+        return fmt, store, store.labels
     if fmt == "npy":
         if is_url(path):
             raise UsageError(f"{flag} {path}: .npy input must be a local file (use a Zarr array for URLs)")
         open_npy(path, flag, ndim=2)  # a damaged file fails here, naming it, before any cluster work
-        return fmt, io.read_npy(path, block_rows=block_rows)
+        return fmt, io.read_npy(path, block_rows=block_rows), None
     if fmt == "zarr":
-        return fmt, io.read_zarr(path, block_rows=block_rows)
+        return fmt, io.read_zarr(path, block_rows=block_rows), None
+    if fmt in TABLES:
+        return (fmt,) + open_table(path, fmt, columns, label_column, block_rows, blocksize, flag)
     try:
-        return fmt, io.read_svmlight(path, n_features=n_features, blocksize=blocksize, zero_based=zero_based)
+        X = io.read_svmlight(path, n_features=n_features, blocksize=blocksize, zero_based=zero_based)
     except Exception as e:  # a compressed file fails in many ways (even unpicklable worker errors)
         err = compressed_error(path, e, flag)
         if err is None:
             raise
         raise err from None
+    return fmt, X, X.labels
+
+
+TABLES = ("parquet", "csv")
+
+
+def open_table(path, fmt, columns, label_column, block_rows=None, blocksize=64 * 2**20, flag="input"):
+    """``(rows, labels or None)`` of a Parquet dataset or CSV file; a file that is not one, a
+    missing or non-numeric column: one UsageError naming ``flag`` and the path."""
+    from .. import io
+
+    try:
+        if fmt == "parquet":
+            got = io.read_parquet(path, columns=columns, label=label_column, block_rows=block_rows)
+        else:  # a compressed CSV cannot be cut into byte ranges: one partition per file
+            compressed = str(path).lower().endswith(CSV_COMPRESSED)
+            got = io.read_csv(path, columns=columns, label=label_column,
+                              blocksize=None if compressed else blocksize,
+                              **({"compression": "infer"} if compressed else {}))
+    except Exception as e:
+        why = str(e).replace(str(path), "").lstrip(": ") or type(e).__name__
+        if type(e) is ValueError:  # the readers' own checks: a column missing or not a number
+            raise UsageError(f"{flag} {path}: {why}") from None
+        # pyarrow's, pandas' and the file system's errors (ArrowInvalid, ParserError, OSError, ...)
+        what = "Parquet" if fmt == "parquet" else "CSV"
+        raise UsageError(f"{flag} {path}: not readable as {what} rows ({type(e).__name__}: {why})") from None
+    return got if label_column else (got, None)
+
+
+def labels_for(args, fmt, X, carried, *, source, required):
+    """The labels of a command's input: ``--labels y.npy`` or those the input carries, never both.
+
+    ``required``: a command that needs labels says where they come from for this format."""
+    given = getattr(args, "labels", None)
+    if given:
+        if carried is not None or fmt in ("svmlight", "store") or fmt in TABLES:
+            why = {"svmlight": "svmlight files carry their labels", "store": "the store carries its labels",
+                   "parquet": "Parquet labels are a column: use --label-column",
+                   "csv": "CSV labels are a column: use --label-column"}[fmt]
+            raise UsageError(f"--labels is for .npy and Zarr input: {why}")
+        return load_labels(given, int(X.shape[0]))
+    if carried is None and required:
+        how = "--label-column NAME" if fmt in TABLES else "--labels y.npy"
+        raise UsageError(f"{source}: has no labels; pass {how}")
+    return carried
 
 
 def open_npy(path, flag, ndim=None):

@@ -59,18 +59,34 @@ def is_store(path):
 
 
 #: Suffixes of formats the command line does not read -> what to do instead. Without this they
-#: were parsed as svmlight and refused for their first line's "label" (a CSV header, Parquet's magic).
+#: were parsed as svmlight and refused for their first line's "label".
 NOT_ROWS = {
-    ".csv": "CSV is read in Python (dask_kernels.read_csv)",
-    ".tsv": "CSV is read in Python (dask_kernels.read_csv)",
-    ".parquet": "Parquet is read in Python (dask_kernels.read_parquet)",
-    ".pq": "Parquet is read in Python (dask_kernels.read_parquet)",
+    ".tsv": "read it in Python with dask_kernels.read_csv(path, sep='\\t'), or save it as CSV or Parquet",
     ".npz": "save one array per file with numpy.save",
 }
 
+#: Table formats by suffix (compressed CSV too: dask reads it whole, one partition per file).
+TABULAR = {".parquet": "parquet", ".pq": "parquet", ".parq": "parquet", ".csv": "csv"}
+CSV_COMPRESSED = (".csv.gz", ".csv.bz2", ".csv.xz")
+
+
+def _parquet_folder(path):
+    """Whether ``path`` is a folder (local or URL) holding ``*.parquet`` files, as Spark and dask
+    write a dataset."""
+    try:
+        if not is_url(path):
+            return os.path.isdir(path) and any(n.endswith(".parquet") for n in os.listdir(path))
+        from ..pipeline.location import filesystem
+
+        fs, p = filesystem(path)
+        return fs.isdir(p) and bool(fs.glob(p.rstrip("/") + "/*.parquet"))
+    except (OSError, ValueError):
+        return False
+
 
 def input_format(path, fmt="auto", flag="input"):
-    """"npy", "zarr", "store" or "svmlight" (by name; a feature store by its contents)."""
+    """"npy", "zarr", "store", "parquet", "csv" or "svmlight" (by name; a feature store by its
+    contents, a Parquet dataset by its files)."""
     if fmt != "auto":
         return fmt
     p = str(path).rstrip("/")
@@ -80,10 +96,17 @@ def input_format(path, fmt="auto", flag="input"):
         return "store"
     if p.endswith(".zarr"):
         return "zarr"
-    suffix = os.path.splitext(p)[1].lower()
+    lower = p.lower()
+    suffix = os.path.splitext(lower)[1]
+    if suffix in TABULAR:
+        return TABULAR[suffix]
+    if lower.endswith(CSV_COMPRESSED):
+        return "csv"
     if suffix in NOT_ROWS:
-        raise UsageError(f"{flag} {path}: the command line reads .npy, Zarr and svmlight/LIBSVM rows, not "
-                         f"{suffix} files; {NOT_ROWS[suffix]} (or pass --format svmlight if it is svmlight)")
+        raise UsageError(f"{flag} {path}: the command line reads .npy, Zarr, Parquet, CSV and svmlight/LIBSVM rows, "
+                         f"not {suffix} files; {NOT_ROWS[suffix]} (or pass --format svmlight if it is svmlight)")
+    if _parquet_folder(p):
+        return "parquet"
     return "svmlight"
 
 

@@ -1,4 +1,4 @@
-"""``dask-kernels featurize``: featurize a .npy / Zarr / svmlight file into a Zarr feature store.
+"""``dask-kernels featurize``: featurize .npy / Zarr / Parquet / CSV / svmlight rows into a Zarr feature store.
 
 Runs on a running Dask cluster (``--scheduler tcp://host:8786``) or on a LocalCluster it starts.
 Re-running the same command resumes an unfinished store; a store of another job is refused.
@@ -9,17 +9,18 @@ import warnings
 
 from ._args import UsageError, existing_path, make_map, parse_params, positive_int
 from ._cluster import add_cluster_arguments, client_for, start_worker_server
-from ._inputs import add_input_arguments, load_labels, open_rows
+from ._inputs import add_input_arguments, labels_for, open_rows, table_columns
 from ._paths import existing, normalize
 
-help = "featurize a .npy, Zarr or svmlight file into a resumable Zarr feature store"
+help = "featurize .npy, Zarr, Parquet, CSV or svmlight rows into a resumable Zarr feature store"
 
 
 def add_arguments(parser):
-    parser.add_argument("input", help="input rows: a .npy file, a Zarr array, or an svmlight/LIBSVM file (path or URL)")
+    parser.add_argument("input", help="input rows: a .npy file, a Zarr array, Parquet (a file or a folder of them), CSV, or an "
+                        "svmlight/LIBSVM file (path or URL)")
     parser.add_argument("output", help="feature store to write (path, file:// or fsspec URL such as s3://...)")
     parser.add_argument("--labels", help=".npy file of one label per row, stored beside the features (for .npy "
-                        "and Zarr input; svmlight files carry their labels)")
+                        "and Zarr input; svmlight files carry their labels; Parquet/CSV: --label-column)")
     parser.add_argument("--method", help="feature map (default gcws; with --append, the store's)")
     parser.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                         help="map parameter, e.g. --param n_components=256 (value parsed as JSON if it can be); "
@@ -95,12 +96,17 @@ def block_rows(args):
 
 
 def read_input(args):
-    """The input rows, lazily (a dask array or SparsePartitions)."""
-    fmt, X = open_rows(args.input, args.format, n_features=args.n_features, zero_based=args.zero_based,
-                       blocksize=args.blocksize, block_rows=block_rows(args))
+    """``(rows, labels)``, lazily: a dask array or SparsePartitions, and the labels to store beside
+    them (``--labels``, or a Parquet/CSV ``--label-column``; svmlight rows carry their own, which
+    :func:`~dask_kernels.featurize` reads from them: None here)."""
+    fmt, X, carried = open_rows(args.input, args.format, n_features=args.n_features, zero_based=args.zero_based,
+                                blocksize=args.blocksize, block_rows=block_rows(args), columns=table_columns(args),
+                                label_column=args.label_column)
     if fmt == "store":
-        raise UsageError(f"input {args.input}: is a feature store; featurize raw rows (.npy, Zarr array, svmlight)")
-    return X
+        raise UsageError(f"input {args.input}: is a feature store; featurize raw rows (.npy, Zarr array, Parquet, "
+                         "CSV, svmlight)")
+    labels = labels_for(args, fmt, X, carried, source=f"input {args.input}", required=False)
+    return X, None if fmt == "svmlight" else labels
 
 
 def _prepare_client():
@@ -138,12 +144,7 @@ def run(args):
         method, params = explicit_map(args)
         stored_map = append_map(output, params, method=method)
     with client_for(args, prepare=_prepare_client):
-        X = read_input(args)
-        labels = None
-        if args.labels:
-            if hasattr(X, "has_labels"):
-                raise UsageError("--labels is for .npy and Zarr input: svmlight files carry their labels")
-            labels = load_labels(args.labels, int(X.shape[0]))
+        X, labels = read_input(args)
         fmap = stored_map if stored_map is not None else resolve_center(fmap, X)
         t0 = time.perf_counter()
         try:

@@ -22,7 +22,7 @@ KINDS = {".zarr": "zarr", ".parquet": "parquet", ".npy": "npy"}
 
 def add_arguments(parser):
     parser.add_argument("model", help="directory of a saved model (dask-kernels train -o)")
-    parser.add_argument("input", help="rows to predict: .npy, Zarr array, svmlight file, or a feature store "
+    parser.add_argument("input", help="rows to predict: .npy, Zarr array, Parquet, CSV, svmlight file, or a feature store "
                                       "made with the model's map")
     parser.add_argument("-o", "--output", required=True,
                         help="where to write: NAME.zarr, NAME.parquet or NAME.npy (must not exist)")

@@ -16,6 +16,8 @@ Example::
     [input]
     path = "data/train.npy"
     labels = "data/train_labels.npy"
+    # or Parquet/CSV rows: path = "s3://bucket/train/" (a folder of .parquet files) and
+    # label_column = "y" (columns = ["a", "b"] picks the features; default every other number)
 
     [map]
     method = "gcws"
@@ -23,7 +25,7 @@ Example::
 
     [store]
     path = "features/train.zarr"   # or s3://bucket/features/train.zarr
-    chunks = 5000
+    block_rows = 5000
 
     [training]                     # optional
     output = "models/train.dk"
@@ -46,13 +48,15 @@ from ._cluster import add_cluster_arguments
 
 help = "run a batch job described by a TOML job file: featurize, then optionally train and predict"
 
-# key -> (flag, kind); kind: "path", "str", "int", "num", "bool", "flag-if-false" (True = default)
+# key -> (flag, kind); kind: "path", "str", "int", "num", "bool", "flag-if-false" (True = default),
+# "names" (a list of column names, or one comma-separated string)
 CLUSTER = {"scheduler": ("--scheduler", "str"), "scheduler_file": ("--scheduler-file", "path"),
            "scheduler_file_timeout": ("--scheduler-file-timeout", "num"), "workers": ("--workers", "int"),
            "threads_per_worker": ("--threads-per-worker", "int")}
+TABLE = {"columns": ("--columns", "names"), "label_column": ("--label-column", "str")}
 INPUT = {"path": (None, "path"), "format": ("--format", "str"), "labels": ("--labels", "path"),
          "n_features": ("--n-features", "int"), "zero_based": ("--zero-based", "bool"),
-         "blocksize": ("--blocksize", "int")}
+         "blocksize": ("--blocksize", "int"), **TABLE}
 MAP = {"method": ("--method", "str"), "params": ("--param", "table"), "spec": ("--spec", "path")}
 STORE = {"path": (None, "path"), "block_rows": ("--block-rows", "int"), "overwrite": ("--overwrite", "bool"),
          "append": ("--append", "bool"), "progress": ("--no-progress", "flag-if-false"),
@@ -64,7 +68,7 @@ TRAINING = {"output": ("-o", "path"), "overwrite": ("--overwrite", "bool"), "est
             "checkpoint_every": ("--checkpoint-every", "int"), "resume": ("--no-resume", "flag-if-false")}
 OUTPUT = {"input": (None, "path"), "path": ("-o", "path"), "model": (None, "path"), "proba": ("--proba", "bool"),
           "format": ("--format", "str"), "n_features": ("--n-features", "int"), "zero_based": ("--zero-based", "bool"),
-          "blocksize": ("--blocksize", "int")}
+          "blocksize": ("--blocksize", "int"), **TABLE}
 SECTIONS = {"cluster": CLUSTER, "input": INPUT, "map": MAP, "store": STORE, "training": TRAINING, "outputs": OUTPUT}
 
 
@@ -101,6 +105,12 @@ def _check(where, table, keys, base):
         elif kind == "table":
             if not isinstance(value, dict):
                 raise JobError(f"{name}: expected a table like {{ n_components = 256 }}, got {value!r}")
+        elif kind == "names":
+            names = value.split(",") if isinstance(value, str) else value
+            if not isinstance(names, list) or not names or not all(isinstance(n, str) and n.strip() and "," not in n
+                                                                    for n in names):
+                raise JobError(f"{name}: expected a list of column names like [\"a\", \"b\"], got {value!r}")
+            value = ",".join(n.strip() for n in names)
         elif not isinstance(value, str) or not value:
             raise JobError(f"{name}: expected a non-empty string, got {value!r}")
         if kind == "path" and "://" not in value:

@@ -7,13 +7,14 @@ from ._args import UsageError
 from ._cluster import add_cluster_arguments, client_for
 from ._inputs import add_input_arguments
 
-help = "score a saved model (accuracy or R^2) on labelled rows: svmlight, .npy with --labels, or a store"
+help = ("score a saved model (accuracy or R^2) on labelled rows: svmlight, .npy with --labels, Parquet/CSV with "
+        "--label-column, or a store")
 
 
 def add_arguments(parser):
     parser.add_argument("model", help="directory of a saved model (dask-kernels train -o)")
-    parser.add_argument("input", help="labelled rows: svmlight file, .npy/Zarr rows with --labels, or a "
-                                      "feature store with labels made with the model's map")
+    parser.add_argument("input", help="labelled rows: svmlight file, .npy/Zarr rows with --labels, Parquet/CSV "
+                                      "with --label-column, or a feature store with labels made with the model's map")
     parser.add_argument("--labels", help=".npy file of labels (for .npy and Zarr input)")
     add_input_arguments(parser)
     add_cluster_arguments(parser)
@@ -42,7 +43,8 @@ def run(args):
                 raise UsageError(f"--labels: {args.input} carries its labels; drop --labels")
             y = load_labels(args.labels, int(X.shape[0]))
         if y is None:
-            raise UsageError(f"input {args.input}: has no labels; pass --labels y.npy")
+            raise UsageError(f"input {args.input}: has no labels; pass --labels y.npy (.npy, Zarr) or "
+                             "--label-column NAME (Parquet, CSV)")
         check_width(model, X, args.input)
         pred, y = dask.compute(lazy_apply(model, X, "predict"), y)
     y = np.asarray(y)

@@ -10,14 +10,14 @@ from __future__ import annotations
 import os
 
 from ._args import UsageError, make_map, parse_params, positive_int
-from ._inputs import add_input_arguments, load_labels, open_rows
+from ._inputs import add_input_arguments, labels_for, open_rows, table_columns
 
 help = "select random features by their SGD weights (RFF, NRFF, Fastfood) into a map spec file"
 
 
 def add_arguments(parser):
-    parser.add_argument("input", help="training rows: a .npy file, a Zarr array (path or URL) or an svmlight file "
-                        "(which carries its labels)")
+    parser.add_argument("input", help="training rows: a .npy file, a Zarr array (path or URL), Parquet or CSV "
+                        "(labels: --label-column) or an svmlight file (which carries its labels)")
     parser.add_argument("output", help="map spec file to write (.json); the ids go to the .npz beside it if many")
     parser.add_argument("--labels", help=".npy file of one label per row (required for .npy and Zarr input)")
     parser.add_argument("--method", default="rff", choices=["rff", "nrff", "fastfood"],
@@ -52,18 +52,13 @@ def run(args):
         if name in params:
             raise UsageError(f"--param {name}: set by the selection (use --n-components)")
     fmap = make_map(args.method, params)
-    fmt, X = open_rows(args.input, args.format, n_features=args.n_features, zero_based=args.zero_based,
-                       blocksize=args.blocksize, block_rows=args.block_rows)
-    if fmt not in ("npy", "zarr", "svmlight"):
-        raise UsageError(f"input {args.input}: selection reads rows of .npy, Zarr or svmlight files, not a {fmt}")
-    if fmt == "svmlight":
-        if args.labels is not None:
-            raise UsageError("--labels is for .npy and Zarr input: svmlight files carry their labels")
-        y = X.labels
-    elif args.labels is not None:
-        y = load_labels(args.labels, int(X.shape[0]))
-    else:
-        raise UsageError(f"--labels: required for {fmt} input (a .npy file of one label per row)")
+    fmt, X, carried = open_rows(args.input, args.format, n_features=args.n_features, zero_based=args.zero_based,
+                                blocksize=args.blocksize, block_rows=args.block_rows, columns=table_columns(args),
+                                label_column=args.label_column)
+    if fmt == "store":
+        raise UsageError(f"input {args.input}: selection reads raw rows (.npy, Zarr, Parquet, CSV or svmlight), "
+                         "not a feature store")
+    y = labels_for(args, fmt, X, carried, source=f"input {args.input}", required=True)
     t0 = time.perf_counter()
     sel = RandomFeatureSelector(fmap, n_components=args.n_components, subset_rows=args.subset_rows,
                                 rounds=args.rounds, seed=args.seed).fit(X, y)

@@ -13,6 +13,7 @@ import warnings
 from ._args import UsageError, fraction, make_map, nonnegative_float, parse_params, positive_float, \
     positive_int
 from ._cluster import add_cluster_arguments, client_for
+from ._inputs import add_table_arguments
 
 help = "train a linear model out of core on a feature store or raw .npy/svmlight rows; save it"
 
@@ -20,7 +21,8 @@ ESTIMATORS = ("sgd", "sgd-hinge", "perceptron", "multinomial-nb", "bernoulli-nb"
 
 
 def add_arguments(parser):
-    parser.add_argument("source", help="feature store directory, .npy file of rows, or svmlight/LIBSVM file")
+    parser.add_argument("source", help="feature store directory, .npy file of rows, Parquet/CSV rows "
+                                       "(labels: --label-column), or svmlight/LIBSVM file")
     parser.add_argument("-o", "--output", required=True,
                         help="directory to save the trained model to: must not exist, or hold a saved model "
                              "and --overwrite be given (anything else is refused, never replaced)")
@@ -32,7 +34,9 @@ def add_arguments(parser):
     parser.add_argument("--zero-based", action="store_true",
                         help="svmlight indices start at 0 (default: 1, as in LIBSVM files)")
     parser.add_argument("--blocksize", type=positive_int, default=None,
-                        help="svmlight: bytes per partition (default 64 MiB); one training block per partition")
+                        help="svmlight and CSV: bytes per partition (default 64 MiB); one training block per "
+                             "partition")
+    add_table_arguments(parser)
     parser.add_argument("--method", help="feature map for raw input (e.g. gcws, rff, nrff, fastfood); "
                         "omit to train on the raw rows")
     parser.add_argument("--n-components", type=positive_int, default=256, help="k for --method (default 256)")
@@ -94,6 +98,10 @@ def _source(args):
 
     path = existing(args.source, "source")
     fmt = input_format(path, flag="source")
+    from ._inputs import TABLES, open_table, table_columns
+
+    if fmt not in TABLES and (args.columns or args.label_column):
+        raise UsageError(f"--columns/--label-column: for Parquet and CSV input, not {fmt} ({path})")
     if fmt == "store":
         if args.method:
             raise UsageError("a feature store carries its own map: drop --method")
@@ -128,9 +136,20 @@ def _source(args):
 
             fmap = resolve_center(fmap, read_npy(path))  # one pass over the file, in blocks
         return ArraySource(X, y, fmap, block_rows=args.block_rows)
+    if fmt in TABLES:
+        if args.labels:
+            raise UsageError(f"--labels is for .npy input: {fmt} labels are a column, use --label-column")
+        if not args.label_column:
+            raise UsageError(f"source {path}: --label-column NAME is required (the column of labels)")
+        kw = {} if args.blocksize is None else {"blocksize": args.blocksize}
+        X, y = open_table(path, fmt, table_columns(args), args.label_column, block_rows=args.block_rows, flag="source",
+                          **kw)
+        if fmap is not None:
+            fmap = resolve_center(fmap, X)
+        return ArraySource(X, y, fmap, block_rows=args.block_rows)
     if fmt == "zarr":
-        raise UsageError(f"source {path}: train reads a feature store, a .npy file or an svmlight file; featurize "
-                         "a Zarr array first (dask-kernels featurize --labels)")
+        raise UsageError(f"source {path}: train reads a feature store, a .npy, Parquet, CSV or svmlight file; "
+                         "featurize a Zarr array first (dask-kernels featurize --labels)")
     if args.labels:
         raise UsageError("--labels is for .npy input: svmlight files carry their labels")
     from dask_kernels.learn import PartitionSource
@@ -139,7 +158,7 @@ def _source(args):
 
     # byte-range partitions, parsed block by block
     kw = {} if args.blocksize is None else {"blocksize": args.blocksize}
-    _, parts = open_rows(path, "svmlight", n_features=args.n_features, zero_based=args.zero_based, **kw,
+    _, parts, _ = open_rows(path, "svmlight", n_features=args.n_features, zero_based=args.zero_based, **kw,
                          flag="source")
     if fmap is not None:
         fmap = resolve_center(fmap, parts)
