@@ -146,3 +146,24 @@ def test_bad_table_arguments_are_one_line_naming_them(data, capsys, argv, messag
     line = _error(capsys, [a.format(d=d) for a in argv])
     assert message.format(d=d) in line, line
     assert not (d / "e.zarr").exists() and not (d / "m.dk").exists()
+
+
+def test_a_parquet_dataset_on_s3_into_an_s3_store(data, s3, capsys, monkeypatch):
+    # fsspec's configuration as a user sets it (FSSPEC_S3), seen by the command and its workers
+    import json
+
+    import fsspec
+
+    d, X, y = data
+    opts, fs = s3
+    monkeypatch.setenv("FSSPEC_S3", json.dumps(opts))
+    monkeypatch.setitem(fsspec.config.conf, "s3", opts)
+    for i in range(2):
+        fs.put(str(d / "dataset" / f"part-{i}.parquet"), f"dk-test/train/part-{i}.parquet")
+    _ok(capsys, ["featurize", "s3://dk-test/train/", "s3://dk-test/f.zarr", "--label-column", "label", "--method",
+                 "rff", "--param", "n_components=16", "--workers", "1", "--no-progress"])
+    from dask_kernels import RFF
+
+    store = open_store("s3://dk-test/f.zarr", storage_options=opts)
+    np.testing.assert_array_equal(store.features.compute(), RFF(n_components=16).fit(X[:1]).transform(X[:200]))
+    np.testing.assert_array_equal(store.labels.compute(), y[:200])
