@@ -27,7 +27,9 @@ The Fastfood limit: a Fastfood row costs at least ``ceil(k / d)`` x (two FWHTs o
 d cosines). With the one-thread FWHT (d values, in L1) and cos32v2 (arguments in L2) speeds
 measured here, that gives a rows/s limit for ``--threads`` threads; the table prints the
 fraction of it that Fastfood's transform reaches (the rest is the sign, permutation, Gaussian,
-scale and phase passes, writing the output, and thread overhead). A second figure adds the
+scale and phase passes, writing the output, and thread overhead). At 16 <= d <= 512 the float32
+kernel transforms 16 rows at a time, interleaved, with butterflies between whole vectors: cheaper
+per value than the one-row FWHT this limit takes, so there the limit is a yardstick, not a bound. A second figure adds the
 cost of the first write of a fresh output array of that size (page faults: the transform
 returns new memory, and so does RBFSampler), measured here per element and assumed to split
 evenly over the threads.
