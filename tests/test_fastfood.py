@@ -254,6 +254,18 @@ def test_row_group_kernel_equals_the_row_kernel_bitwise(d0, k):
         got = np.full((48, k), np.nan, np.float32)
         _project_dense_groups(rows, B, P, G, S, b, got, factor)
         np.testing.assert_array_equal(got.view(np.int32), expected.view(np.int32))
+    # CSR rows, with duplicate entries (summed in order), from row 3 on
+    from dask_kernels.maps.fastfood import _project_csr, _project_csr_groups
+
+    cols = [np.r_[np.arange(d0)[::-1], [0, d0 - 1]] for _ in range(48)]  # unsorted, two duplicates
+    data = [np.r_[row[::-1], 0.5 * row[:1], 0.25 * row[-1:]] for row in X]
+    C = sp.csr_matrix((np.concatenate(data), np.concatenate(cols), np.arange(49) * (d0 + 2)), shape=X.shape)
+    expected = np.empty((45, k), np.float32)
+    _project_csr(C.data, C.indices, C.indptr, 3, B, P, G, S, b, expected, factor, COS32V2)
+    got = np.full((45, k), np.nan, np.float32)
+    _project_csr_groups(C.data, C.indices, C.indptr, 3, B, P, G, S, b, got[:32], factor)
+    _project_csr(C.data, C.indices, C.indptr, 35, B, P, G, S, b, got[32:], factor, COS32V2)
+    np.testing.assert_array_equal(got.view(np.int32), expected.view(np.int32))
     from dask_kernels.maps._cos32 import COS32_MAX
 
     assert np.abs(m.projection_block(X[5:6])).max() > 2 * COS32_MAX  # the scalar path was taken

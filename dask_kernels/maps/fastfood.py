@@ -244,6 +244,28 @@ GROUP = 16
 GROUP_MAX_D = 512
 
 
+@njit(nogil=True, cache=True, inline="always")
+def _group_blocks(xt, Bf, Pf, Gf, Sf, phase, u, v, of, r0, k, cos_factor):
+    """Every block of the 16 interleaved rows ``xt`` (value i of row l at ``16 i + l``, rows
+    ``r0 ..`` of the flattened output ``of`` of width k): see :func:`_project_dense_groups`."""
+    d = xt.size // GROUP
+    for t in range(Bf.size // d):
+        o = t * d
+        for i in range(d):
+            scaled_vector(xt, GROUP * i, Bf[o + i], u, GROUP * i)
+        fwht_interleaved(u)
+        for i in range(d):
+            scaled_vector(u, GROUP * np.intp(Pf[o + i]), Gf[o + i], v, GROUP * i)
+        fwht_interleaved(v)
+        m = min(d, k - o)
+        for i in range(0, m - m % GROUP, GROUP):
+            affine_cos32v2_transposed(v, GROUP * i, Sf, phase, o + i, of, r0 * k + o + i, k, cos_factor)
+        for i in range(m - m % GROUP, m):
+            for lane in range(GROUP):
+                x = v[GROUP * i + lane] * Sf[o + i] + phase[o + i]
+                of[(r0 + lane) * k + o + i] = _cos32v2_any(x) * cos_factor
+
+
 @njit(nogil=True, cache=True)
 def _project_dense_groups(X, B, P, G, scale, phase, out, cos_factor):
     """:func:`_project_dense` with cos32v2 (float32, d >= 16) for rows ``0 .. 16 (n // 16)``,
@@ -256,32 +278,35 @@ def _project_dense_groups(X, B, P, G, scale, phase, out, cos_factor):
     value sees the row kernel's operations in the same order; the cosine transposes 16 x 16
     values in registers to store the rows. ``out`` is C-contiguous.
     """
-    n_blocks, d = B.shape
-    k = out.shape[1]
-    Bf, Pf, Gf, Sf = B.reshape(B.size), P.reshape(P.size), G.reshape(G.size), scale.reshape(scale.size)
-    of = out.reshape(out.size)
+    d = B.shape[1]
     xt = np.zeros(d * GROUP, dtype=out.dtype)
     u = np.empty(d * GROUP, dtype=out.dtype)
     v = np.empty(d * GROUP, dtype=out.dtype)
+    Bf, Pf, Gf, Sf = B.reshape(B.size), P.reshape(P.size), G.reshape(G.size), scale.reshape(scale.size)
+    of = out.reshape(out.size)
     for r0 in range(0, X.shape[0] - X.shape[0] % GROUP, GROUP):
         for i in range(X.shape[1]):
             for lane in range(GROUP):
                 xt[GROUP * i + lane] = X[r0 + lane, i]
-        for t in range(n_blocks):
-            o = t * d
-            for i in range(d):
-                scaled_vector(xt, GROUP * i, Bf[o + i], u, GROUP * i)
-            fwht_interleaved(u)
-            for i in range(d):
-                scaled_vector(u, GROUP * np.intp(Pf[o + i]), Gf[o + i], v, GROUP * i)
-            fwht_interleaved(v)
-            m = min(d, k - o)
-            for i in range(0, m - m % GROUP, GROUP):
-                affine_cos32v2_transposed(v, GROUP * i, Sf, phase, o + i, of, r0 * k + o + i, k, cos_factor)
-            for i in range(m - m % GROUP, m):
-                for lane in range(GROUP):
-                    x = v[GROUP * i + lane] * Sf[o + i] + phase[o + i]
-                    of[(r0 + lane) * k + o + i] = _cos32v2_any(x) * cos_factor
+        _group_blocks(xt, Bf, Pf, Gf, Sf, phase, u, v, of, r0, out.shape[1], cos_factor)
+
+
+@njit(nogil=True, cache=True)
+def _project_csr_groups(data, indices, indptr, r0, B, P, G, scale, phase, out, cos_factor):
+    """:func:`_project_dense_groups` of CSR rows ``r0 .. r0 + len(out)`` (whole groups of 16;
+    duplicates summed in the order of :func:`_project_csr`, so the same bits)."""
+    d = B.shape[1]
+    xt = np.zeros(d * GROUP, dtype=out.dtype)
+    u = np.empty(d * GROUP, dtype=out.dtype)
+    v = np.empty(d * GROUP, dtype=out.dtype)
+    Bf, Pf, Gf, Sf = B.reshape(B.size), P.reshape(P.size), G.reshape(G.size), scale.reshape(scale.size)
+    of = out.reshape(out.size)
+    for g0 in range(0, out.shape[0] - out.shape[0] % GROUP, GROUP):
+        xt[:] = 0
+        for lane in range(GROUP):
+            for p in range(indptr[r0 + g0 + lane], indptr[r0 + g0 + lane + 1]):
+                xt[GROUP * indices[p] + lane] += data[p]
+        _group_blocks(xt, Bf, Pf, Gf, Sf, phase, u, v, of, g0, out.shape[1], cos_factor)
 
 
 def _grouped_rows(n_rows, d, cosine, out):
@@ -494,8 +519,11 @@ class Fastfood(FeatureIds, FloatFeatures, FeatureMap):
         for r0 in range(0, X.shape[0], chunk):
             part = out[r0 : r0 + chunk]
             if sp.issparse(X):
-                _project_csr(X.data, X.indices, X.indptr, r0, B, P, G, scale, b, part, factor if cosine else zero,
-                             cosine)
+                grouped = _grouped_rows(part.shape[0], B.shape[1], cosine, part)
+                if grouped:
+                    _project_csr_groups(X.data, X.indices, X.indptr, r0, B, P, G, scale, b, part[:grouped], factor)
+                _project_csr(X.data, X.indices, X.indptr, r0 + grouped, B, P, G, scale, b, part[grouped:],
+                             factor if cosine else zero, cosine)
             else:
                 rows = X[r0 : r0 + chunk]
                 grouped = _grouped_rows(rows.shape[0], B.shape[1], cosine, part)
