@@ -231,3 +231,42 @@ def test_golden_bytes_at_d_256():
     Z = fmap.transform(X)
     assert hashlib.sha256(Z.tobytes()).hexdigest()[:16] == "33d078ec3528aaff"
     np.testing.assert_array_equal(fmap.transform(sp.csr_matrix(X)), Z)
+
+
+@pytest.mark.parametrize("d0, k", [(16, 40), (20, 100), (64, 64), (200, 1000), (512, 700)])
+def test_row_group_kernel_equals_the_row_kernel_bitwise(d0, k):
+    # The row-group kernel (16 rows interleaved, float32 cos32v2, 16 <= d <= 512) must give the
+    # row kernel's bits: in range, with values beyond cos32v2's domain (libm for that 16 x 16
+    # group), from float64 input, and with k not a multiple of d (a partial last block).
+    import math
+
+    from dask_kernels.maps.fastfood import COS32V2, _project_dense, _project_dense_groups
+
+    rng = np.random.default_rng(d0)
+    X = rng.standard_normal((48, d0))
+    X[5, 1] = 1e7  # arguments far beyond COS32_MAX in row 5
+    m = Fastfood(n_components=k, gamma=1.0 / d0, seed=4).fit(X)
+    B, P, G, S, b = m._tables()
+    factor = np.float32(math.sqrt(2.0 / k))
+    for rows in (X, X.astype(np.float32)):
+        expected = np.empty((48, k), np.float32)
+        _project_dense(rows, B, P, G, S, b, expected, factor, COS32V2)
+        got = np.full((48, k), np.nan, np.float32)
+        _project_dense_groups(rows, B, P, G, S, b, got, factor)
+        np.testing.assert_array_equal(got.view(np.int32), expected.view(np.int32))
+    # CSR rows, with duplicate entries (summed in order), from row 3 on
+    from dask_kernels.maps.fastfood import _project_csr, _project_csr_groups
+
+    cols = [np.r_[np.arange(d0)[::-1], [0, d0 - 1]] for _ in range(48)]  # unsorted, two duplicates
+    data = [np.r_[row[::-1], 0.5 * row[:1], 0.25 * row[-1:]] for row in X]
+    C = sp.csr_matrix((np.concatenate(data), np.concatenate(cols), np.arange(49) * (d0 + 2)), shape=X.shape)
+    expected = np.empty((45, k), np.float32)
+    _project_csr(C.data, C.indices, C.indptr, 3, B, P, G, S, b, expected, factor, COS32V2)
+    got = np.full((45, k), np.nan, np.float32)
+    _project_csr_groups(C.data, C.indices, C.indptr, 3, B, P, G, S, b, got[:32], factor)
+    _project_csr(C.data, C.indices, C.indptr, 35, B, P, G, S, b, got[32:], factor, COS32V2)
+    np.testing.assert_array_equal(got.view(np.int32), expected.view(np.int32))
+    from dask_kernels.maps._cos32 import COS32_MAX
+
+    assert np.abs(m.projection_block(X[5:6])).max() > 2 * COS32_MAX  # the scalar path was taken
+    assert np.abs(m.projection_block(X[6:48])).max() < COS32_MAX / 2  # and the vector path

@@ -384,28 +384,117 @@ def _affine_cos32v2_lanes(typingctx, src, scale, phase, dst, factor, start, so, 
         x, _ = load(sig.args[0], args[0])
         f = load(sig.args[1], args[1], args[6])[0] if isinstance(sig.args[1], types.Array) else splat(args[1])
         x = builder.fadd(builder.fmul(x, f), load(sig.args[2], args[2], args[7])[0])
-        fn = lambda name: cgutils.get_or_insert_function(  # noqa: E731
-            builder.module, ir.FunctionType(vty, [vty] * (3 if name == "fma" else 1)), f"llvm.{name}.v16f32")
-        ok = _all_inside(builder, builder.call(fn("fabs"), [x]), const)
+        ok = _all_inside(builder, builder.call(_v16_function(builder, "fabs"), [x]), const)
         with builder.if_then(ok, likely=True):
-            fma = fn("fma")
-            t = builder.call(fma, [x, const(_INV_PI), const(_MAGIC)])
-            n = builder.fsub(t, const(_MAGIC))
-            r = builder.call(fma, [n, const(-_Q1), x])
-            r = builder.call(fma, [n, const(-_Q2), r])
-            r = builder.call(fma, [n, const(-_Q3), r])
-            z = builder.fmul(r, r)
-            q = builder.call(fma, [const(_K5), z, const(_K4)])
-            for k in (_K3, _K2, _K1):
-                q = builder.call(fma, [q, z, const(k)])
-            c = builder.call(fma, [q, z, const(1.0)])
-            flip = builder.shl(builder.bitcast(t, ity), ir.Constant(ity, [31] * _LANES))
-            c = builder.bitcast(builder.xor(builder.bitcast(c, ity), flip), vty)
             _, dst_ptr = load(sig.args[3], args[3], args[8])
-            builder.store(builder.fmul(c, splat(args[4])), dst_ptr, align=4)
+            builder.store(builder.fmul(_emit_cos32v2(builder, x), splat(args[4])), dst_ptr, align=4)
         return ok
 
     return sig, codegen
+
+
+def _v16_function(builder, name):
+    """``llvm.<name>.v16f32`` (fma takes three vectors, the others one)."""
+    vty = ir.VectorType(ir.FloatType(), _LANES)
+    return cgutils.get_or_insert_function(
+        builder.module, ir.FunctionType(vty, [vty] * (3 if name == "fma" else 1)), f"llvm.{name}.v16f32")
+
+
+def _emit_cos32v2(builder, x):
+    """:func:`cos32v2` of a 16-lane float32 vector, the same operations in the same order."""
+    vty, ity, const, _ = _vectors()
+    fma = _v16_function(builder, "fma")
+    t = builder.call(fma, [x, const(_INV_PI), const(_MAGIC)])
+    n = builder.fsub(t, const(_MAGIC))
+    r = builder.call(fma, [n, const(-_Q1), x])
+    r = builder.call(fma, [n, const(-_Q2), r])
+    r = builder.call(fma, [n, const(-_Q3), r])
+    z = builder.fmul(r, r)
+    q = builder.call(fma, [const(_K5), z, const(_K4)])
+    for k in (_K3, _K2, _K1):
+        q = builder.call(fma, [q, z, const(k)])
+    c = builder.call(fma, [q, z, const(1.0)])
+    flip = builder.shl(builder.bitcast(t, ity), ir.Constant(ity, [31] * _LANES))
+    return builder.bitcast(builder.xor(builder.bitcast(c, ity), flip), vty)
+
+
+def _transpose16(builder, rows):
+    """The 16 x 16 transpose of 16 vectors of 16 lanes (``out[l][m] = rows[m][l]``), in four
+    rounds of two-source shuffles (64 in all)."""
+    v = list(rows)
+    b = _LANES // 2
+    while b >= 1:
+        lo = [(q // (2 * b)) * 2 * b + q % (2 * b) + (0 if q % (2 * b) < b else _LANES - b) for q in range(_LANES)]
+        hi = [i + b for i in lo]
+        lo_mask = ir.Constant(ir.VectorType(ir.IntType(32), _LANES), lo)
+        hi_mask = ir.Constant(ir.VectorType(ir.IntType(32), _LANES), hi)
+        for j in range(_LANES):
+            if j & b == 0:
+                a, c = v[j], v[j + b]
+                v[j], v[j + b] = builder.shuffle_vector(a, c, lo_mask), builder.shuffle_vector(a, c, hi_mask)
+        b //= 2
+    return v
+
+
+@intrinsic
+def _affine_cos32v2_transposed(typingctx, src, so, scale, phase, po, dst, do, stride, factor):
+    """Sixteen values of 16 rows, stored by value (``src[so + 16 m + l]`` is value m of row l, as
+    in Fastfood's row-group kernel), to the rows' layout: ``dst[do + l stride + m] = factor *
+    cos32v2(fl(fl(src[so + 16 m + l] * scale[po + m]) + phase[po + m]))`` for m, l < 16, if all
+    256 arguments are within ``[-COS32_MAX, COS32_MAX]`` (returns True); else nothing is written
+    (False). Per value, the operations of :func:`_affine_cos32v2_lanes`, so the same bits."""
+    arrays = (src, scale, phase, dst)
+    if not all(isinstance(a, types.Array) and a.ndim == 1 and a.layout == "C" for a in arrays):
+        return None
+    sig = types.boolean(src, types.intp, scale, phase, types.intp, dst, types.intp, types.intp, factor)
+    if not (src.dtype == scale.dtype == phase.dtype == dst.dtype == factor == types.float32):
+        return sig, lambda c, b, s, a: cgutils.false_bit
+
+    def codegen(context, builder, sig, args):
+        vty, ity, const, _ = _vectors()
+        data = [context.make_array(sig.args[i])(context, builder, args[i]).data for i in (0, 2, 3, 5)]
+        src_p, scale_p, phase_p, dst_p = data
+
+        def splat(value):
+            vec = builder.insert_element(ir.Constant(vty, ir.Undefined), value, ir.Constant(ir.IntType(32), 0))
+            return builder.shuffle_vector(vec, vec, ir.Constant(ity, [0] * _LANES))
+
+        def at(base, index, m):
+            return builder.gep(base, [builder.add(index, ir.Constant(index.type, m))], inbounds=True)
+
+        args_ = []
+        for m in range(_LANES):
+            x = builder.load(builder.bitcast(at(src_p, args[1], _LANES * m), vty.as_pointer()), align=4)
+            f = splat(builder.load(at(scale_p, args[4], m), align=4))
+            args_.append(builder.fadd(builder.fmul(x, f), splat(builder.load(at(phase_p, args[4], m), align=4))))
+        fabs = _v16_function(builder, "fabs")
+        inside = builder.fcmp_ordered("<=", builder.call(fabs, [args_[0]]), const(COS32_MAX))
+        for x in args_[1:]:
+            inside = builder.and_(inside, builder.fcmp_ordered("<=", builder.call(fabs, [x]), const(COS32_MAX)))
+        ok = builder.icmp_unsigned("==", builder.bitcast(inside, ir.IntType(_LANES)),
+                                   ir.Constant(ir.IntType(_LANES), (1 << _LANES) - 1))
+        with builder.if_then(ok, likely=True):
+            f = splat(args[8])
+            rows = _transpose16(builder, [builder.fmul(_emit_cos32v2(builder, x), f) for x in args_])
+            for l, row in enumerate(rows):
+                at_l = builder.add(args[6], builder.mul(args[7], ir.Constant(args[7].type, l)))
+                ptr = builder.gep(dst_p, [at_l], inbounds=True)
+                builder.store(row, builder.bitcast(ptr, vty.as_pointer()), align=4)
+        return ok
+
+    return sig, codegen
+
+
+@njit(nogil=True, cache=True, inline="always")
+def affine_cos32v2_transposed(src, so, scale, phase, po, dst, do, stride, factor):
+    """:func:`_affine_cos32v2_transposed`, with the scalar path (libm beyond the domain) for a
+    group holding a value beyond ``COS32_MAX`` or a non-finite one: every value gets the bits of
+    :func:`affine_cos32v2_at`."""
+    if not _affine_cos32v2_transposed(src, so, scale, phase, po, dst, do, stride, factor):
+        for m in range(_LANES):
+            for lane in range(_LANES):
+                x = src[so + _LANES * m + lane] * scale[po + m] + phase[po + m]
+                dst[do + lane * stride + m] = _cos32v2_any(x) * factor
 
 
 @njit(nogil=True, cache=True, inline="always")

@@ -138,6 +138,28 @@ def _gathered_lanes(typingctx, src, index, scale, dst, start, offset):
     return types.void(src, index, scale, dst, types.intp, types.intp), codegen
 
 
+@intrinsic
+def scaled_vector(typingctx, src, so, f, dst, do):
+    """``dst[do:do + W] = src[so:so + W] * f`` (one value ``f``), one 512-bit vector: a row of
+    Fastfood's row-group layout (W rows' values of one input) times a diagonal entry, or moved
+    by a permutation."""
+    width = _lanes_typer((src, dst), (src, dst))
+    if width is None or f != src.dtype:
+        return None
+
+    def codegen(context, builder, sig, args):
+        vty = ir.VectorType(context.get_value_type(sig.args[0].dtype), width)
+        align = sig.args[0].dtype.bitwidth // 8
+        x = builder.load(_vector_ptr(context, builder, sig.args[0], args[0], args[1], vty), align=align)
+        fv = builder.insert_element(ir.Constant(vty, ir.Undefined), args[2], ir.Constant(ir.IntType(32), 0))
+        fv = builder.shuffle_vector(fv, fv, ir.Constant(ir.VectorType(ir.IntType(32), width), [0] * width))
+        builder.store(builder.fmul(x, fv), _vector_ptr(context, builder, sig.args[3], args[3], args[4], vty),
+                      align=align)
+        return context.get_dummy_value()
+
+    return types.void(src, types.intp, f, dst, types.intp), codegen
+
+
 def _radix_lanes(stages):
     """An intrinsic ``f(x, i, h)``: ``stages`` butterfly stages (spans h, 2h, ...) on the
     ``2**stages`` vectors of W lanes at ``x[i + m h : i + m h + W]``, all in registers.
@@ -216,6 +238,15 @@ def _register_passes(x):
                 for r in range(i, i + h, width):
                     _radix8_lanes(x, r, h)
             h *= 8
+
+
+@njit(nogil=True, cache=True, inline="always")
+def fwht_interleaved(x):
+    """In place: the transform of each of the W rows interleaved in ``x`` (value i of row l at
+    ``x[W i + l]``, W = 16 float32 or 8 float64), d = x.size / W values each: the stages of spans
+    W .. x.size / 2 of one row of x.size values, butterflies between whole vectors (no lane
+    shuffles), the same pairs in the same order as :func:`fwht_row` on each row."""
+    _register_passes(x)
 
 
 @njit(nogil=True, cache=True, inline="always")
