@@ -289,8 +289,8 @@ def formats(npy, gcws, workers, tmp, repeats):
 
 
 def parquet_cpu(gcws, tmp, repeats):
-    """CPU per block in this process (thread time, interleaved, best of ``repeats`` x 4 per block
-    kind; no cluster, so the machine's other load disturbs it least): pyarrow decoding one row
+    """CPU per block in this process (thread time, interleaved, best of ``repeats`` x 4 rounds over 4
+    blocks; no cluster, so the machine's other load disturbs it least): pyarrow decoding one row
     group of the formats table's Parquet file alone (what any reader built on pyarrow pays),
     ``read_parquet``'s task for the same partition (decode, rows, checks), and the kernel on it.
     Returns ``(decode, read_parquet, kernel)`` in seconds per block."""
