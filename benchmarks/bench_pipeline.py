@@ -36,6 +36,11 @@ Rows are MNIST-like: 784 float32 values, ~20% nonzero. GCWS k=256, b=8 (uint8 co
   workers at once, each block copied out of the .npy before its clock starts), with the same
   map, in the same run, best of before and after. Targets: Parquet end-to-end >= 70% of the
   kernel-only rate; sharding costs <= 5% and cuts the object count 8x.
+* Parquet CPU per block (after that table): in this process, thread time, interleaved, best of
+  each, on 4 of the file's row groups: pyarrow decoding a row group alone (what any reader built
+  on pyarrow pays), ``read_parquet``'s task for it, and the kernel on its rows. With the .npy
+  path's ratio r (everything but reading) the Parquet ratio can reach at most
+  1 / (1 / r + decode / kernel): the bound any pyarrow-based reader has on this file.
 * peak RSS per worker: psutil samples every 20 ms during the runs, minus the worker's idle RSS
   (the largest over the runs).
 """
@@ -283,6 +288,48 @@ def formats(npy, gcws, workers, tmp, repeats):
     return n, {k: n / v for k, v in best.items()}, objects, kernel
 
 
+def parquet_cpu(gcws, tmp, repeats):
+    """CPU per block in this process (thread time, interleaved, best of ``repeats`` x 4 rounds over 4
+    blocks; no cluster, so the machine's other load disturbs it least): pyarrow decoding one row
+    group of the formats table's Parquet file alone (what any reader built on pyarrow pays),
+    ``read_parquet``'s task for the same partition (decode, rows, checks), and the kernel on it.
+    Returns ``(decode, read_parquet, kernel)`` in seconds per block."""
+    import dask
+    import pyarrow.parquet as pq
+
+    from dask_kernels import read_parquet
+
+    path = os.path.join(tmp, "rows.parquet")
+    f = pq.ParquetFile(path)
+    X = read_parquet(path, block_rows=f.metadata.row_group(0).num_rows)
+    parts = [X.blocks[i] for i in range(min(4, X.numblocks[0]))]  # graphs sliced once, outside the clock
+    blocks = [p.compute(scheduler="synchronous") for p in parts]
+    gcws.transform_block(blocks[0][:10])
+    runs = {"decode": lambda i: f.read_row_groups([i], use_threads=False),
+            "read_parquet": lambda i: parts[i].compute(scheduler="synchronous"),
+            "kernel": lambda i: gcws.transform_block(blocks[i])}
+    best = {k: np.inf for k in runs}
+    with dask.config.set(scheduler="synchronous"):
+        for _ in range(repeats * 4):
+            for i in range(len(blocks)):
+                for k, run in runs.items():
+                    t0 = time.thread_time()
+                    run(i)
+                    best[k] = min(best[k], time.thread_time() - t0)
+    return best["decode"], best["read_parquet"], best["kernel"]
+
+
+def print_parquet_cpu(decode, reader, kernel, rates, kernel_rate):
+    npy = rates["npy"] / kernel_rate
+    print(f"Parquet CPU per block in one process (thread time, best of each): pyarrow "
+          f"decode alone {decode * 1e3:.1f} ms, read_parquet's task {reader * 1e3:.1f} ms, kernel {kernel * 1e3:.1f} ms; "
+          f"decode / kernel = {decode / kernel:.2f}, read_parquet / kernel = {reader / kernel:.2f}")
+    print(f"  -> with the .npy path's other costs ({npy:.2f} of kernel-only), Parquet end-to-end can reach at most "
+          f"1 / (1 / {npy:.2f} + {decode / kernel:.2f}) = {1 / (1 / npy + decode / kernel):.2f} of kernel-only "
+          f"with any reader that decodes through pyarrow; this reader: "
+          f"1 / (1 / {npy:.2f} + {reader / kernel:.2f}) = {1 / (1 / npy + reader / kernel):.2f}")
+
+
 def print_formats(n, rates, objects, kernel, workers):
     print(f"\ninput formats and store layouts, {workers} workers, {n} rows in 64 blocks of {-(-n // 64)} rows "
           "(rows/s, best of each):")
@@ -295,6 +342,12 @@ def print_formats(n, rates, objects, kernel, workers):
           f"({objects['npy'] / max(1, objects['npy, shards=8']):.1f}x fewer)")
     print("('read only': the same partitions read on the workers, nothing featurized; load average now: "
           + ", ".join(f"{v:.1f}" for v in os.getloadavg()) + ")")
+
+
+def formats_table(npy, gcws, workers, tmp, repeats):
+    n, rates, objects, kernel = formats(npy, gcws, workers, tmp, repeats)
+    print_formats(n, rates, objects, kernel, workers)
+    print_parquet_cpu(*parquet_cpu(gcws, tmp, repeats), rates, kernel)
 
 
 def main():
@@ -317,7 +370,7 @@ def main():
             make_rows(paths[n], n)
         print("load average at the start: " + ", ".join(f"{v:.1f}" for v in os.getloadavg()))
         if args.formats_only:
-            print_formats(*formats(paths[large], gcws, cores, tmp, args.repeats), cores)
+            formats_table(paths[large], gcws, cores, tmp, args.repeats)
             return
         Xk = np.load(paths[small], mmap_mode="r")[:20_000]
         k1 = kernel_rate(gcws, Xk, args.block_rows, 1)
@@ -344,7 +397,7 @@ def main():
               f"checks, {sync_off:,.0f} without: overhead {1 - sync_on / sync_off:.1%}")
         print(f"{cores} workers / 1 worker, end-to-end on {small} rows: {rows[1][2] / rows[0][2]:.2f}x; "
               f"{large} / {small} rows end-to-end rate: {rows[2][2] / rows[1][2]:.2f}")
-        print_formats(*formats(paths[large], gcws, cores, tmp, args.repeats), cores)
+        formats_table(paths[large], gcws, cores, tmp, args.repeats)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

@@ -160,3 +160,29 @@ def test_read_together_keeps_keys_and_leaves_other_inputs_alone(tmp_path):
     assert tabular.read_together(other, y) == (other, y)
     plain = dask.array.from_array(X[:, :3], chunks=40)
     assert tabular.read_together(plain, y) == (plain, y)
+
+
+def test_training_from_parquet_reads_each_block_once(tmp_path, row_group_reads):
+    """fit_incremental on read_parquet rows and labels reads a block's feature columns and label
+    column in one read of its row groups (they were two: the rows, then the label column alone),
+    and trains the same model as from the same rows and labels in memory."""
+    from sklearn.linear_model import SGDClassifier
+
+    from dask_kernels import fit_incremental
+
+    X = (RNG.random((240, 6)) * (RNG.random((240, 6)) < 0.5)).astype(np.float32)
+    labels = (X[:, 0] > X[:, 1]).astype(np.int64)
+    t = pa.table({**{f"c{j}": X[:, j] for j in range(6)}, "y": labels})
+    p = str(tmp_path / "t.parquet")
+    pq.write_table(t, p, row_group_size=40)
+    R, y = read_parquet(p, label="y", block_rows=80)  # 3 partitions of 2 row groups
+    m = GCWS(n_components=16, seed=0).fit(X[:1])
+    kw = dict(feature_map=m, epochs=2, validation_fraction=None, prefetch=False, progress=False,
+              early_stopping=False, classes=[0, 1])
+    with dask.config.set(scheduler="synchronous"):
+        model = fit_incremental(SGDClassifier(random_state=0), R, y, **kw)
+    features_and_label = [f"c{j}" for j in range(6)] + ["y"]
+    assert len(row_group_reads) >= 3 and all(cols == features_and_label for cols in row_group_reads)
+    want = fit_incremental(SGDClassifier(random_state=0), dask.array.from_array(X, chunks=80),
+                           dask.array.from_array(labels, chunks=80), **kw)
+    assert np.array_equal(model.predict(X), want.predict(X))

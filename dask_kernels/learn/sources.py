@@ -337,22 +337,31 @@ class ArraySource(BlockSource):
             X = X[rows]
         return sp.csr_matrix(X) if sp.issparse(X) else np.asarray(X)
 
+    def _raw(self, i):
+        """Raw rows of block i and their labels (None without), a dask pair in one compute: a
+        Parquet partition's rows and label column are then one read of the file, not two."""
+        a, b = self.bounds[i]
+        if not (self.has_labels and _is_dask(self.X) and _is_dask(self.y)):
+            return self._rows(a, b), self.read_labels(i) if self.has_labels else None
+        import dask  # noqa: PLC0415
+
+        from ..io.tabular import read_together  # noqa: PLC0415
+
+        X, y = dask.compute(*read_together(self.X[a:b], self.y[a:b]), scheduler=self.scheduler)
+        return (sp.csr_matrix(X) if sp.issparse(X) else np.asarray(X)), np.asarray(y)
+
     def read(self, i, rows=None):
         a, b = self.bounds[i]
-        X = _featurize(self.feature_map, self._rows(a, b, rows), a, b, rows)
-        y = None
-        if self.has_labels:
-            y = self.y[a:b]
-            y = np.asarray(y.compute(scheduler=self.scheduler) if _is_dask(y) else y)
-            if rows is not None:
-                y = y[rows]
-        return X, y
+        X, y = self._raw(i)
+        if rows is not None:
+            X, y = X[rows], None if y is None else y[rows]
+        return _featurize(self.feature_map, X, a, b, rows), y
 
     def read_split(self, blocks: list[int], selections: list[tuple]) -> list[list[tuple]]:
         out = []
         for i, sels in zip(blocks, selections):  # raw rows read once, each selection featurized as read(i, rows)
             a, b = self.bounds[i]
-            X, y = self._rows(a, b), self.read_labels(i) if self.has_labels else None
+            X, y = self._raw(i)
             out.append([(_featurize(self.feature_map, X[r], a, b, r), None if y is None else y[r]) for r in sels])
         return out
 
