@@ -39,12 +39,12 @@ def get_client(client: Any = None) -> Any:
         return None
 
 
-def _load_window(src: Any, seed: int, epoch: int, window: int, fraction: float, wi: int,
+def _load_window(src: Any, seed: int, epoch: int, window: int, fraction: float, step_blocks: int, wi: int,
                  previous: tuple | None = None) -> tuple:
     """Window ``wi`` of the epoch, and the stored rows by block it was built from; with the
     ``previous`` epoch's (one window of every block) no block is read again."""
     cache = {} if previous is None else previous[3]
-    return EpochPlan(src, seed, epoch, window, fraction, cache=cache).load(wi) + (cache,)
+    return EpochPlan(src, seed, epoch, window, fraction, cache=cache, step_blocks=step_blocks).load(wi) + (cache,)
 
 
 def _prepare(src: Any, loaded: tuple, j: int, estimator: Any) -> tuple:
@@ -84,10 +84,10 @@ class WorkerFeed:
 
     def steps(self, plan: EpochPlan, start: int) -> Iterator[tuple]:
         """``(features, labels, n)`` of the steps of ``plan`` from ``start``, in order."""
-        client, args = self.client, (plan.seed, plan.epoch, plan.window, plan.fraction)
+        client, args = self.client, (plan.seed, plan.epoch, plan.window, plan.fraction, plan.step_blocks)
         wi, first = plan.window_of(start)
         jobs = [(w, j) for w in range(wi, len(plan.windows))
-                for j in range(start - first if w == wi else 0, plan.windows[w].size)]
+                for j in range(start - first if w == wi else 0, plan.window_steps[w])]
         windows, pending = {}, deque()
 
         whole = len(plan.windows) == 1 and plan.windows[0].size == self.n_blocks
