@@ -19,9 +19,10 @@ tried in the same run: scikit-learn's SGDClassifier fits one binary problem per 
 * ``fit_incremental`` (local, no held-out set, so every row trains as in the peers) with its
   defaults (cross-block shuffle, ``n_jobs=None``: the classes on every usable CPU), with the
   within-block shuffle (``shuffle_window=1``: the difference is the cost of the true shuffle),
-  with ``n_jobs=1``, and with ``step_blocks=STEP_BLOCKS`` and the estimator's ``shuffle=False``
-  (its rows already come in a seeded random order), with the automatic window and with one
-  window of every block (its rows read once per run and kept: 200 MB of float32 here);
+  with ``n_jobs=1``, and with ``step_blocks=STEP_BLOCKS`` (one ``partial_fit`` call per 5 blocks'
+  rows): with the automatic window, with one window of every block (its rows read once per run
+  and kept: 200 MB of float32 here), and with the estimator's ``shuffle=False`` (faster, but see
+  the accuracy over seeds);
 * ``fit_incremental(..., replicas=2)`` in two threads of this process (no Client): iterative
   parameter mixing on both cores.
 
