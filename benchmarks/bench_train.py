@@ -7,17 +7,22 @@ tried in the same run: scikit-learn's SGDClassifier fits one binary problem per 
 ``n_jobs`` threads (bitwise the same model), so the peers run with ``n_jobs=1`` and ``2``:
 
 * ``SGDClassifier.partial_fit`` on the features held in memory (float64, no reading), looping
-  over the same block size: the ceiling of every out-of-core learner ("x pf": against the
-  faster of its two rows);
+  over the same block size, ``n_jobs`` 1 and 2; and with the estimator's ``shuffle=False``,
+  also in calls of ``STEP_BLOCKS`` blocks: the ceiling of every out-of-core learner ("x pf":
+  against the fastest of these rows);
 * dask-ml's ``Incremental`` on the store's dask array (the threaded scheduler reading blocks
-  in parallel, ``shuffle_blocks=True``, the store's row chunks, so the same ``partial_fit`` call
-  sizes), one ``partial_fit`` pass per epoch; on the stored float32 and cast to float64 in its
-  graph (scikit-learn's SGD trains about 20% faster on float64 rows), each with the
-  estimator's ``n_jobs`` 1 and 2: the fastest of the four is the peer ("x dask-ml");
+  in parallel, ``shuffle_blocks=True``), one ``partial_fit`` pass per epoch: on the stored
+  float32, and cast to float64 in its graph (scikit-learn's SGD trains about 20% faster on
+  float64 rows) with ``n_jobs`` 1 and 2, the estimator's ``shuffle`` on and off, on the
+  store's row chunks (the same call sizes) and rechunked to ``STEP_BLOCKS`` blocks in its graph
+  (the same call sizes as ``step_blocks``): the fastest is the peer ("x dask-ml");
 * ``fit_incremental`` (local, no held-out set, so every row trains as in the peers) with its
   defaults (cross-block shuffle, ``n_jobs=None``: the classes on every usable CPU), with the
   within-block shuffle (``shuffle_window=1``: the difference is the cost of the true shuffle),
-  and with ``n_jobs=1``;
+  with ``n_jobs=1``, and with ``step_blocks=STEP_BLOCKS`` (one ``partial_fit`` call per 5 blocks'
+  rows): with the automatic window, with one window of every block (its rows read once per run
+  and kept: 200 MB of float32 here), and with the estimator's ``shuffle=False`` (faster, but see
+  the accuracy over seeds);
 * ``fit_incremental(..., replicas=2)`` in two threads of this process (no Client): iterative
   parameter mixing on both cores.
 
@@ -41,8 +46,8 @@ learner, so nobody pays a pass over the labels; test accuracy on 20000 untouched
 printed beside each.
 
 Run: ``python benchmarks/bench_train.py [--rows 200000] [--epochs 3] [--repeat 3] [--seeds 5]
-[--quick] [--no-cluster] [--no-softmax]`` (``--quick``: 60000 rows, 2 epochs, about 4 minutes on
-2 idle cores; then the SoftmaxSGD table, see :func:`softmax_main`, unless ``--no-softmax``).
+[--quick] [--no-cluster] [--no-softmax]`` (``--quick``: 60000 rows, 2 epochs; the full
+``--no-softmax`` run takes about 8 minutes on 2 idle cores; then the SoftmaxSGD table, see :func:`softmax_main`, unless ``--no-softmax``).
 Needs the ``bench`` extra (dask-ml). On a shared machine the figures are noisy: compare the
 ratios.
 """
@@ -70,11 +75,12 @@ from _timing import best_times  # noqa: E402
 from bench_accuracy import synthetic  # noqa: E402  (4 classes from 10 Gaussian inputs)
 
 BLOCK = 10_000
+STEP_BLOCKS = 5  # fit_incremental(step_blocks=...): blocks' rows per partial_fit call in its fast rows
 
 
-def sgd(eta0, random_state=0, n_jobs=None):
+def sgd(eta0, random_state=0, n_jobs=None, shuffle=True):
     return SGDClassifier(loss="log_loss", alpha=1e-5, learning_rate="constant", eta0=eta0,
-                         random_state=random_state, n_jobs=n_jobs)
+                         random_state=random_state, n_jobs=n_jobs, shuffle=shuffle)
 
 
 def timed(fn, repeat=3):
@@ -88,21 +94,21 @@ def timed(fn, repeat=3):
     return out, best
 
 
-def in_memory(F, y, eta0, epochs, classes, n_jobs=None):
-    est = sgd(eta0, n_jobs=n_jobs)
+def in_memory(F, y, eta0, epochs, classes, n_jobs=None, shuffle=True, step=BLOCK):
+    est = sgd(eta0, n_jobs=n_jobs, shuffle=shuffle)
     rng = np.random.default_rng(0)
-    starts = np.arange(0, F.shape[0], BLOCK)
+    starts = np.arange(0, F.shape[0], step)
     for _ in range(epochs):
         for a in starts[rng.permutation(starts.size)]:
-            est.partial_fit(F[a:a + BLOCK], y[a:a + BLOCK], classes=classes)
+            est.partial_fit(F[a:a + step], y[a:a + step], classes=classes)
     return est
 
 
-def dask_ml_incremental(store, eta0, epochs, classes, dtype=None, n_jobs=None):
+def dask_ml_incremental(store, eta0, epochs, classes, dtype=None, n_jobs=None, shuffle=True, chunk=BLOCK):
     from dask_ml.wrappers import Incremental
 
-    inc = Incremental(sgd(eta0, n_jobs=n_jobs), shuffle_blocks=True, random_state=0)
-    F, y = store.features.rechunk({1: -1}), store.labels
+    inc = Incremental(sgd(eta0, n_jobs=n_jobs, shuffle=shuffle), shuffle_blocks=True, random_state=0)
+    F, y = store.features.rechunk({0: chunk, 1: -1}), store.labels.rechunk(chunk)
     F = F if dtype is None else F.astype(dtype)
     for _ in range(epochs):
         inc.partial_fit(F, y, classes=classes)
@@ -110,23 +116,32 @@ def dask_ml_incremental(store, eta0, epochs, classes, dtype=None, n_jobs=None):
 
 
 def accuracy_over_seeds(store, eta0, epochs, classes, Fte, yte, seeds):
-    """Test accuracy of sequential training and of replicas=2 over ``seeds`` seeds (the seed of
-    the shuffles and the estimator's random_state): with a constant rate the final model's
-    accuracy varies from seed to seed by more than the replicas' effect, so one seed cannot tell
+    """Test accuracy of sequential training (defaults, and ``step_blocks=STEP_BLOCKS`` with the
+    estimator's ``shuffle=False``) and of replicas=2 over ``seeds`` seeds (the seed of the
+    shuffles and the estimator's random_state): with a constant rate the final model's accuracy
+    varies from seed to seed by more than these configurations' effect, so one seed cannot tell
     them apart. Replicas on a cluster give bitwise the local replicas' model, so this holds for
     them too."""
-    acc = {1: [], 2: []}
+    configs = {"sequential": ({}, True), f"step_blocks={STEP_BLOCKS}": ({"step_blocks": STEP_BLOCKS}, True),
+               f"step_blocks={STEP_BLOCKS}, shuffle=False": ({"step_blocks": STEP_BLOCKS}, False),
+               "replicas=2": ({"replicas": 2}, True)}
+    acc = {name: [] for name in configs}
     for seed in range(seeds):
-        for replicas in acc:
-            model = fit_incremental(sgd(eta0, random_state=seed), store, epochs=epochs, validation_fraction=None,
-                                    classes=classes, seed=seed, replicas=replicas, client=False, progress=False)
-            acc[replicas].append(model.estimator.score(Fte, yte))
-    one, two = (np.array(acc[r]) * 100 for r in (1, 2))
-    diff = two - one
-    return (f"test accuracy over {seeds} seeds, {epochs} epochs (mean, sd): sequential {one.mean():.2f} "
-          f"({one.std(ddof=1):.2f}), replicas=2 {two.mean():.2f} ({two.std(ddof=1):.2f}); replicas - sequential "
-          f"{diff.mean():+.2f} points (standard error {diff.std(ddof=1) / np.sqrt(seeds):.2f}; per seed: "
-            f"{', '.join(f'{d:+.2f}' for d in diff)})")
+        for name, (kw, shuffle) in configs.items():
+            model = fit_incremental(sgd(eta0, random_state=seed, shuffle=shuffle), store, epochs=epochs,
+                                    validation_fraction=None, classes=classes, seed=seed, client=False,
+                                    progress=False, **kw)
+            acc[name].append(model.estimator.score(Fte, yte) * 100)
+    one = np.array(acc["sequential"])
+    parts = []
+    for name, a in acc.items():
+        a = np.array(a)
+        part = f"{name} {a.mean():.2f} ({a.std(ddof=1):.2f})"
+        if name != "sequential":
+            d = a - one
+            part += f", {d.mean():+.2f} points vs sequential (standard error {d.std(ddof=1) / np.sqrt(seeds):.2f})"
+        parts.append(part)
+    return f"test accuracy over {seeds} seeds, {epochs} epochs (mean, sd): " + "; ".join(parts)
 
 
 def on_cluster(store, sgd, eta0, epochs, classes, Fte, row, ref, local):
@@ -187,23 +202,38 @@ def main():
     eta0 = 0.5  # NRFF rows have unit norm: eta0 = 0.5 / E||x||^2
     Fmem = np.asarray(store.features.compute(), dtype=np.float64)
 
-    def local(**kw):
-        return lambda: fit_incremental(sgd(eta0), store, epochs=epochs, validation_fraction=None, classes=classes,
-                                       progress=False, **kw).estimator
+    def local(shuffle=True, **kw):
+        return lambda: fit_incremental(sgd(eta0, shuffle=shuffle), store, epochs=epochs, validation_fraction=None,
+                                       classes=classes, progress=False, **kw).estimator
 
+    big = STEP_BLOCKS * BLOCK
     runs = [  # (name, call returning the trained estimator); timed interleaved, best of --repeat
         ("partial_fit, features in memory (float64), n_jobs=1", lambda: in_memory(Fmem, ytr, eta0, epochs, classes)),
         ("partial_fit, features in memory (float64), n_jobs=2",
          lambda: in_memory(Fmem, ytr, eta0, epochs, classes, n_jobs=2)),
+        (f"partial_fit, in memory, n_jobs=2, {big}-row calls",
+         lambda: in_memory(Fmem, ytr, eta0, epochs, classes, n_jobs=2, step=big)),
+        (f"partial_fit, in memory, n_jobs=2, {big}-row calls, shuffle=False",
+         lambda: in_memory(Fmem, ytr, eta0, epochs, classes, n_jobs=2, shuffle=False, step=big)),
     ]
-    for n_jobs in (1, 2):
-        for dtype, label in ((None, "float32 as stored"), (np.float64, "cast to float64")):
-            runs.append((f"dask-ml Incremental, float store, {label}, n_jobs={n_jobs}",
-                         lambda dtype=dtype, n_jobs=n_jobs: dask_ml_incremental(store, eta0, epochs, classes, dtype,
-                                                                                n_jobs)))
+    # dask-ml: as stored; then float64 (its faster dtype) with n_jobs 1 and 2, the estimator's
+    # shuffle on and off, on the stored 10000-row chunks and rechunked to big ones in its graph
+    for dtype, n_jobs, shuffle, chunk in ((None, 1, True, BLOCK), (np.float64, 1, True, BLOCK),
+                                          (np.float64, 1, False, BLOCK), (np.float64, 2, True, BLOCK),
+                                          (np.float64, 2, False, BLOCK), (np.float64, 2, True, big),
+                                          (np.float64, 2, False, big)):
+        label = "float32 as stored" if dtype is None else "cast to float64"
+        runs.append((f"dask-ml Incremental, {label}, n_jobs={n_jobs}" + ("" if shuffle else ", shuffle=False")
+                     + ("" if chunk == BLOCK else f", {chunk}-row chunks"),
+                     lambda dtype=dtype, n_jobs=n_jobs, shuffle=shuffle, chunk=chunk: dask_ml_incremental(
+                         store, eta0, epochs, classes, dtype, n_jobs, shuffle, chunk)))
     runs += [("fit_incremental, float store, cross-block shuffle", local()),
              ("fit_incremental, float store, within-block shuffle", local(shuffle_window=1)),
              ("fit_incremental, float store, cross-block, n_jobs=1", local(n_jobs=1)),
+             (f"fit_incremental, step_blocks={STEP_BLOCKS}", local(step_blocks=STEP_BLOCKS)),
+             (f"fit_incremental, step_blocks={STEP_BLOCKS}, one window of every block",
+              local(step_blocks=STEP_BLOCKS, shuffle_window=store.features.numblocks[0])),
+             (f"fit_incremental, step_blocks={STEP_BLOCKS}, shuffle=False", local(False, step_blocks=STEP_BLOCKS)),
              ("fit_incremental, replicas=2 in 2 local threads", local(replicas=2, client=False))]
     fitted = {}
     for name, fn in runs:  # warm-up: imports, numba caches, page cache
@@ -213,6 +243,13 @@ def main():
     rps = {name: row(name, fitted[name], s, Fte) for (name, _), s in zip(runs, seconds)}
     ref = max(v for k, v in rps.items() if k.startswith("partial_fit"))
     peer = max(v for k, v in rps.items() if k.startswith("dask-ml"))
+    # the estimator's shuffle=False is faster but less accurate (one-vs-rest problems that all
+    # see the rows in one order): also compare the fastest rows that keep it
+    shuffled = {k: v for k, v in rps.items() if "shuffle=False" not in k}
+    best_ours = max((v, k) for k, v in shuffled.items() if k.startswith("fit_incremental") and "replicas" not in k)
+    best_peer = max((v, k) for k, v in shuffled.items() if k.startswith("dask-ml"))
+    shuffled_line = (f"fastest with the estimator's shuffle=True: {best_ours[1]} {best_ours[0]:,.0f} rows/s, "
+                     f"{best_peer[1]} {best_peer[0]:,.0f} rows/s: {best_ours[0] / best_peer[0]:.2f}x dask-ml")
     local_rps = rps["fit_incremental, float store, cross-block shuffle"]
     for i, (name, *_rest) in enumerate(rows):
         r = rps[name]
@@ -249,9 +286,10 @@ def main():
 
     print(f"\n{n} training rows x {epochs} epochs, blocks of {BLOCK} rows, test on {len(yte)} rows "
           f"(SGDClassifier log loss, constant eta0)")
-    print(f"{'run':<64} {'rows/s':>12} {'test acc':>9}  ratio")
+    print(f"{'run':<84} {'rows/s':>12} {'test acc':>9}  ratio")
     for name, rps, acc, ratio in rows:
-        print(f"{name:<64} {rps:>12,.0f} {acc:>9.4f}  {ratio}")
+        print(f"{name:<84} {rps:>12,.0f} {acc:>9.4f}  {ratio}")
+    print(shuffled_line)
     print(seeds_line)
     print(f"load average: {load[0]:.2f} at the start, {os.getloadavg()[0]:.2f} at the end ({os.cpu_count()} cores; "
           "figures of a loaded machine are noisy)")

@@ -65,7 +65,7 @@ def test_one_vs_rest_threads_give_bitwise_the_coefficients_of_one_thread(small_s
 def test_threads_and_finite_setting_reach_each_call_and_only_it(small_steps_threaded):
     calls.clear()
     _fit(_sgd(_Recording), 2)
-    assert calls and all(c == ("ThreadingBackend", 2, True) for c in calls), calls[:3]
+    assert calls and all(c == ("PoolBackend", 2, True) for c in calls), calls[:3]
     # outside the call nothing is left set
     assert joblib.parallel.get_active_backend()[1] != 2 and not sklearn.get_config()["assume_finite"]
 
@@ -123,3 +123,23 @@ def test_gather_rows_is_concatenate_then_index_then_astype():
     assert got.dtype == np.float64 and got.flags.c_contiguous
     assert np.array_equal(got, want.astype(np.float64))
     assert np.array_equal(gather_rows(parts, starts, rows), want)
+
+
+def _fail(i):
+    if i == 2:
+        raise ValueError(f"task {i} failed")
+    return i
+
+
+def test_pool_backend_reuses_its_threads_and_raises_a_tasks_error():
+    # joblib's threading backend starts new threads for every Parallel call (and polls them
+    # every 10 ms); the learner's backend hands the tasks to one kept pool
+    idents = set()
+    with joblib.parallel_config(backend=learner.PoolBackend(2)):
+        for _ in range(5):
+            idents.update(joblib.Parallel()(joblib.delayed(threading.get_ident)() for _ in range(8)))
+        with pytest.raises(ValueError, match="task 2 failed"):
+            joblib.Parallel()(joblib.delayed(_fail)(i) for i in range(4))
+        assert joblib.Parallel(n_jobs=1)(joblib.delayed(threading.get_ident)() for _ in range(3)) == \
+            [threading.get_ident()] * 3  # n_jobs=1 stays in the caller
+    assert threading.get_ident() not in idents and 1 <= len(idents) <= 2

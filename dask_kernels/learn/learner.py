@@ -8,9 +8,15 @@ Two costs the learner would otherwise pay on every step, removed where that is e
   (each writes its own row of ``coef_``, with a seed drawn before any of them starts), so they
   may run on several threads and give bitwise the coefficients of one thread. When the
   estimator's own ``n_jobs`` is None, the call runs under
-  ``joblib.parallel_config(backend="threading", n_jobs=threads)``: the estimator's parameters
-  are never changed, and its own ``n_jobs``, when set, still decides. Only for calls with
-  enough work to pay for the threads joblib starts per call (:data:`MIN_THREADED_WORK`).
+  ``joblib.parallel_config(backend=PoolBackend(threads))``: the estimator's parameters are never
+  changed, and its own ``n_jobs``, when set, still decides (joblib's default then). Only for
+  calls with enough work to pay for handing the classes to threads (:data:`MIN_THREADED_WORK`).
+* **No polling.** joblib's own threading backend starts a thread pool per ``Parallel`` call
+  (1.5-6 ms) and its caller waits for results by sleeping 10 ms at a time while the next one is
+  pending: a 100-row call took 16 ms on 2 threads against 4.8 ms on one. :class:`PoolBackend`
+  (joblib's public custom-backend API) runs the tasks on a thread pool kept for the process and
+  blocks on each result in turn (``supports_retrieve_callback = False``: joblib then waits in
+  :meth:`PoolBackend.retrieve_result` instead of polling).
 * **The finite check.** scikit-learn scans every block for NaN and infinity. Features that a
   feature map computed from rows that passed its input contract (finite, bounded:
   :meth:`~dask_kernels.maps.base.FeatureMap.validate_block`), read back from a store whose
@@ -24,12 +30,14 @@ callback).
 
 from __future__ import annotations
 
+from concurrent.futures import Future
 from contextlib import ExitStack
 from typing import Any
 
+import joblib
 import numpy as np
 
-from ..maps._parallel import effective_n_jobs
+from ..maps._parallel import _pool, effective_n_jobs
 
 
 def learner_threads(estimator: Any, n_jobs: int | None) -> int:
@@ -45,10 +53,54 @@ def learner_threads(estimator: Any, n_jobs: int | None) -> int:
 
 
 #: Least work of one ``partial_fit`` call (stored nonzeros of the step times classes) run on
-#: threads: joblib starts a pool of threads per call, which cost 1.5-6 ms (wall and CPU,
-#: measured on 2 loaded cores; less idle), so a call must take tens of ms for threads to pay
-#: (10000 dense rows x 256 features x 4 classes: 10M, 30-75 ms; 1000 rows: 1M, not worth it).
-MIN_THREADED_WORK = 4 * 2**20
+#: threads: handing the classes to the kept pool costs ~0.3 ms CPU per call (measured on 2
+#: loaded cores), so a call should take several ms (10000 dense rows x 256 features x 4
+#: classes: 10M, 30-75 ms; 1000 rows: 1M, 3-7 ms).
+MIN_THREADED_WORK = 2**20
+
+
+class PoolBackend(joblib.ParallelBackendBase):
+    """joblib backend: a ``Parallel`` call's tasks on the process's kept pool of ``threads``
+    threads (:func:`dask_kernels.maps._parallel._pool`), the caller blocking on each result.
+
+    For scikit-learn's ``Parallel(n_jobs=self.n_jobs, require="sharedmem")`` loops over
+    independent problems (one-vs-rest), under ``joblib.parallel_config(backend=PoolBackend(n))``.
+    ``Parallel(n_jobs=1)`` stays sequential.
+
+    Examples
+    --------
+    >>> import joblib
+    >>> from dask_kernels.learn.learner import PoolBackend
+    >>> with joblib.parallel_config(backend=PoolBackend(2)):
+    ...     joblib.Parallel()(joblib.delayed(pow)(i, 2) for i in range(4))
+    [0, 1, 4, 9]
+    """
+
+    supports_retrieve_callback = False  # joblib then calls retrieve_result: a blocking wait
+    supports_timeout = False
+    supports_sharedmem = True
+    uses_threads = True
+
+    def __init__(self, threads: int, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.threads = int(threads)
+        self.default_n_jobs = self.threads
+
+    def effective_n_jobs(self, n_jobs: int | None) -> int:
+        return 1 if n_jobs == 1 else self.threads
+
+    def configure(self, n_jobs: int | None = 1, parallel: Any = None, **kwargs: Any) -> int:
+        self.parallel = parallel
+        return self.effective_n_jobs(n_jobs)
+
+    def submit(self, func: Any, callback: Any = None) -> Future:
+        future = _pool(self.threads).submit(func)
+        if callback is not None:
+            future.add_done_callback(callback)
+        return future
+
+    def retrieve_result(self, out: Future, timeout: float | None = None) -> Any:
+        return out.result()
 
 
 def _threaded(F: Any, fit_args: dict, threads: int) -> bool:
@@ -62,13 +114,11 @@ def _threaded(F: Any, fit_args: dict, threads: int) -> bool:
 
 def partial_fit(estimator: Any, F: Any, y: Any, fit_args: dict, *, threads: int = 1, finite: bool = False) -> None:
     """``estimator.partial_fit(F[, y], **fit_args)`` (``y`` None: unsupervised) on ``threads``
-    one-vs-rest threads when that pays (:data:`MIN_THREADED_WORK`), without the finite check if
+    one-vs-rest threads (:class:`PoolBackend`) when that pays (:data:`MIN_THREADED_WORK`), without the finite check if
     ``finite`` (see the module docstring)."""
     with ExitStack() as stack:
-        if _threaded(F, fit_args, threads):
-            import joblib
-
-            stack.enter_context(joblib.parallel_config(backend="threading", n_jobs=threads))
+        if _threaded(F, fit_args, threads) and estimator.get_params(deep=False).get("n_jobs") is None:
+            stack.enter_context(joblib.parallel_config(backend=PoolBackend(threads), n_jobs=threads))
         if finite:
             import sklearn
 

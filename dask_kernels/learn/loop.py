@@ -67,7 +67,7 @@ class LoopState:
         if not _is_int(loop["epoch"], 0, epochs):
             bad("epoch", f"must be an integer in [0, {epochs}], got {loop['epoch']!r}")
         if not _is_int(loop["position"], 0, n_steps - 1):
-            bad("position", f"must be an integer in [0, {n_steps - 1}] ({n_steps} blocks), "
+            bad("position", f"must be an integer in [0, {n_steps - 1}] ({n_steps} steps), "
                             f"got {loop['position']!r}")
         if loop["position"] and loop["epoch"] >= epochs:
             bad("position", "must be 0 once every epoch is done")

@@ -91,14 +91,14 @@ def check_replicas(estimator: Any, replicas: Any, n_blocks: int, checkpoint_ever
 
 def train_replica(estimator: Any, src: Any, seed: int, epoch: int, window: int, fraction: float,
                   part: tuple[int, int], fit_args: dict, supervised: bool, prefetch: bool,
-                  on_worker: bool = False, cache: dict | None = None) -> tuple[Any, int]:
+                  on_worker: bool = False, cache: dict | None = None, step_blocks: int = 1) -> tuple[Any, int]:
     """Train ``estimator`` (in place) on replica ``part``'s shard for one epoch; return it and
     its number of training rows. On a worker, reads run in the task's own thread; ``cache``
     holds the shard's stored rows when they are kept from epoch to epoch."""
     if on_worker:
         src = src.synchronous()
     rows = 0
-    plan = EpochPlan(src, seed, epoch, window, fraction, part=part, cache=cache)
+    plan = EpochPlan(src, seed, epoch, window, fraction, part=part, cache=cache, step_blocks=step_blocks)
     for F, yb, n in local_steps(plan, 0, estimator, prefetch):
         if n:  # one thread: the replicas are the parallelism
             partial_fit(estimator, F, yb if supervised else None, fit_args, finite=src.finite)
@@ -156,8 +156,9 @@ class Replicas:
     """
 
     def __init__(self, n: int, src: Any, *, seed: int, window: int, fraction: float, client: Any = None,
-                 src_future: Any = None) -> None:
+                 src_future: Any = None, step_blocks: int = 1) -> None:
         self.n, self.src, self.seed, self.window, self.fraction = n, src, seed, window, fraction
+        self.step_blocks = step_blocks
         self.client, self.src_future = client, src_future
         keep = window >= -(-src.n_blocks // n)
         self.caches: list = [None] * n
@@ -176,13 +177,14 @@ class Replicas:
         args, n = (self.seed, epoch, self.window, self.fraction), self.n
         if self.client is not None:
             futures = [self.client.submit(train_replica, estimator, self.src_future, *args, (r, n), fit_args,
-                                          supervised, prefetch, True, self.caches[r], pure=False,
+                                          supervised, prefetch, True, self.caches[r], self.step_blocks, pure=False,
                                           workers=self.workers[r], allow_other_workers=True) for r in range(n)]
             results = self.client.gather(futures)
         else:
             with ThreadPoolExecutor(max_workers=n) as pool:
                 results = list(pool.map(lambda r: train_replica(copy.deepcopy(estimator), self.src, *args, (r, n),
                                                                 fit_args, supervised, prefetch,
-                                                                cache=self.caches[r]), range(n)))
+                                                                cache=self.caches[r], step_blocks=self.step_blocks),
+                                        range(n)))
         mix(estimator, [e for e, _ in results])
         return sum(rows for _, rows in results)

@@ -8,10 +8,13 @@ last ones it saw. Here each epoch
 2. cuts that order into *windows* of at most ``window`` blocks (sizes differing by at most one),
 3. reads a window's training rows (held-out rows excluded) in stored form, permutes them
    together (``default_rng((seed, epoch, window_index))``) and serves them as one *step* (one
-   ``partial_fit`` call) per block of the window, of equal size.
+   ``partial_fit`` call) per ``step_blocks`` blocks of the window (rounded up), of equal size.
 
-So there are as many steps per epoch as blocks, every row is used once per epoch, and a step's
-rows come from every block of its window. With one window holding every block the order is a
+So with ``step_blocks=1`` there are as many steps per epoch as blocks, every row is used once
+per epoch, and a step's rows come from every block of its window. Larger steps (several blocks'
+rows in one call) make fewer, longer ``partial_fit`` calls: each call's fixed cost (validation,
+and handing the one-vs-rest problems to threads) is paid less often and the threads get longer
+tasks; a step never spans two windows. With one window holding every block the order is a
 global permutation; ``window=1`` is the cheaper within-block shuffle. Memory: the stored form of
 one window (and the next one, read ahead). Every permutation is a pure function of its key, so
 a run resumed at ``(epoch, step)`` trains on exactly the rows an uninterrupted run would.
@@ -103,6 +106,8 @@ class EpochPlan:
         Blocks per window (>= 1).
     fraction : float
         Held-out fraction (0: every row trains).
+    step_blocks : int, default=1
+        Blocks' rows per step (per ``partial_fit`` call), within a window.
     part : (int, int), optional
         ``(r, n)``: only replica ``r``'s shard of the blocks (:func:`shard`).
     cache : dict, optional
@@ -119,14 +124,16 @@ class EpochPlan:
     >>> plan = EpochPlan(src, seed=0, epoch=0, window=3, fraction=0.0)
     >>> [w.size for w in plan.windows], plan.n_steps
     ([3, 3], 6)
+    >>> EpochPlan(src, seed=0, epoch=0, window=3, fraction=0.0, step_blocks=2).n_steps  # 2 per window
+    4
     >>> steps = [y[rows] for _, y, rows in plan.steps(0)]
     >>> sorted(np.concatenate(steps).tolist()) == list(range(60))  # every row once
     True
     """
 
-    def __init__(self, src, seed, epoch, window, fraction, part=None, cache=None):
+    def __init__(self, src, seed, epoch, window, fraction, part=None, cache=None, step_blocks=1):
         self.src, self.seed, self.epoch, self.fraction = src, int(seed), int(epoch), float(fraction)
-        self.cache = cache
+        self.cache, self.step_blocks = cache, int(step_blocks)
         self.window, self.part = int(window), part
         self._key = (self.seed, self.epoch)
         if part is None:
@@ -136,7 +143,9 @@ class EpochPlan:
             self._key = (self.seed, self.epoch, part[1], part[0])
             order = order[np.random.default_rng(self._key).permutation(order.size)]
         self.windows = [w for w in np.array_split(order, max(1, math.ceil(order.size / window))) if w.size]
-        self.starts = np.concatenate([[0], np.cumsum([w.size for w in self.windows])])
+        #: steps of each window (the same in every epoch: only the order of the blocks changes)
+        self.window_steps = [-(-w.size // self.step_blocks) for w in self.windows]
+        self.starts = np.concatenate([[0], np.cumsum(self.window_steps)]).astype(np.int64)
         self._first = None  # window 0 read ahead (a future): see preload
 
     @property
@@ -168,7 +177,7 @@ class EpochPlan:
         X = _Window([X for X, _ in parts])
         y = None if parts[0][1] is None else np.concatenate([y for _, y in parts])
         perm = np.random.default_rng(self._key + (wi,)).permutation(X.shape[0])
-        return X, y, np.array_split(perm, len(blocks))
+        return X, y, np.array_split(perm, self.window_steps[wi])
 
     def preload(self, pool: ThreadPoolExecutor) -> None:
         """Start reading window 0 in the thread ``pool`` (e.g. while the previous epoch's last

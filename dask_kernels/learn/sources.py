@@ -323,6 +323,15 @@ class ArraySource(BlockSource):
                                  "labels are misaligned with the features")
             self.has_labels = True
         self.y = y
+        # rows and labels of a Parquet partition from one read of the file, not one each
+        # (:func:`~dask_kernels.io.tabular.read_together`; only where both are computed: the
+        # labels alone, e.g. the classes' pass, keep their own cheaper graph)
+        self._together = None
+        if _is_dask(X) and y is not None and _is_dask(y):
+            from ..io.tabular import read_together  # noqa: PLC0415  (only for dask input)
+
+            joint = read_together(X, y)
+            self._together = joint if joint[0] is not X else None
         chunks = X.chunks[0] if _is_dask(X) and block_rows is None else None
         self.bounds = _bounds(self.n_rows, block_rows, chunks)
         if feature_map is not None:
@@ -337,31 +346,28 @@ class ArraySource(BlockSource):
             X = X[rows]
         return sp.csr_matrix(X) if sp.issparse(X) else np.asarray(X)
 
-    def _raw(self, i):
-        """Raw rows of block i and their labels (None without), a dask pair in one compute: a
-        Parquet partition's rows and label column are then one read of the file, not two."""
+    def _block(self, i):
+        """``(raw rows, labels or None)`` of block ``i``, computed together when they share reads."""
         a, b = self.bounds[i]
-        if not (self.has_labels and _is_dask(self.X) and _is_dask(self.y)):
-            return self._rows(a, b), self.read_labels(i) if self.has_labels else None
+        if self._together is None:
+            return self._rows(a, b), (self.read_labels(i) if self.has_labels else None)
         import dask  # noqa: PLC0415
 
-        from ..io.tabular import read_together  # noqa: PLC0415
-
-        X, y = dask.compute(*read_together(self.X[a:b], self.y[a:b]), scheduler=self.scheduler)
+        X, y = dask.compute(self._together[0][a:b], self._together[1][a:b], scheduler=self.scheduler)
         return (sp.csr_matrix(X) if sp.issparse(X) else np.asarray(X)), np.asarray(y)
 
     def read(self, i, rows=None):
         a, b = self.bounds[i]
-        X, y = self._raw(i)
+        X, y = self._block(i)
         if rows is not None:
-            X, y = X[rows], None if y is None else y[rows]
+            X, y = X[rows], (None if y is None else y[rows])
         return _featurize(self.feature_map, X, a, b, rows), y
 
     def read_split(self, blocks: list[int], selections: list[tuple]) -> list[list[tuple]]:
         out = []
         for i, sels in zip(blocks, selections):  # raw rows read once, each selection featurized as read(i, rows)
             a, b = self.bounds[i]
-            X, y = self._raw(i)
+            X, y = self._block(i)
             out.append([(_featurize(self.feature_map, X[r], a, b, r), None if y is None else y[r]) for r in sels])
         return out
 
