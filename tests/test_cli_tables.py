@@ -167,3 +167,25 @@ def test_a_parquet_dataset_on_s3_into_an_s3_store(data, s3, capsys, monkeypatch)
     store = open_store("s3://dk-test/f.zarr", storage_options=opts)
     np.testing.assert_array_equal(store.features.compute(), RFF(n_components=16).fit(X[:1]).transform(X[:200]))
     np.testing.assert_array_equal(store.labels.compute(), y[:200])
+
+
+def test_train_step_blocks_reaches_fit_incremental(data, capsys):
+    # --step-blocks 2 cuts the same rows into half as many partial_fit calls: another model than
+    # --step-blocks 1 (the default), the one fit_incremental(step_blocks=2) gives
+    d, X, y = data
+    common = ["--epochs", "1", "--validation-fraction", "0", "--block-rows", "50", "--eta0", "0.1"]
+    for k in (1, 2):
+        _ok(capsys, ["train", str(d / "X.npy"), "--labels", str(d / "y.npy"), "-o", str(d / f"s{k}.dk"),
+                     "--step-blocks", str(k)] + common)
+    one, two = (load_model(str(d / f"s{k}.dk")).estimator.coef_ for k in (1, 2))
+    assert not np.array_equal(one, two)
+    from sklearn.linear_model import SGDClassifier
+
+    from dask_kernels import fit_incremental
+    from dask_kernels.learn import ArraySource
+
+    est = SGDClassifier(loss="log_loss", alpha=1e-5, learning_rate="constant", eta0=0.1, random_state=0)
+    want = fit_incremental(est, ArraySource(X[:200], y[:200], block_rows=50),
+                           classes=np.unique(y), epochs=1, seed=0, step_blocks=2, validation_fraction=None,
+                           progress=False)
+    np.testing.assert_array_equal(two, want.estimator.coef_)

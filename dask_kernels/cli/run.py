@@ -64,7 +64,8 @@ STORE = {"path": (None, "path"), "block_rows": ("--block-rows", "int"), "overwri
 TRAINING = {"output": ("-o", "path"), "overwrite": ("--overwrite", "bool"), "estimator": ("--estimator", "str"),
             "epochs": ("--epochs", "int"), "alpha": ("--alpha", "num"), "eta0": ("--eta0", "num"),
             "validation": ("--validation-fraction", "num"), "patience": ("--n-iter-no-change", "int"),
-            "block_rows": ("--block-rows", "int"), "seed": ("--seed", "int"), "checkpoint": ("--checkpoint", "path"),
+            "block_rows": ("--block-rows", "int"), "step_blocks": ("--step-blocks", "int"), "seed": ("--seed", "int"),
+            "checkpoint": ("--checkpoint", "path"),
             "checkpoint_every": ("--checkpoint-every", "int"), "resume": ("--no-resume", "flag-if-false")}
 OUTPUT = {"input": (None, "path"), "path": ("-o", "path"), "model": (None, "path"), "proba": ("--proba", "bool"),
           "format": ("--format", "str"), "n_features": ("--n-features", "int"), "zero_based": ("--zero-based", "bool"),
