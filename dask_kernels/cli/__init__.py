@@ -10,7 +10,11 @@ import os
 import pkgutil
 import sys
 
-from ._args import UsageError, user_message
+from ._exit import arm, exit_with
+
+arm()  # first: its exit handler must run after those of everything a command imports
+
+from ._args import UsageError, user_message  # noqa: E402
 
 #: Errors that are the user's to fix: printed as one line (no traceback) with exit status 1.
 USER_ERRORS = (UsageError, ValueError, OSError, KeyError)
@@ -67,7 +71,15 @@ def main(argv=None):
     User errors (bad paths, values, incompatible stores, refused output paths, unreachable
     schedulers) print one line ``dask-kernels <command>: error: ...`` to stderr and return 1;
     ``--debug`` or ``DASK_KERNELS_DEBUG=1`` shows the traceback instead.
+
+    Run as a program (``argv`` None), the process then ends without interpreter teardown
+    (:mod:`dask_kernels.cli._exit`).
     """
+    status = _main(argv)
+    return exit_with(status) if argv is None else status
+
+
+def _main(argv):
     args = build_parser().parse_args(argv)
     try:
         return args._run(args)

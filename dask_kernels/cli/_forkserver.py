@@ -25,6 +25,9 @@ def _preload():
 
 
 if os.environ.get(WARM_METHODS_ENV) is not None:  # only in a server started by a command
+    from ._exit import arm
+
+    arm(0)  # it exits after its command, which a caller reading their output waits for (see _exit)
     try:
         _preload()
     except Exception:  # pragma: no cover - the plugin warms the workers instead

@@ -8,7 +8,7 @@ import json
 import warnings
 
 from ._args import UsageError, existing_path, make_map, parse_params, positive_int
-from ._cluster import add_cluster_arguments, client_for, start_worker_server
+from ._cluster import add_cluster_arguments, client_for, start_worker_server, starts_local_cluster
 from ._inputs import add_input_arguments, labels_for, open_rows, table_columns
 from ._paths import existing, normalize
 
@@ -109,6 +109,35 @@ def read_input(args):
     return X, None if fmt == "svmlight" else labels
 
 
+def fit_here(fmap, X, block_rows):
+    """``fmap`` fitted as :func:`~dask_kernels.pipeline.featurize` fits an unfitted map (a clone,
+    on the first block of dense rows that has any), the block read in this process.
+
+    Why: featurize computes that block on the default scheduler, the command's LocalCluster, so
+    the first task of the run shipped a whole block (32 MiB by default) from a worker to this
+    process while both workers waited for the store. The workers of a LocalCluster read the files
+    this process reads, so reading the block here gives the same rows, the same fitted map and
+    the same store. Maps fitted on all rows (``fits_partitioned``, Nystroem), fitted maps and
+    inputs other than dask arrays (a sparse source's first block featurize already reads here)
+    are returned as they are.
+    """
+    import dask
+    import dask.array as da
+
+    from ..maps.base import ensure_fitted
+    from ..pipeline.featurize import _as_source, _first_block
+
+    if getattr(fmap, "fits_partitioned", False) or not isinstance(X, da.Array):
+        return fmap
+    kind, src = _as_source(X, block_rows)
+
+    def first_rows():
+        with dask.config.set(scheduler="synchronous"):
+            return _first_block(kind, src)
+
+    return ensure_fitted(fmap, first_rows)
+
+
 def _prepare_client():
     """What this process loads after its LocalCluster is up, loaded while it starts (see
     :func:`~._cluster.client_for`): Zarr, for creating the store, and Numba with the input check,
@@ -148,6 +177,8 @@ def run(args):
         fmap = stored_map if stored_map is not None else resolve_center(fmap, X)
         t0 = time.perf_counter()
         try:
+            if starts_local_cluster(args):
+                fmap = fit_here(fmap, X, block_rows(args))
             store = featurize(X, fmap, labels=labels, store=output, block_rows=block_rows(args),
                               overwrite=args.overwrite, mode="append" if args.append else "write",
                               progress=not args.no_progress)

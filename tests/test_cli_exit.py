@@ -1,0 +1,66 @@
+"""``dask-kernels`` run as a program ends without interpreter teardown (``cli/_exit.py``): every
+exit handler still runs, the output is complete and the exit status is the command's; objects
+left to finalization are not finalized. ``main(argv)`` in a Python session returns as before."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+PROGRAM = textwrap.dedent(
+    """
+    import atexit, sys
+    from dask_kernels.cli import main
+
+    class Finalized:
+        def __del__(self):
+            print("finalized", flush=True)
+
+    kept = Finalized()  # a module global: freed only by interpreter teardown
+    atexit.register(print, "later exit handler ran")  # registered after the CLI's: runs before it
+    sys.argv = ["dask-kernels", *sys.argv[1:]]
+    if __name__ == "__main__":
+        sys.exit(main(None if sys.argv[1] != "--in-session" else sys.argv[2:]))
+    """
+)
+
+
+def _run(*args):
+    return subprocess.run([sys.executable, "-c", PROGRAM, *args], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": ROOT})
+
+
+def _store(tmp_path):
+    from dask_kernels import GCWS, featurize
+
+    X = np.random.default_rng(0).random((40, 5))
+    path = str(tmp_path / "f.zarr")
+    featurize(X, GCWS(n_components=8).fit(X), store=path, progress=False)
+    return path
+
+
+def test_a_command_ends_with_its_output_status_and_exit_handlers_but_no_teardown(tmp_path):
+    r = _run("info", _store(tmp_path))
+    assert r.returncode == 0, r.stderr
+    assert "rows: 40 x 8 uint8" in r.stdout  # flushed before the process ended
+    assert "later exit handler ran" in r.stdout
+    assert "finalized" not in r.stdout
+
+
+def test_a_failing_command_keeps_its_status_and_message(tmp_path):
+    r = _run("info", str(tmp_path / "missing.zarr"))
+    assert r.returncode == 1
+    assert r.stderr.startswith("dask-kernels info: error:") and "missing.zarr" in r.stderr
+    assert "later exit handler ran" in r.stdout
+    assert "finalized" not in r.stdout
+
+
+def test_main_with_arguments_in_a_session_returns_and_the_interpreter_ends_as_usual(tmp_path):
+    r = _run("--in-session", "info", _store(tmp_path))
+    assert r.returncode == 0, r.stderr
+    assert "rows: 40 x 8 uint8" in r.stdout and "later exit handler ran" in r.stdout
+    assert "finalized" in r.stdout
