@@ -56,7 +56,8 @@ def build_parser():
 
     parser.add_argument("--version", action="version", version=f"dask-kernels {__version__}")
     parser.add_argument("--debug", action="store_true",
-                        help="show the Python traceback of errors (also: DASK_KERNELS_DEBUG=1)")
+                        help="show the Python traceback of errors and the workers' logs of a local cluster "
+                             "(also: DASK_KERNELS_DEBUG=1)")
     sub = parser.add_subparsers(dest="command", required=True)
     for name, mod in sorted(_subcommands().items()):
         p = sub.add_parser(name, help=mod.help, description=mod.help)

@@ -106,6 +106,17 @@ def starts_local_cluster(args) -> bool:
 LOCAL_CLUSTER_CONFIG = {"distributed.worker.profile.enabled": False}
 
 
+def _cluster_log_level(args):
+    """The log level of the command's own LocalCluster: a task's failure (a NaN in the input, say)
+    reaches the command as its exception and is printed as one line; the workers' own log of it
+    (a traceback, then cancelled tasks) only repeated it, so they log only what is critical,
+    unless ``--debug`` (or DASK_KERNELS_DEBUG=1) asks for everything."""
+    import logging
+
+    debug = getattr(args, "debug", False) or os.environ.get("DASK_KERNELS_DEBUG", "") not in ("", "0")
+    return logging.WARNING if debug else logging.CRITICAL
+
+
 def start_worker_server(args):
     """Start the forkserver of the LocalCluster a command is about to start, now, preloading
     dask, distributed and this package with the command's map warm (``dask_kernels.cli._forkserver``).
@@ -198,7 +209,7 @@ def client_for(args, prepare=None):
         with dask.config.set({**LOCAL_CLUSTER_CONFIG,
                               "distributed.worker.multiprocessing-method": worker_start_method()}):
             cluster = LocalCluster(n_workers=args.workers, threads_per_worker=args.threads_per_worker,
-                                   processes=True, dashboard_address=":0")
+                                   processes=True, dashboard_address=":0", silence_logs=_cluster_log_level(args))
         client = Client(cluster)
         prepared()
     try:

@@ -219,3 +219,22 @@ def test_read_npy_in_python_names_a_damaged_file(tmp_path, damage):
     path.write_bytes(b"" if damage == "empty" else data[: len(data) // 2])
     with pytest.raises(ValueError, match="rows.npy: not a readable .npy file"):
         read_npy(str(path))
+
+
+def test_a_nan_in_the_input_is_one_line_without_the_workers_log(files):
+    # the workers of the command's LocalCluster logged the failed task's traceback ("Compute
+    # Failed", then cancelled tasks) above the command's own one-line error
+    import subprocess
+    import sys
+
+    X = np.load(files / "X.npy")
+    X[40, 2] = np.nan
+    np.save(files / "nan.npy", X)
+    argv = [sys.executable, "-m", "dask_kernels.cli", "featurize", str(files / "nan.npy"), str(files / "nan.zarr"),
+            "--workers", "2", "--block-rows", "20", "--no-progress"]
+    env = {k: v for k, v in os.environ.items() if k != "DASK_KERNELS_DEBUG"}
+    run = subprocess.run(argv, capture_output=True, text=True, timeout=240, env=env)
+    assert run.returncode == 1
+    lines = [ln for ln in run.stderr.splitlines() if ln.strip()]
+    assert lines == [f"dask-kernels featurize: error: input {files / 'nan.npy'}: Input contains NaN or infinity "
+                     "(nan) in row 40, column 2; clean or impute the data first."], run.stderr
