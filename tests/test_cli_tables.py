@@ -148,20 +148,24 @@ def test_bad_table_arguments_are_one_line_naming_them(data, capsys, argv, messag
     assert not (d / "e.zarr").exists() and not (d / "m.dk").exists()
 
 
-def test_a_parquet_dataset_on_s3_into_an_s3_store(data, s3, capsys, monkeypatch):
-    # fsspec's configuration as a user sets it (FSSPEC_S3), seen by the command and its workers
+def test_a_parquet_dataset_on_s3_into_an_s3_store(data, s3):
+    # fsspec's configuration as a user sets it (FSSPEC_S3), read by the command and its workers: run
+    # as a program, as a batch job does (a worker server started by an earlier command in this
+    # test process would not see an environment variable set now)
     import json
-
-    import fsspec
+    import subprocess
+    import sys
 
     d, X, y = data
     opts, fs = s3
-    monkeypatch.setenv("FSSPEC_S3", json.dumps(opts))
-    monkeypatch.setitem(fsspec.config.conf, "s3", opts)
     for i in range(2):
         fs.put(str(d / "dataset" / f"part-{i}.parquet"), f"dk-test/train/part-{i}.parquet")
-    _ok(capsys, ["featurize", "s3://dk-test/train/", "s3://dk-test/f.zarr", "--label-column", "label", "--method",
-                 "rff", "--param", "n_components=16", "--workers", "1", "--no-progress"])
+    env = dict(os.environ, FSSPEC_S3=json.dumps(opts))
+    argv = [sys.executable, "-m", "dask_kernels.cli", "featurize", "s3://dk-test/train/", "s3://dk-test/f.zarr",
+            "--label-column", "label", "--method", "rff", "--param", "n_components=16", "--workers", "1",
+            "--no-progress"]
+    run = subprocess.run(argv, capture_output=True, text=True, timeout=300, env=env)
+    assert run.returncode == 0, run.stderr
     from dask_kernels import RFF
 
     store = open_store("s3://dk-test/f.zarr", storage_options=opts)
