@@ -16,6 +16,8 @@ import pytest
 from dask_kernels import load_model, open_store
 from dask_kernels.cli import main
 
+from _cli import one_line_error
+
 pytest.importorskip("pyarrow")
 
 
@@ -45,14 +47,6 @@ def data(tmp_path_factory):
 def _ok(capsys, argv):
     assert main(argv) == 0, capsys.readouterr().err
     return capsys.readouterr().out
-
-
-def _error(capsys, argv):
-    assert main(argv) == 1
-    err = capsys.readouterr().err
-    lines = [ln for ln in err.splitlines() if ln.strip()]
-    assert len(lines) == 1 and "Traceback" not in err, err
-    return lines[0]
 
 
 def test_featurize_parquet_stores_the_npy_features_and_the_label_column(data, capsys):
@@ -117,7 +111,7 @@ def test_a_job_file_reads_parquet(data, capsys):
     np.testing.assert_array_equal(np.load(d / "job_pred.npy"), model.predict(X[200:]))
     np.testing.assert_array_equal(open_store(str(d / "job.zarr")).labels.compute(), y[:200])
     job.write_text(job.read_text().replace('columns = ["a", "b", "c", "d", "e"]', 'columns = ["a", ""]'))
-    line = _error(capsys, ["run", str(job), "--dry-run"])
+    line = one_line_error(capsys, ["run", str(job), "--dry-run"])
     assert "[input] columns: expected a list of column names" in line
 
 
@@ -143,7 +137,7 @@ def test_bad_table_arguments_are_one_line_naming_them(data, capsys, argv, messag
     if argv[0] == "score" and not (d / "mp.dk").exists():
         _ok(capsys, ["train", str(d / "train.parquet"), "--label-column", "label", "-o", str(d / "mp.dk"),
                      "--epochs", "1"])
-    line = _error(capsys, [a.format(d=d) for a in argv])
+    line = one_line_error(capsys, [a.format(d=d) for a in argv])
     assert message.format(d=d) in line, line
     assert not (d / "e.zarr").exists() and not (d / "m.dk").exists()
 

@@ -49,8 +49,7 @@ def open_rows(path, fmt="auto", *, n_features=None, zero_based=False, blocksize=
 
     path = existing(path, flag)
     fmt = input_format(path, fmt, flag)
-    if fmt not in TABLES and (columns or label_column):
-        raise UsageError(f"--columns/--label-column: for Parquet and CSV input, not {fmt} ({path})")
+    check_table_flags(fmt, columns, label_column, path)
     if fmt == "store":
         from ..pipeline import open_store
 
@@ -76,6 +75,12 @@ def open_rows(path, fmt="auto", *, n_features=None, zero_based=False, blocksize=
 
 
 TABLES = ("parquet", "csv")
+
+
+def check_table_flags(fmt, columns, label_column, path):
+    """``--columns``/``--label-column`` name columns of a table: refused for other inputs."""
+    if fmt not in TABLES and (columns or label_column):
+        raise UsageError(f"--columns/--label-column: for Parquet and CSV input, not {fmt} ({path})")
 
 
 def open_table(path, fmt, columns, label_column, block_rows=None, blocksize=64 * 2**20, flag="input"):
@@ -107,7 +112,7 @@ def labels_for(args, fmt, X, carried, *, source, required):
     ``required``: a command that needs labels says where they come from for this format."""
     given = getattr(args, "labels", None)
     if given:
-        if carried is not None or fmt in ("svmlight", "store") or fmt in TABLES:
+        if fmt not in ("npy", "zarr"):  # the others carry their labels (or, tables, name a column)
             why = {"svmlight": "svmlight files carry their labels", "store": "the store carries its labels",
                    "parquet": "Parquet labels are a column: use --label-column",
                    "csv": "CSV labels are a column: use --label-column"}[fmt]

@@ -101,10 +101,9 @@ def _source(args):
 
     path = existing(args.source, "source")
     fmt = input_format(path, flag="source")
-    from ._inputs import TABLES, open_table, table_columns
+    from ._inputs import TABLES, check_table_flags, open_table, table_columns
 
-    if fmt not in TABLES and (args.columns or args.label_column):
-        raise UsageError(f"--columns/--label-column: for Parquet and CSV input, not {fmt} ({path})")
+    check_table_flags(fmt, args.columns, args.label_column, path)
     if fmt == "store":
         if args.method:
             raise UsageError("a feature store carries its own map: drop --method")

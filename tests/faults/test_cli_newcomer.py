@@ -19,6 +19,8 @@ from sklearn.linear_model import SGDClassifier
 from dask_kernels import KernelModel, load_model
 from dask_kernels.cli import main
 
+from _cli import one_line_error
+
 
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
@@ -42,14 +44,6 @@ def files(tmp_path_factory):
     return d
 
 
-def _error(capsys, argv):
-    assert main(argv) == 1
-    err = capsys.readouterr().err
-    lines = [ln for ln in err.splitlines() if ln.strip()]
-    assert len(lines) == 1 and "Traceback" not in err, err
-    return lines[0]
-
-
 @pytest.mark.parametrize("name,why", [
     ("empty.npy", "not a readable .npy file (empty file)"),
     ("truncated.npy", "not a readable .npy file (mmap length is greater than file size)"),
@@ -58,9 +52,9 @@ def _error(capsys, argv):
 ])
 def test_a_damaged_npy_input_is_one_line_naming_it(files, capsys, name, why):
     out = files / "out.npy"
-    line = _error(capsys, ["predict", str(files / "model.dk"), str(files / name), "-o", str(out)])
+    line = one_line_error(capsys, ["predict", str(files / "model.dk"), str(files / name), "-o", str(out)])
     assert line == f"dask-kernels predict: error: input {files / name}: {why}"
-    line = _error(capsys, ["train", str(files / name), "--labels", str(files / "y.npy"), "-o", str(files / "m.dk")])
+    line = one_line_error(capsys, ["train", str(files / name), "--labels", str(files / "y.npy"), "-o", str(files / "m.dk")])
     assert line == f"dask-kernels train: error: source {files / name}: {why}"
     assert not out.exists() and not (files / "m.dk").exists()
 
@@ -72,7 +66,7 @@ def test_wrong_width_is_found_before_a_cluster_starts(files, capsys, monkeypatch
         raise AssertionError("a cluster was started before the input was checked")
 
     monkeypatch.setattr(predict, "client_for", no_cluster)
-    line = _error(capsys, ["predict", str(files / "model.dk"), str(files / "narrow.npy"), "-o", str(files / "p.npy")])
+    line = one_line_error(capsys, ["predict", str(files / "model.dk"), str(files / "narrow.npy"), "-o", str(files / "p.npy")])
     assert f"input {files / 'narrow.npy'}: 3 columns, but the model was trained on 4 " in line
 
 
@@ -83,7 +77,7 @@ def test_wrong_width_is_found_before_a_cluster_starts(files, capsys, monkeypatch
                   "(e.g. numpy.unique(y, return_inverse=True)[1])"),
 ])
 def test_damaged_or_text_labels_are_one_line_naming_them(files, capsys, labels, why):
-    line = _error(capsys, ["train", str(files / "X.npy"), "--labels", str(files / labels), "-o", str(files / "m.dk")])
+    line = one_line_error(capsys, ["train", str(files / "X.npy"), "--labels", str(files / labels), "-o", str(files / "m.dk")])
     assert line == f"dask-kernels train: error: --labels {files / labels}: {why}"
 
 
@@ -92,7 +86,7 @@ def test_csv_and_parquet_inputs_are_read_or_refused_by_name(files, capsys):
     name = files / "rows.parquet"
     for argv, flag in ((["predict", str(files / "model.dk"), str(name), "-o", str(files / "p.npy")], "input"),
                        (["train", str(name), "--label-column", "label", "-o", str(files / "m.dk")], "source")):
-        line = _error(capsys, argv)
+        line = one_line_error(capsys, argv)
         assert f"{flag} {name}: not a readable Parquet file" in line, line
     out = files / "p.npy"
     assert main(["predict", str(files / "model.dk"), str(files / "rows.csv"), "--label-column", "label",
@@ -120,7 +114,7 @@ def test_a_model_folder_without_its_arrays_is_called_incomplete(files, tmp_path,
     json.loads((folder / "model.json").read_text())  # the metadata alone is intact
     with pytest.raises(ValueError, match="incomplete saved model: arrays.npz is missing"):
         load_model(str(folder))
-    line = _error(capsys, ["predict", str(folder), str(files / "X.npy"), "-o", str(tmp_path / "p.npy")])
+    line = one_line_error(capsys, ["predict", str(folder), str(files / "X.npy"), "-o", str(tmp_path / "p.npy")])
     assert line == f"dask-kernels predict: error: {folder}: incomplete saved model: arrays.npz is missing " \
                    "(copy the whole folder)"
 
@@ -128,7 +122,7 @@ def test_a_model_folder_without_its_arrays_is_called_incomplete(files, tmp_path,
 def test_a_regression_target_is_not_trained_as_classes(files, tmp_path, capsys):
     rng = np.random.default_rng(1)
     np.save(tmp_path / "target.npy", rng.normal(150.0, 70.0, 60))  # diabetes-like: a float per row
-    line = _error(capsys, ["train", str(files / "X.npy"), "--labels", str(tmp_path / "target.npy"),
+    line = one_line_error(capsys, ["train", str(files / "X.npy"), "--labels", str(tmp_path / "target.npy"),
                            "-o", str(tmp_path / "m.dk")])
     assert "the labels are continuous (60 distinct values" in line and "--estimator sgd-regressor" in line, line
     assert not (tmp_path / "m.dk").exists()
@@ -139,12 +133,12 @@ def test_a_regression_target_is_not_trained_as_classes(files, tmp_path, capsys):
 
 def test_a_model_output_in_a_missing_folder_is_refused_before_training(files, tmp_path, capsys):
     out = tmp_path / "models" / "m.dk"
-    line = _error(capsys, ["train", str(files / "X.npy"), "--labels", str(files / "y.npy"), "-o", str(out)])
+    line = one_line_error(capsys, ["train", str(files / "X.npy"), "--labels", str(files / "y.npy"), "-o", str(out)])
     assert line == f"dask-kernels train: error: {out}: folder {tmp_path / 'models'} does not exist"
     job = tmp_path / "job.toml"
     job.write_text(f'[input]\npath = "{files / "X.npy"}"\nlabels = "{files / "y.npy"}"\n[map]\nmethod = "rff"\n'
                    '[store]\npath = "f.zarr"\n[training]\noutput = "models/m.dk"\n')
-    line = _error(capsys, ["run", str(job)])  # before featurizing, not after it
+    line = one_line_error(capsys, ["run", str(job)])  # before featurizing, not after it
     assert line.endswith(f"[training]: output {out}: folder {tmp_path / 'models'} does not exist"), line
     assert not (tmp_path / "f.zarr").exists()
 
@@ -173,12 +167,12 @@ def test_ctrl_c_is_one_line_and_status_130(files, capsys, monkeypatch, command, 
 def test_select_takes_block_rows_like_featurize_and_train(files, capsys):
     """select was the last command with --chunks only (featurize and train say --block-rows)."""
     argv = ["select", str(files / "X.npy"), str(files / "sel.txt"), "--labels", str(files / "y.npy")]
-    line = _error(capsys, argv + ["--block-rows", "10"])
+    line = one_line_error(capsys, argv + ["--block-rows", "10"])
     assert line.endswith("expected a .json file name (the spec)")
     with pytest.warns(FutureWarning, match="--chunks is deprecated"):
         assert main(argv + ["--chunks", "10"]) == 1
     assert capsys.readouterr().err.endswith("expected a .json file name (the spec)\n")
-    line = _error(capsys, argv + ["--chunks", "10", "--block-rows", "10"])
+    line = one_line_error(capsys, argv + ["--chunks", "10", "--block-rows", "10"])
     assert line.endswith("--chunks is the deprecated name of --block-rows: give --block-rows only")
 
 
