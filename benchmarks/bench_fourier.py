@@ -11,6 +11,15 @@ What is compared, all in one run, with the same number of threads (``--threads``
   block, BLAS with ``--threads`` threads: how it is normally used) and ``pool`` (the block cut
   into 256-row chunks on a thread pool, BLAS 1 thread each).
 
+The ceiling of RFF and NRFF, measured in the same run: their cost is almost all one SGEMM, the
+same as RBFSampler's, so they can beat RBFSampler only by what it spends beyond that SGEMM. Two
+reference rows time ``X @ W`` alone (RBFSampler's float32 ``W``): into a fresh output (what a
+transform returns: the page faults of its first write included) and into a preallocated one, in
+the ``blas`` and ``pool`` configurations and as ``tiles``, the column panels our public transform
+cuts the product into (one BLAS thread per tile, :func:`dask_kernels.maps._fourier.projection_tiles`).
+The line under each size gives RBFSampler float32's best time over the best fresh-output SGEMM
+time: no map doing that SGEMM and anything else can beat RBFSampler float32 by more.
+
 Ratios compare our ``public`` figure with RBFSampler's best. On a shared machine wall-clock figures
 swing with the other processes' load; the last column, ``cpu/RBF32``, is a steadier proxy: the
 process CPU time (all threads) of RBFSampler float32's least-CPU configuration over the method's,
@@ -42,6 +51,7 @@ evenly over the threads.
 import argparse
 import os
 import time
+from functools import partial
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -50,6 +60,7 @@ from threadpoolctl import threadpool_limits
 
 from dask_kernels import NRFF, RFF, Fastfood
 from dask_kernels.maps._cos32 import cos32_array, cos32v2_array, shift_cos32v2
+from dask_kernels.maps._fourier import projection_tiles
 from dask_kernels.maps._fwht import fwht
 
 
@@ -67,8 +78,8 @@ def rows_per_second(fn, X, repeats, mode, threads, chunk):
             t0, c0 = time.perf_counter(), time.process_time()
             fn(X)
             t, c = time.perf_counter() - t0, time.process_time() - c0
-        elif mode == "blas":
-            with threadpool_limits(threads, user_api="blas"):
+        elif mode in ("blas", "tiles"):  # tiles: fn runs its own pool, one BLAS thread per tile
+            with threadpool_limits(threads if mode == "blas" else 1, user_api="blas"):
                 t0, c0 = time.perf_counter(), time.process_time()
                 fn(X)
                 t, c = time.perf_counter() - t0, time.process_time() - c0
@@ -80,6 +91,33 @@ def rows_per_second(fn, X, repeats, mode, threads, chunk):
                 t, c = time.perf_counter() - t0, time.process_time() - c0
         best, cpu = min(best, t), min(cpu, c)
     return len(X) / best, cpu
+
+
+def sgemm_runs(W, fmap, threads):
+    """The reference rows: ``X @ W`` alone into a fresh output (modes blas, pool, tiles) and into
+    a preallocated one (blas, tiles), ``W`` the (d, k) float32 frequencies, ``fmap`` a fitted
+    RFF whose public transform's tiles the ``tiles`` mode uses."""
+    pool, out = ThreadPoolExecutor(threads), {}
+
+    def tiles(X, into=None):
+        C = into if into is not None else np.empty((len(X), W.shape[1]), dtype=np.float32)
+        list(pool.map(lambda t: np.matmul(X[t[0] : t[1]], W[:, t[2] : t[3]], out=C[t[0] : t[1], t[2] : t[3]]),
+                      projection_tiles(fmap, len(X))))
+        return C
+
+    def preallocated(X):
+        if out.get("C") is None or out["C"].shape[0] != len(X):
+            out["C"] = np.zeros((len(X), W.shape[1]), dtype=np.float32)
+        return out["C"]
+
+    def fresh(X, mode):
+        return tiles(X) if mode == "tiles" else X @ W
+
+    def into(X, mode):
+        return tiles(X, preallocated(X)) if mode == "tiles" else np.matmul(X, W, out=preallocated(X))
+
+    return [("SGEMM X@W, fresh out", fresh, ("blas", "pool", "tiles")),
+            ("SGEMM X@W, into out", into, ("blas", "tiles"))]
 
 
 def cos_ns_per_element(fn, n, repeats):
@@ -141,7 +179,7 @@ def main():
           f"load average at start {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
     print(f"one thread: FWHT d=1024 {fwht_ns:.2f} ns/element, cos32v2 {cos_ns:.2f} ns/element (the faster "
           f"of its two loops; limits use these); cos32 (previous specs) {cos_v1:.2f}, numpy float32 cos {cos_np:.2f}")
-    head = f"{'d':>5} {'k':>6} {'method':<20} {'blas':>8} {'pool':>8} {'public':>8} {'best':>8}"
+    head = f"{'d':>5} {'k':>6} {'method':<20} {'blas':>8} {'pool':>8} {'tiles':>8} {'public':>8} {'best':>8}"
     print(head + f" {'vs RBF32':>8} {'vs RBF64':>8} {'cpu/RBF32':>9}")
     results = []
     for d, k in cases:
@@ -164,26 +202,42 @@ def main():
             ("RBFSampler float32", rbf32.transform, X32, ("blas", "pool")),
             ("RBFSampler float64", rbf64.transform, X64, ("blas", "pool")),
         ] + [(name, m.transform, X32, ("public",)) for name, m in maps.items()]
+        runs += [(name, fn, X32, modes) for name, fn, modes in sgemm_runs(np.asarray(rbf32.random_weights_, dtype=np.float32),
+                                                                             maps["RFF (float32)"], args.threads)]
         best_of = {(name, mode): 0.0 for name, _, _, modes in runs for mode in modes}
         cpu_of = {(name, mode): np.inf for name, _, _, modes in runs for mode in modes}
-        for name, fn, X, _ in runs:
-            fn(X[:8])
+        for name, fn, X, modes in runs:
+            if name.startswith("SGEMM"):  # also allocates the preallocated output
+                for mode in modes:
+                    fn(X, mode=mode)
+            else:
+                fn(X[:8])
         for _ in range(repeats):
             for name, fn, X, modes in runs:
                 for mode in modes:
-                    r, c = rows_per_second(fn, X, 1, mode, args.threads, chunk)
+                    call = partial(fn, mode=mode) if name.startswith("SGEMM") else fn
+                    r, c = rows_per_second(call, X, 1, mode, args.threads, chunk)
                     best_of[name, mode] = max(best_of[name, mode], r)
                     cpu_of[name, mode] = min(cpu_of[name, mode], c)
         rows = {name: {mode: best_of[name, mode] for mode in modes} for name, _, _, modes in runs}
         cpus = {name: min(cpu_of[name, mode] for mode in modes) for name, _, _, modes in runs}
         ref32, ref64 = max(rows["RBFSampler float32"].values()), max(rows["RBFSampler float64"].values())
         for name, r in rows.items():
-            cells = " ".join(f"{r[mode]:8.0f}" if mode in r else f"{'-':>8}" for mode in ("blas", "pool", "public"))
+            cells = " ".join(f"{r[mode]:8.0f}" if mode in r else f"{'-':>8}"
+                             for mode in ("blas", "pool", "tiles", "public"))
             best = max(r.values())
             cpu_ratio = cpus["RBFSampler float32"] / cpus[name]
             print(f"{d:5d} {k:6d} {name:<20} {cells} {best:8.0f} {best / ref32:8.2f} {best / ref64:8.2f} "
                   f"{cpu_ratio:8.2f}")
             results.append((d, k, name, best, best / ref32, best / ref64))
+        gemm = max(rows["SGEMM X@W, fresh out"].values())
+        gemm_cpu = cpus["SGEMM X@W, fresh out"]
+        ceiling, ceiling_cpu = gemm / ref32, cpus["RBFSampler float32"] / gemm_cpu
+        reach = ", ".join(f"{n.split()[0]} {max(rows[n].values()) / ref32 / ceiling:.0%}" for n in ("RFF (float32)",
+                                                                                              "NRFF (float32)"))
+        print(f"      same-SGEMM ceiling: the best fresh-output SGEMM alone is {ceiling:.2f}x RBFSampler float32 "
+              f"(CPU time {ceiling_cpu:.2f}x): RFF/NRFF with that SGEMM cannot beat it by more; they reach {reach} "
+              f"of that ceiling")
         pd = 1 << (d - 1).bit_length()
         fwht_pd = fwht_ns if pd == 1024 else fwht_ns_per_element(pd, 256, 3)
         limit = args.threads / (-(-k // pd) * pd * (2 * fwht_pd + cos_ns) * 1e-9)
