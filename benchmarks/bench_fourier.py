@@ -1,6 +1,6 @@
 """Rows per second of RFF, NRFF and Fastfood against scikit-learn's RBFSampler, and FWHT speed.
 
-Run: ``python benchmarks/bench_fourier.py [--quick] [--threads 2]``
+Run: ``python benchmarks/bench_fourier.py [--quick] [--threads 2] [--repeats N]``
 
 What is compared, all in one run, with the same number of threads (``--threads``):
 
@@ -163,8 +163,12 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="fewer rows and repeats (about 1 min)")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--repeats", type=int, default=None,
+                    help="interleaved repeats per figure (default 2 with --quick, else 4); a 1.1x target "
+                         "needs more than 2 on a machine whose runs spread by 10 %%")
     args = ap.parse_args()
     n_rows, repeats = (512, 2) if args.quick else (1024, 4)
+    repeats = args.repeats or repeats
     cases = [(256, 4096), (1024, 16384)] + ([] if args.quick else [(256, 16384), (784, 4096)])
     chunk = 256
     fwht_ns = fwht_ns_per_element(1024, 256, 3)
