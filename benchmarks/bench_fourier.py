@@ -51,8 +51,8 @@ evenly over the threads.
 import argparse
 import os
 import time
-from functools import partial
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 
 import numpy as np
 from sklearn.kernel_approximation import RBFSampler
@@ -206,8 +206,8 @@ def main():
             ("RBFSampler float32", rbf32.transform, X32, ("blas", "pool")),
             ("RBFSampler float64", rbf64.transform, X64, ("blas", "pool")),
         ] + [(name, m.transform, X32, ("public",)) for name, m in maps.items()]
-        runs += [(name, fn, X32, modes) for name, fn, modes in sgemm_runs(np.asarray(rbf32.random_weights_, dtype=np.float32),
-                                                                             maps["RFF (float32)"], args.threads)]
+        W32 = np.asarray(rbf32.random_weights_, dtype=np.float32)
+        runs += [(name, fn, X32, modes) for name, fn, modes in sgemm_runs(W32, maps["RFF (float32)"], args.threads)]
         best_of = {(name, mode): 0.0 for name, _, _, modes in runs for mode in modes}
         cpu_of = {(name, mode): np.inf for name, _, _, modes in runs for mode in modes}
         for name, fn, X, modes in runs:
