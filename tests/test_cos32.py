@@ -12,7 +12,7 @@ import pytest
 from dask_kernels import NRFF, RFF, Fastfood, from_spec
 from dask_kernels.maps._cos32 import COS32_ABS_ERROR, COS32_MAX, COS32V2_ABS_ERROR, cos32_array, cos32_row
 from dask_kernels.maps._cos32 import affine_cos32_rows, affine_cos32v2, cos32v2_array, cos32v2_into
-from dask_kernels.maps._cos32 import shift_cos32v2_rows
+from dask_kernels.maps._cos32 import shift_cos32v2, shift_cos32v2_rows
 from dask_kernels.maps.rff import projection
 
 
@@ -109,6 +109,26 @@ def test_fused_v2_kernels_round_the_argument_like_a_separate_pass():
         out = np.empty(700, np.float32)
         affine_cos32v2(P[i], vec_scale[i], phase, out, factor)
         np.testing.assert_array_equal(out, expect[i])
+
+
+@pytest.mark.parametrize("m", [1, 16, 63, 64, 65, 128, 200])
+def test_fused_v2_steps_of_four_vectors_fall_back_alone_with_the_same_bits(m):
+    # the whole-array kernel takes 64 values (four vectors) per step; an argument beyond the
+    # domain or non-finite anywhere in a step sends that step to the one-vector path
+    rng = np.random.default_rng(m)
+    src = (rng.standard_normal(m) * 20).astype(np.float32)
+    phase = rng.uniform(0, 6.3, m).astype(np.float32)
+    f, factor = np.float32(1.7), np.float32(0.3)
+    for bad in sorted({0, 15, 16, 47, 63, 64, 100, m - 1} & set(range(m))) + [None]:
+        x = src.copy()
+        if bad is not None:
+            x[bad] = (np.nan, 1e7, -np.inf)[bad % 3]
+        expect = cos32v2_array(x * f + phase) * factor  # numpy: product and sum rounded to float32
+        out = np.full(m, 9.0, np.float32)
+        shift_cos32v2(x, f, phase, out, factor)
+        np.testing.assert_array_equal(out, expect, err_msg=f"bad argument at {bad}")
+        shift_cos32v2(x, f, phase, x, factor)  # in place
+        np.testing.assert_array_equal(x, expect)
 
 
 X = np.random.default_rng(0).normal(size=(40, 24)).astype(np.float32)
