@@ -123,7 +123,7 @@ def _cos32_unit_rows(P, inv, phase):
 @njit(nogil=True, cache=True)
 def _cos32v2_unit_rows(P, inv, phase):
     """:func:`_cos32_unit_rows` with :func:`dask_kernels.maps._cos32.cos32v2`, the argument
-    formed in the same pass (``shift_cos32v2``)."""
+    formed in the same pass (``shift_cos32v2``, four 512-bit vectors per step)."""
     for i in range(P.shape[0]):
         row = P[i]
         shift_cos32v2(row, np.float32(inv[i]), phase, row, np.float32(1.0))
