@@ -92,8 +92,17 @@ def _main(argv):
     except USER_ERRORS as e:
         if _debug(args):
             raise
-        print(f"dask-kernels {args.command}: error: {user_message(e)}", file=sys.stderr)
+        print(f"dask-kernels {args.command}: error: {_where(args, e)}{user_message(e)}", file=sys.stderr)
         return 1
+
+
+def _where(args, exc):
+    """``input PATH: `` before a bad value of the input rows: the library names the row and
+    column, only the command knows the file (``input``; ``source`` for ``train``)."""
+    from ..blocks import InputValueError  # noqa: PLC0415  (an error path: numpy is loaded by now)
+
+    path = getattr(args, "input", None) or getattr(args, "source", None)
+    return f"input {path}: " if isinstance(exc, InputValueError) and path else ""
 
 
 def _dask_cli():

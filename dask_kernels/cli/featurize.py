@@ -162,7 +162,6 @@ def run(args):
         raise UsageError("--labels is for .npy and Zarr input: svmlight files carry their labels")
     start_worker_server(args)  # now: it imports on the other core while this process does
 
-    from ..blocks import InputValueError
     from ..pipeline import featurize
     from ..pipeline.append import append_map
     from ._center import resolve_center
@@ -176,14 +175,11 @@ def run(args):
         X, labels = read_input(args)
         fmap = stored_map if stored_map is not None else resolve_center(fmap, X)
         t0 = time.perf_counter()
-        try:
-            if starts_local_cluster(args):
-                fmap = fit_here(fmap, X, block_rows(args))
-            store = featurize(X, fmap, labels=labels, store=output, block_rows=block_rows(args),
-                              overwrite=args.overwrite, mode="append" if args.append else "write",
-                              progress=not args.no_progress)
-        except InputValueError as e:  # it names the row and column; the file is known here
-            raise UsageError(f"input {args.input}: {e}") from None
+        if starts_local_cluster(args):
+            fmap = fit_here(fmap, X, block_rows(args))
+        store = featurize(X, fmap, labels=labels, store=output, block_rows=block_rows(args),
+                          overwrite=args.overwrite, mode="append" if args.append else "write",
+                          progress=not args.no_progress)
         seconds = time.perf_counter() - t0
     stats = store.run_stats
     print(f"{store.path}: {store.n_rows} rows x {store.features.shape[1]} {store.features.dtype} "

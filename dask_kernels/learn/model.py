@@ -130,9 +130,10 @@ class KernelModel(MetaEstimatorMixin, BaseEstimator):
     # -- features ---------------------------------------------------------------------------
     def features(self, X: Any, row_offset: int = 0) -> np.ndarray | sp.csr_matrix | da.Array:
         """Learner features of in-memory raw rows (what the estimator consumes); errors name
-        global rows (``row_offset`` is the number of ``X[0]``)."""
+        global rows (``row_offset`` is the number of ``X[0]``). Without a map, the raw rows,
+        checked (scikit-learn's message for a NaN names no row)."""
         if self.feature_map is None:
-            return X
+            return validate_block(X, row_offset=row_offset)
         fmap = self.feature_map
         return self._learner_input(fmap.transform_block(fmap.validate_block(X, row_offset), row_offset))
 

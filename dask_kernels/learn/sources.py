@@ -78,10 +78,13 @@ def _is_dask(a):
 
 
 def _featurize(fmap, X, a, b, rows):
-    """Stored-form features of raw rows ``a:b`` (or the selection ``rows`` of them)."""
+    """Stored-form features of raw rows ``a:b`` (or the selection ``rows`` of them); without a
+    map the raw rows themselves, checked here (a NaN named by its row, not by the learner's
+    message, which names none)."""
+    numbers = None if rows is None else a + np.asarray(rows)
     if fmap is None:
-        return X
-    X = fmap.validate_block(X, row_offset=a, row_numbers=None if rows is None else a + np.asarray(rows))
+        return validate_block(X, row_offset=a, row_numbers=numbers)
+    X = fmap.validate_block(X, row_offset=a, row_numbers=numbers)
     return fmap.transform_block(X, row_offset=a)
 
 

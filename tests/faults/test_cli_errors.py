@@ -170,3 +170,23 @@ def test_debug_shows_the_traceback(files, tmp_path):
     with pytest.raises(Exception, match="bits"):
         main(["--debug", "train", str(files / "X.npy"), "--labels", str(files / "y.npy"),
               "--method", "gcws", "--param", "bits=99", "-o", str(tmp_path / "m")])
+
+
+def test_a_nan_in_the_input_names_the_file_row_and_column_in_every_command(files, tmp_path, capsys):
+    # train on raw rows passed the NaN to the learner's default eta0 ("eta0 ... Got nan") and then
+    # to scikit-learn; train with a map, score and predict named the row but not the file
+    X = np.load(files / "X.npy")
+    X[123, 2] = np.nan
+    bad = tmp_path / "bad.npy"
+    np.save(bad, X)
+    y, model = str(files / "y.npy"), str(tmp_path / "m.dk")
+    assert main(["train", str(files / "X.npy"), "--labels", y, "--epochs", "1", "-o", model]) == 0
+    capsys.readouterr()
+    for argv in (["train", str(bad), "--labels", y, "--epochs", "1", "-o", str(tmp_path / "raw.dk")],
+                 ["train", str(bad), "--labels", y, "--method", "rff", "--epochs", "1", "-o", str(tmp_path / "r.dk")],
+                 ["score", model, str(bad), "--labels", y],
+                 ["predict", model, str(bad), "-o", str(tmp_path / "p.npy")]):
+        assert main(argv) == 1, argv
+        line = _one_line(capsys.readouterr().err)
+        assert f"input {bad}: " in line and "(nan) in row 123, column 2" in line, line
+    assert not (tmp_path / "p.npy").exists() and not (tmp_path / "raw.dk").exists()

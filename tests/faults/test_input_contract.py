@@ -313,3 +313,15 @@ def test_malformed_partition_is_refused_before_rows_are_picked():
 
     with pytest.raises(ValueError, match=f"malformed CSR input: row {20 + BAD_ROW} has column index -1"):
         fit_incremental(_sgd(), Parts(), feature_map=_fitted("gcws"), epochs=1, validation=0.5, progress=False)
+
+
+def test_training_on_raw_rows_names_the_bad_row():
+    # without a feature map the rows went to scikit-learn unchecked: "Input X contains NaN", no row
+    from sklearn.linear_model import SGDClassifier
+
+    X = np.random.default_rng(0).standard_normal((500, 5))
+    X[123, 2] = np.nan
+    y = (np.arange(500) % 2).astype(np.int64)
+    for window in (1, "auto"):  # one block at a time, and rows drawn across blocks
+        with pytest.raises(ValueError, match=r"\(nan\) in row 123, column 2"):
+            dk.fit_incremental(SGDClassifier(random_state=0), X, y, block_rows=100, epochs=1, shuffle_window=window)
