@@ -12,6 +12,7 @@ from sklearn.linear_model import SGDClassifier
 import dask_kernels
 from dask_kernels import GCWS, NRFF, fit_incremental
 from dask_kernels.learn import ArraySource, StoreSource
+from dask_kernels.learn import shuffle
 
 
 SEEN = []  # (dtype, type, C-contiguous) of every _Spy.partial_fit input (not on the estimator:
@@ -138,7 +139,8 @@ def test_with_a_held_out_fraction_one_window_of_every_block_is_read_once_per_run
         np.testing.assert_array_equal(yi, yr)
 
 
-def test_the_next_epochs_first_window_is_read_during_the_epoch_and_changes_nothing():
+def test_the_next_epochs_first_window_is_read_during_the_epoch_and_changes_nothing(monkeypatch):
+    monkeypatch.setattr(shuffle, "KEEP_BYTES", 0)  # a data set too big to keep: read every epoch
     X, y = _data(1200)
     reads, fits = [], []
 
@@ -192,3 +194,38 @@ def test_parquet_rows_and_labels_of_a_training_block_are_read_once(tmp_path, mon
     assert reads == [["y"]] * 3 + [both] * 3  # classes; then 3 blocks, one read each
     ref = fit_incremental(sgd(), X, y, block_rows=200, **kw)
     assert np.array_equal(model.estimator.coef_, ref.estimator.coef_)
+
+
+def test_rows_that_fit_two_windows_are_read_once_per_run_with_the_same_model(monkeypatch):
+    # 12 blocks in 3 windows of 4: the rows (a few KB) fit in KEEP_BYTES, so each block is read
+    # once in the run (held-out and training rows together), not once per epoch; the model is
+    # bitwise the one of a run that reads every window every epoch
+    X, y = _data(1200)
+
+    class Counting(ArraySource):
+        def __init__(self, *a, **k):
+            super().__init__(*a, **k)
+            self.reads = []
+
+        def _block(self, i):  # the one raw read of a block, whichever method asks for it
+            self.reads.append(i)
+            return super()._block(i)
+
+    fmap = NRFF(n_components=16, gamma=0.5, seed=0).fit(X)
+
+    def fit(validation_fraction):
+        src = Counting(X, y, fmap, block_rows=100)
+        model = fit_incremental(SGDClassifier(loss="log_loss", random_state=0), src, epochs=3, shuffle_window=4,
+                                validation_fraction=validation_fraction, early_stopping=False, progress=False)
+        return model, sorted(src.reads)
+
+    for fraction in (None, 0.1):
+        kept, reads = fit(fraction)
+        assert reads == list(range(12))
+        with monkeypatch.context() as m:
+            m.setattr(shuffle, "KEEP_BYTES", 0)
+            again, reads = fit(fraction)
+        assert reads == sorted(list(range(12)) * (3 if fraction is None else 4))
+        np.testing.assert_array_equal(kept.estimator.coef_, again.estimator.coef_)
+        np.testing.assert_array_equal(kept.estimator.intercept_, again.estimator.intercept_)
+        assert [h.get("accuracy") for h in kept.history] == [h.get("accuracy") for h in again.history]

@@ -41,7 +41,7 @@ from .loop import LoopState, Schedule
 from .metrics import LOWER_IS_BETTER, default_metric, evaluate
 from .remote import WorkerFeed, get_client
 from .replicas import Replicas, check_replicas
-from .shuffle import EpochPlan, auto_window, held_out_rows, local_steps, reader_thread
+from .shuffle import EpochPlan, auto_window, held_out_rows, keeps_rows, local_steps, reader_thread
 from .sources import ArraySource, StoreSource, as_source, sgd_dtype
 from .state import copy_state, get_state, set_state
 
@@ -168,8 +168,10 @@ def fit_incremental(
         :mod:`dask_kernels.learn.shuffle`): each step (one ``partial_fit`` call) draws its rows
         from every block of its window, so label-sorted input trains like shuffled input.
         "auto" takes as many blocks as fit in about 128 MiB of stored features (every block of
-        a small data set: a global permutation, and then the stored rows are read once and kept
-        from epoch to epoch); 1 only shuffles rows within blocks (cheapest).
+        a small data set: a global permutation); 1 only shuffles rows within blocks (cheapest).
+        Locally, when the stored training rows take at most 256 MiB (the memory of a window
+        and the next one read ahead) or one window holds every block, they are read once and
+        kept from epoch to epoch.
     step_blocks : int, default=1
         Rows per step (per ``partial_fit`` call): this many blocks' worth, drawn from the
         window as above (at most a window; a window of fewer blocks is one step). Fewer, longer
@@ -290,8 +292,9 @@ def fit_incremental(
     step_blocks = int(min(step_blocks, window))
     client = get_client(client)
     feed = WorkerFeed(client, src, estimator) if client is not None else None
-    # one window holds every block: keep its stored rows from epoch to epoch (read once per run)
-    cache = {} if window >= src.n_blocks and feed is None and replicas == 1 else None
+    # every block's stored rows fit in the memory of two windows: keep them from epoch to
+    # epoch (read once per run, not once per epoch)
+    cache = {} if feed is None and replicas == 1 and keeps_rows(src, window) else None
     held, fraction = _held_out(validation_fraction, validation_data, src, kind, seed, block_rows, feed, cache)
     rule = Schedule(min_improvement, halve=schedule == "auto" and _halvable(estimator),
                     revert=schedule == "auto" and held is not None, early_stopping=early_stopping,
@@ -421,7 +424,7 @@ def _check_inputs(estimator, source, y, feature_map, block_rows, epochs, schedul
 def _held_out(fraction, data, src, kind, seed, block_rows, feed=None, cache=None):
     """``(held-out set or None, held-out fraction of the training source)``; with a worker
     ``feed`` the held-out rows of the training source are read on the workers; with a
-    ``cache`` (one window of every block) each block is read once for both: its training rows
+    ``cache`` (:func:`.shuffle.keeps_rows`) each block is read once for both: its training rows
     are put in the cache for the epochs."""
     held = None
     if data is not None:

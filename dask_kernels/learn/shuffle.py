@@ -16,7 +16,8 @@ rows in one call) make fewer, longer ``partial_fit`` calls: each call's fixed co
 and handing the one-vs-rest problems to threads) is paid less often and the threads get longer
 tasks; a step never spans two windows. With one window holding every block the order is a
 global permutation; ``window=1`` is the cheaper within-block shuffle. Memory: the stored form of
-one window (and the next one, read ahead). Every permutation is a pure function of its key, so
+one window (and the next one, read ahead); a local run keeps every block's stored rows from
+epoch to epoch instead when they fit in that much (:func:`keeps_rows`). Every permutation is a pure function of its key, so
 a run resumed at ``(epoch, step)`` trains on exactly the rows an uninterrupted run would.
 
 With ``part=(r, n)`` (replica ``r`` of ``n``, see :mod:`.replicas`) the plan covers replica
@@ -43,6 +44,8 @@ _SHARD_KEY = 0x5AAD  # rng key component of the replicas' shards
 
 #: Stored bytes of one window when the window is chosen automatically.
 WINDOW_BYTES = 128 * 2**20
+#: Stored bytes of a data set whose rows a local run keeps from epoch to epoch (two windows).
+KEEP_BYTES = 2 * WINDOW_BYTES
 
 
 def held_out_rows(seed, block, n, fraction):
@@ -54,6 +57,15 @@ def auto_window(src, budget=WINDOW_BYTES):
     """Blocks per window so that a window's stored form takes about ``budget`` bytes."""
     rows = max((b - a for a, b in src.bounds), default=1)
     return int(max(1, min(src.n_blocks, budget // max(1, rows * src.row_bytes()))))
+
+
+def keeps_rows(src, window):
+    """Whether a local run keeps every block's stored training rows from epoch to epoch (read
+    once per run): when one window holds every block, or when all of them take at most
+    :data:`KEEP_BYTES`, the memory a window and the next one read ahead may take anyway. A
+    200 MB store of float32 rows read in two windows per epoch otherwise pays its reading and
+    decompression again every epoch, which the learner, on every core, waits for."""
+    return window >= src.n_blocks or src.n_rows * src.row_bytes() <= KEEP_BYTES
 
 
 def shard(n_blocks, seed, part):
@@ -112,8 +124,8 @@ class EpochPlan:
         ``(r, n)``: only replica ``r``'s shard of the blocks (:func:`shard`).
     cache : dict, optional
         Stored training rows by block, kept from epoch to epoch (pass the same dict to every
-        epoch's plan when one window holds every block: the rows are then read once per run,
-        not once per epoch, in the memory one window takes anyway).
+        epoch's plan when :func:`keeps_rows`: the rows are then read once per run, not once
+        per epoch, in the memory two windows take anyway).
 
     Examples
     --------
