@@ -12,7 +12,8 @@ from sklearn.linear_model import SGDClassifier
 import dask_kernels
 from dask_kernels import GCWS, NRFF, fit_incremental
 from dask_kernels.learn import ArraySource, StoreSource
-from dask_kernels.learn import shuffle
+import dask_kernels.learn.incremental as incremental
+import dask_kernels.learn.shuffle as shuffle
 
 
 SEEN = []  # (dtype, type, C-contiguous) of every _Spy.partial_fit input (not on the estimator:
@@ -222,6 +223,12 @@ def test_rows_that_fit_two_windows_are_read_once_per_run_with_the_same_model(mon
     for fraction in (None, 0.1):
         kept, reads = fit(fraction)
         assert reads == list(range(12))
+        if fraction:  # held-out and training rows read 5 blocks at a time (whole blocks: one window)
+            with monkeypatch.context() as m:
+                m.setattr(incremental, "auto_window", lambda src: 5)
+                grouped, reads = fit(fraction)
+            assert reads == list(range(12))
+            np.testing.assert_array_equal(kept.estimator.coef_, grouped.estimator.coef_)
         with monkeypatch.context() as m:
             m.setattr(shuffle, "KEEP_BYTES", 0)
             again, reads = fit(fraction)

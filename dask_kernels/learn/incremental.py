@@ -453,11 +453,17 @@ def _held_out(fraction, data, src, kind, seed, block_rows, feed=None, cache=None
 
 def _read_once(src, items, cache, plan):
     """Held-out rows ``items`` (``[(block, rows)]``) and, into ``cache``, the training rows that
-    ``plan`` reads (:meth:`.shuffle.EpochPlan.load`), from one read of each block."""
-    blocks = [i for i, _ in items]
-    parts = src.read_split(blocks, [(held, plan.training_rows(i)) for i, held in items])
-    cache.update(zip(blocks, (train for _, train in parts)))
-    return [held for held, _ in parts]
+    ``plan`` reads (:meth:`.shuffle.EpochPlan.load`), from one read of each block; a window's
+    worth of blocks at a time, so that whole blocks never take more than a window besides the
+    cache."""
+    held, group = [], auto_window(src)
+    for k in range(0, len(items), group):
+        chunk = items[k:k + group]
+        blocks = [i for i, _ in chunk]
+        parts = src.read_split(blocks, [(rows, plan.training_rows(i)) for i, rows in chunk])
+        cache.update(zip(blocks, (train for _, train in parts)))
+        held += [rows for rows, _ in parts]
+    return held
 
 
 def _window(shuffle_window, src):
