@@ -20,9 +20,10 @@ tried in the same run: scikit-learn's SGDClassifier fits one binary problem per 
   defaults (cross-block shuffle, ``n_jobs=None``: the classes on every usable CPU), with the
   within-block shuffle (``shuffle_window=1``: the difference is the cost of the true shuffle),
   with ``n_jobs=1``, and with ``step_blocks=STEP_BLOCKS`` (one ``partial_fit`` call per 5 blocks'
-  rows): with the automatic window, with one window of every block (its rows read once per run
-  and kept: 200 MB of float32 here), and with the estimator's ``shuffle=False`` (faster, but see
-  the accuracy over seeds);
+  rows): with the automatic window, with one window of every block (a global permutation), and
+  with the estimator's ``shuffle=False`` (faster, but see the accuracy over seeds). The store's
+  200 MB of float32 rows fit in two windows, so every local row reads and decompresses them once
+  per run and keeps them (``dask_kernels.learn.shuffle.KEEP_BYTES``), as dask-ml does not;
 * ``fit_incremental(..., replicas=2)`` in two threads of this process (no Client): iterative
   parameter mixing on both cores.
 
