@@ -23,9 +23,9 @@ tried in the same run: scikit-learn's SGDClassifier fits one binary problem per 
   with ``n_jobs=1``, and with ``step_blocks=STEP_BLOCKS`` (one ``partial_fit`` call per 5 blocks'
   rows): with the automatic window, with one window of every block (a global permutation), and
   with the estimator's ``shuffle=False`` (faster, but see the accuracy over seeds). The store's
-  200 MB of float32 rows fit in two windows, so the sequential local rows read and decompress
-  them once per run and keep them (``dask_kernels.learn.shuffle.KEEP_BYTES``; hence dask-ml's
-  persisted row);
+  20 blocks fit in the two automatic windows in flight, so the sequential local rows (not the
+  within-block shuffle's 1-block windows) read and decompress them once per run and keep them
+  (``dask_kernels.learn.shuffle.keeps_rows``; hence dask-ml's persisted row);
 * ``fit_incremental(..., replicas=2)`` in two threads of this process (no Client): iterative
   parameter mixing on both cores.
 

@@ -13,7 +13,6 @@ import dask_kernels
 from dask_kernels import GCWS, NRFF, fit_incremental
 from dask_kernels.learn import ArraySource, StoreSource
 import dask_kernels.learn.incremental as incremental
-import dask_kernels.learn.shuffle as shuffle
 
 
 SEEN = []  # (dtype, type, C-contiguous) of every _Spy.partial_fit input (not on the estimator:
@@ -140,8 +139,7 @@ def test_with_a_held_out_fraction_one_window_of_every_block_is_read_once_per_run
         np.testing.assert_array_equal(yi, yr)
 
 
-def test_the_next_epochs_first_window_is_read_during_the_epoch_and_changes_nothing(monkeypatch):
-    monkeypatch.setattr(shuffle, "KEEP_BYTES", 0)  # a data set too big to keep: read every epoch
+def test_the_next_epochs_first_window_is_read_during_the_epoch_and_changes_nothing():
     X, y = _data(1200)
     reads, fits = [], []
 
@@ -198,9 +196,10 @@ def test_parquet_rows_and_labels_of_a_training_block_are_read_once(tmp_path, mon
 
 
 def test_rows_that_fit_two_windows_are_read_once_per_run_with_the_same_model(monkeypatch):
-    # 12 blocks in 3 windows of 4: the rows (a few KB) fit in KEEP_BYTES, so each block is read
-    # once in the run (held-out and training rows together), not once per epoch; the model is
-    # bitwise the one of a run that reads every window every epoch
+    # 12 blocks in 2 windows of 6: the read-ahead holds both windows (every block) anyway, so
+    # each block is read once in the run (held-out and training rows together), not once per
+    # epoch; the model is bitwise the one of a run that reads every window every epoch (without
+    # prefetch only one window is in memory at a time: nothing is kept)
     X, y = _data(1200)
 
     class Counting(ArraySource):
@@ -214,10 +213,11 @@ def test_rows_that_fit_two_windows_are_read_once_per_run_with_the_same_model(mon
 
     fmap = NRFF(n_components=16, gamma=0.5, seed=0).fit(X)
 
-    def fit(validation_fraction):
+    def fit(validation_fraction, prefetch=True):
         src = Counting(X, y, fmap, block_rows=100)
-        model = fit_incremental(SGDClassifier(loss="log_loss", random_state=0), src, epochs=3, shuffle_window=4,
-                                validation_fraction=validation_fraction, early_stopping=False, progress=False)
+        model = fit_incremental(SGDClassifier(loss="log_loss", random_state=0), src, epochs=3, shuffle_window=6,
+                                validation_fraction=validation_fraction, early_stopping=False, prefetch=prefetch,
+                                progress=False)
         return model, sorted(src.reads)
 
     for fraction in (None, 0.1):
@@ -229,10 +229,13 @@ def test_rows_that_fit_two_windows_are_read_once_per_run_with_the_same_model(mon
                 grouped, reads = fit(fraction)
             assert reads == list(range(12))
             np.testing.assert_array_equal(kept.estimator.coef_, grouped.estimator.coef_)
-        with monkeypatch.context() as m:
-            m.setattr(shuffle, "KEEP_BYTES", 0)
-            again, reads = fit(fraction)
+        again, reads = fit(fraction, prefetch=False)
         assert reads == sorted(list(range(12)) * (3 if fraction is None else 4))
         np.testing.assert_array_equal(kept.estimator.coef_, again.estimator.coef_)
         np.testing.assert_array_equal(kept.estimator.intercept_, again.estimator.intercept_)
         assert [h.get("accuracy") for h in kept.history] == [h.get("accuracy") for h in again.history]
+    # more blocks than two windows hold: read every epoch, as before
+    src = Counting(X, y, fmap, block_rows=100)
+    fit_incremental(SGDClassifier(loss="log_loss", random_state=0), src, epochs=3, shuffle_window=5,
+                    validation_fraction=None, progress=False)
+    assert sorted(src.reads) == sorted(list(range(12)) * 3)

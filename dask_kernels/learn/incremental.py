@@ -169,9 +169,9 @@ def fit_incremental(
         from every block of its window, so label-sorted input trains like shuffled input.
         "auto" takes as many blocks as fit in about 128 MiB of stored features (every block of
         a small data set: a global permutation); 1 only shuffles rows within blocks (cheapest).
-        Locally, when the stored training rows take at most 256 MiB (the memory of a window
-        and the next one read ahead) or one window holds every block, they are read once and
-        kept from epoch to epoch.
+        Locally, when every block fits in two windows (the memory of a window and the next one
+        read ahead; one without ``prefetch``), the stored training rows are read once and kept
+        from epoch to epoch.
     step_blocks : int, default=1
         Rows per step (per ``partial_fit`` call): this many blocks' worth, drawn from the
         window as above (at most a window; a window of fewer blocks is one step). Fewer, longer
@@ -295,9 +295,9 @@ def fit_incremental(
     step_blocks = int(min(step_blocks, window))
     client = get_client(client)
     feed = WorkerFeed(client, src, estimator) if client is not None else None
-    # every block's stored rows fit in the memory of two windows: keep them from epoch to
-    # epoch (read once per run, not once per epoch)
-    cache = {} if feed is None and replicas == 1 and keeps_rows(src, window) else None
+    # every block's stored rows fit in the windows in flight: keep them from epoch to epoch
+    # (read once per run, not once per epoch)
+    cache = {} if feed is None and replicas == 1 and keeps_rows(src, window, prefetch) else None
     held, fraction = _held_out(validation_fraction, validation_data, src, kind, seed, block_rows, feed, cache)
     rule = Schedule(min_improvement, halve=schedule == "auto" and _halvable(estimator),
                     revert=schedule == "auto" and held is not None, early_stopping=early_stopping,

@@ -17,7 +17,7 @@ and handing the one-vs-rest problems to threads) is paid less often and the thre
 tasks; a step never spans two windows. With one window holding every block the order is a
 global permutation; ``window=1`` is the cheaper within-block shuffle. Memory: the stored form of
 one window (and the next one, read ahead); a local run keeps every block's stored rows from
-epoch to epoch instead when they fit in that much (:func:`keeps_rows`). Every permutation is a pure function of its key, so
+epoch to epoch instead when they fit in as many blocks (:func:`keeps_rows`). Every permutation is a pure function of its key, so
 a run resumed at ``(epoch, step)`` trains on exactly the rows an uninterrupted run would.
 
 With ``part=(r, n)`` (replica ``r`` of ``n``, see :mod:`.replicas`) the plan covers replica
@@ -44,8 +44,6 @@ _SHARD_KEY = 0x5AAD  # rng key component of the replicas' shards
 
 #: Stored bytes of one window when the window is chosen automatically.
 WINDOW_BYTES = 128 * 2**20
-#: Stored bytes of a data set whose rows a local run keeps from epoch to epoch (two windows).
-KEEP_BYTES = 2 * WINDOW_BYTES
 
 
 def held_out_rows(seed, block, n, fraction):
@@ -59,13 +57,13 @@ def auto_window(src, budget=WINDOW_BYTES):
     return int(max(1, min(src.n_blocks, budget // max(1, rows * src.row_bytes()))))
 
 
-def keeps_rows(src, window):
+def keeps_rows(src: Any, window: int, prefetch: bool = True) -> bool:
     """Whether a local run keeps every block's stored training rows from epoch to epoch (read
-    once per run): when one window holds every block, or when all of them take at most
-    :data:`KEEP_BYTES`, the memory a window and the next one read ahead may take anyway. A
-    200 MB store of float32 rows read in two windows per epoch otherwise pays its reading and
-    decompression again every epoch, which the learner, on every core, waits for."""
-    return window >= src.n_blocks or src.n_rows * src.row_bytes() <= KEEP_BYTES
+    once per run): when they fit in the memory the windows in flight take anyway, i.e. when
+    every block fits in one window, or in two with ``prefetch`` (a window and the next one,
+    read ahead). A 200 MB store of float32 rows in two automatic windows otherwise pays its
+    reading and decompression again every epoch, taking CPU from the learner's threads."""
+    return src.n_blocks <= (2 if prefetch else 1) * window
 
 
 def shard(n_blocks, seed, part):
