@@ -12,6 +12,7 @@ from sklearn.linear_model import SGDClassifier
 import dask_kernels
 from dask_kernels import GCWS, NRFF, fit_incremental
 from dask_kernels.learn import ArraySource, StoreSource
+import dask_kernels.learn.incremental as incremental
 
 
 SEEN = []  # (dtype, type, C-contiguous) of every _Spy.partial_fit input (not on the estimator:
@@ -192,3 +193,49 @@ def test_parquet_rows_and_labels_of_a_training_block_are_read_once(tmp_path, mon
     assert reads == [["y"]] * 3 + [both] * 3  # classes; then 3 blocks, one read each
     ref = fit_incremental(sgd(), X, y, block_rows=200, **kw)
     assert np.array_equal(model.estimator.coef_, ref.estimator.coef_)
+
+
+def test_rows_that_fit_two_windows_are_read_once_per_run_with_the_same_model(monkeypatch):
+    # 12 blocks in 2 windows of 6: the read-ahead holds both windows (every block) anyway, so
+    # each block is read once in the run (held-out and training rows together), not once per
+    # epoch; the model is bitwise the one of a run that reads every window every epoch (without
+    # prefetch only one window is in memory at a time: nothing is kept)
+    X, y = _data(1200)
+
+    class Counting(ArraySource):
+        def __init__(self, *a, **k):
+            super().__init__(*a, **k)
+            self.reads = []
+
+        def _block(self, i):  # the one raw read of a block, whichever method asks for it
+            self.reads.append(i)
+            return super()._block(i)
+
+    fmap = NRFF(n_components=16, gamma=0.5, seed=0).fit(X)
+
+    def fit(validation_fraction, prefetch=True):
+        src = Counting(X, y, fmap, block_rows=100)
+        model = fit_incremental(SGDClassifier(loss="log_loss", random_state=0), src, epochs=3, shuffle_window=6,
+                                validation_fraction=validation_fraction, early_stopping=False, prefetch=prefetch,
+                                progress=False)
+        return model, sorted(src.reads)
+
+    for fraction in (None, 0.1):
+        kept, reads = fit(fraction)
+        assert reads == list(range(12))
+        if fraction:  # held-out and training rows read 5 blocks at a time (whole blocks: one window)
+            with monkeypatch.context() as m:
+                m.setattr(incremental, "auto_window", lambda src: 5)
+                grouped, reads = fit(fraction)
+            assert reads == list(range(12))
+            np.testing.assert_array_equal(kept.estimator.coef_, grouped.estimator.coef_)
+        again, reads = fit(fraction, prefetch=False)
+        assert reads == sorted(list(range(12)) * (3 if fraction is None else 4))
+        np.testing.assert_array_equal(kept.estimator.coef_, again.estimator.coef_)
+        np.testing.assert_array_equal(kept.estimator.intercept_, again.estimator.intercept_)
+        assert [h.get("accuracy") for h in kept.history] == [h.get("accuracy") for h in again.history]
+    # more blocks than two windows hold: read every epoch, as before
+    src = Counting(X, y, fmap, block_rows=100)
+    fit_incremental(SGDClassifier(loss="log_loss", random_state=0), src, epochs=3, shuffle_window=5,
+                    validation_fraction=None, progress=False)
+    assert sorted(src.reads) == sorted(list(range(12)) * 3)

@@ -41,7 +41,7 @@ from .loop import LoopState, Schedule
 from .metrics import LOWER_IS_BETTER, default_metric, evaluate
 from .remote import WorkerFeed, get_client
 from .replicas import Replicas, check_replicas
-from .shuffle import EpochPlan, auto_window, held_out_rows, local_steps, reader_thread
+from .shuffle import EpochPlan, auto_window, held_out_rows, keeps_rows, local_steps, reader_thread
 from .sources import ArraySource, StoreSource, as_source, sgd_dtype
 from .state import copy_state, get_state, set_state
 
@@ -168,16 +168,21 @@ def fit_incremental(
         :mod:`dask_kernels.learn.shuffle`): each step (one ``partial_fit`` call) draws its rows
         from every block of its window, so label-sorted input trains like shuffled input.
         "auto" takes as many blocks as fit in about 128 MiB of stored features (every block of
-        a small data set: a global permutation, and then the stored rows are read once and kept
-        from epoch to epoch); 1 only shuffles rows within blocks (cheapest).
+        a small data set: a global permutation); 1 only shuffles rows within blocks (cheapest).
+        Locally, when every block fits in two windows (the memory of a window and the next one
+        read ahead; one without ``prefetch``), the stored training rows are read once and kept
+        from epoch to epoch.
     step_blocks : int, default=1
         Rows per step (per ``partial_fit`` call): this many blocks' worth, drawn from the
         window as above (at most a window; a window of fewer blocks is one step). Fewer, longer
         calls pay scikit-learn's fixed cost per call less often and give the one-vs-rest
         threads (``n_jobs``) longer tasks: 10000-row blocks with ``step_blocks=5`` train
         faster on 2 cores (see the README's training section), but in its benchmark (5 seeds, 3
-        epochs) ``step_blocks=5`` was 4.1 points less accurate than 1 (standard error 1.6), a
-        cost not understood yet: keep the default unless you measured. Checkpoints, ``checkpoint_every``
+        epochs, constant ``eta0=0.5``) ``step_blocks=5`` was 4.1 points less accurate than 1
+        (standard error 1.6). That is the estimator's, not the feeding's: ``partial_fit`` in
+        memory on the very same rows in 50000-row calls gives the same models (bitwise with
+        ``shuffle=False``) and the same accuracy; at ``eta0=0.05`` the difference was -0.5
+        (standard error 0.5). Keep the default unless you measured. Checkpoints, ``checkpoint_every``
         and ``callback`` count steps. Memory: two prepared steps (the next is prepared while one
         trains). Keep SGD's own ``shuffle=True`` although the rows already come in a seeded
         random order: with ``shuffle=False`` it is faster (no random access to the step's
@@ -290,8 +295,9 @@ def fit_incremental(
     step_blocks = int(min(step_blocks, window))
     client = get_client(client)
     feed = WorkerFeed(client, src, estimator) if client is not None else None
-    # one window holds every block: keep its stored rows from epoch to epoch (read once per run)
-    cache = {} if window >= src.n_blocks and feed is None and replicas == 1 else None
+    # every block's stored rows fit in the windows in flight: keep them from epoch to epoch
+    # (read once per run, not once per epoch)
+    cache = {} if feed is None and replicas == 1 and keeps_rows(src, window, prefetch) else None
     held, fraction = _held_out(validation_fraction, validation_data, src, kind, seed, block_rows, feed, cache)
     rule = Schedule(min_improvement, halve=schedule == "auto" and _halvable(estimator),
                     revert=schedule == "auto" and held is not None, early_stopping=early_stopping,
@@ -421,7 +427,7 @@ def _check_inputs(estimator, source, y, feature_map, block_rows, epochs, schedul
 def _held_out(fraction, data, src, kind, seed, block_rows, feed=None, cache=None):
     """``(held-out set or None, held-out fraction of the training source)``; with a worker
     ``feed`` the held-out rows of the training source are read on the workers; with a
-    ``cache`` (one window of every block) each block is read once for both: its training rows
+    ``cache`` (:func:`.shuffle.keeps_rows`) each block is read once for both: its training rows
     are put in the cache for the epochs."""
     held = None
     if data is not None:
@@ -450,11 +456,17 @@ def _held_out(fraction, data, src, kind, seed, block_rows, feed=None, cache=None
 
 def _read_once(src, items, cache, plan):
     """Held-out rows ``items`` (``[(block, rows)]``) and, into ``cache``, the training rows that
-    ``plan`` reads (:meth:`.shuffle.EpochPlan.load`), from one read of each block."""
-    blocks = [i for i, _ in items]
-    parts = src.read_split(blocks, [(held, plan.training_rows(i)) for i, held in items])
-    cache.update(zip(blocks, (train for _, train in parts)))
-    return [held for held, _ in parts]
+    ``plan`` reads (:meth:`.shuffle.EpochPlan.load`), from one read of each block; a window's
+    worth of blocks at a time, so that whole blocks never take more than a window besides the
+    cache."""
+    held, group = [], auto_window(src)
+    for k in range(0, len(items), group):
+        chunk = items[k:k + group]
+        blocks = [i for i, _ in chunk]
+        parts = src.read_split(blocks, [(rows, plan.training_rows(i)) for i, rows in chunk])
+        cache.update(zip(blocks, (train for _, train in parts)))
+        held += [rows for rows, _ in parts]
+    return held
 
 
 def _window(shuffle_window, src):

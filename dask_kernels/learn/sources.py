@@ -146,8 +146,11 @@ class BlockSource:
         fmap = self.feature_map
         if fmap is not None:
             return int(fmap.n_output_features_) * np.dtype(fmap.output_dtype_).itemsize
-        X, _ = self.read(0)
-        return max(1, (X.data.nbytes + X.indices.nbytes if sp.issparse(X) else X.nbytes) // max(1, X.shape[0]))
+        if getattr(self, "_row_bytes", None) is None:  # measured on block 0: read it once
+            X, _ = self.read(0)
+            self._row_bytes = max(1, (X.data.nbytes + X.indices.nbytes if sp.issparse(X) else X.nbytes)
+                                  // max(1, X.shape[0]))
+        return self._row_bytes
 
     def read_labels(self, i):
         """Labels of block ``i`` only (for finding the classes without reading features)."""
