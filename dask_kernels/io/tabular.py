@@ -303,7 +303,9 @@ def read_parquet(path: str, *, columns: list[str] | None = None, label: str | No
 
     Only the footers are read here (in parallel on the active scheduler): rows per row group come
     from the metadata. A partition is a run of consecutive row groups of one file holding about
-    ``block_rows`` rows, read by one task (pyarrow, only the selected columns).
+    ``block_rows`` rows, read by one task (pyarrow, only the selected columns). A null is read as
+    NaN, which featurizing refuses; into a store, the error names the file and its row there
+    (see :func:`name_input_error`).
 
     Parameters
     ----------
