@@ -93,17 +93,36 @@ def _rows(n, row_offset, row_numbers):
 
 class InputValueError(ValueError):
     """A value of the input rows that no map may read (NaN, infinity, beyond the map's bound);
-    the message names its row and column, and a caller that knows the input's name adds it."""
+    the message names its row and column, and a caller that knows the input's name adds it.
+
+    ``value``, ``bound``, ``row`` (global) and ``column`` are kept as attributes (also through
+    pickling: the error may be raised on a Dask worker), so that a caller that knows where the
+    row came from (a file of a Parquet dataset) can name it with :meth:`at`.
+    """
+
+    def __init__(self, message: str, value: float | None = None, bound: float | None = None,
+                 row: int | None = None, column: int | None = None) -> None:
+        super().__init__(message)
+        self.value, self.bound, self.row, self.column = value, bound, row, column
+
+    def __reduce__(self):
+        return type(self), (str(self), self.value, self.bound, self.row, self.column)
+
+    def at(self, where: str) -> InputValueError:
+        """The same error with its row described as ``where`` (e.g. ``"row 7 of part-1.parquet"``)."""
+        return _value_error(self.value, self.bound, self.row, self.column, where)
 
 
-def _value_error(value, bound, row, col):
+def _value_error(value, bound, row, col, where=None):
+    where = where or f"row {row}"
     if np.isfinite(value):
         return InputValueError(
-            f"Input value {value!r} in row {row}, column {col} exceeds the magnitude bound {bound:.6g} "
-            "of this map (beyond it the map's arithmetic overflows): rescale the data."
+            f"Input value {value!r} in {where}, column {col} exceeds the magnitude bound {bound:.6g} "
+            "of this map (beyond it the map's arithmetic overflows): rescale the data.", value, bound, row, col
         )
     return InputValueError(
-        f"Input contains NaN or infinity ({value}) in row {row}, column {col}; clean or impute the data first."
+        f"Input contains NaN or infinity ({value}) in {where}, column {col}; clean or impute the data first.",
+        value, bound, row, col
     )
 
 

@@ -193,6 +193,40 @@ def read_together(X: Any, y: Any) -> tuple[Any, Any]:
     return rebuilt(X, lx, 0), rebuilt(y, ly, 1)
 
 
+def row_source(X: Any, row: int) -> tuple[str, int] | None:
+    """``(file, row in that file)`` of global row ``row`` of ``X``, when ``X`` is an array of
+    :func:`read_parquet` itself (not a slice or anything computed from it); otherwise None.
+
+    A file's partitions are consecutive in ``X`` and start at its first row group, so the rows of
+    its earlier partitions are the rows before this one in the file.
+    """
+    found = _reader_layer(X) if isinstance(X, da.Array) else None
+    if found is None or found[0] != X.name or not 0 <= row < X.shape[0]:
+        return None
+    start, before = 0, {}
+    for url, _, n, _ in found[2]:
+        if row < start + n:
+            return url, before.get(url, 0) + row - start
+        start += n
+        before[url] = before.get(url, 0) + n
+    return None
+
+
+def name_input_error(error: Exception, X: Any) -> Exception:
+    """``error`` naming the Parquet file and its row, when it is an input value error of a global
+    row of ``X`` that :func:`row_source` can place (else ``error`` itself). A dataset of several
+    files: "row 4 of d/part-1.parquet (row 1004 of the input)"; one file: "row 4 of t.parquet"."""
+    from ..blocks import InputValueError
+
+    if not isinstance(error, InputValueError) or error.row is None:
+        return error
+    source = row_source(X, error.row)
+    if source is None:
+        return error
+    url, r = source
+    return error.at(f"row {r} of {url}" + (f" (row {error.row} of the input)" if r != error.row else ""))
+
+
 #: Columns gathered at once when turning Parquet's columns into rows (the general path).
 _COLUMN_BATCH = 64
 
@@ -269,7 +303,9 @@ def read_parquet(path: str, *, columns: list[str] | None = None, label: str | No
 
     Only the footers are read here (in parallel on the active scheduler): rows per row group come
     from the metadata. A partition is a run of consecutive row groups of one file holding about
-    ``block_rows`` rows, read by one task (pyarrow, only the selected columns).
+    ``block_rows`` rows, read by one task (pyarrow, only the selected columns). A null is read as
+    NaN, which featurizing refuses; into a store, the error names the file and its row there
+    (see :func:`name_input_error`).
 
     Parameters
     ----------

@@ -18,11 +18,11 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._progress import local_progress, wait_futures
-from ..blocks import row_bounds, validate_block
+from ..blocks import InputValueError, row_bounds, validate_block
 from ..io.dense import file_identity, from_array
 from ..io.sparse import SparsePartitions, from_sparse
 from ..sidecar import graph_arrays, map_arrays, rebuild_with_arrays, write_group
-from ..io.tabular import as_rows, read_together
+from ..io.tabular import as_rows, name_input_error, read_together
 from ..maps.base import ensure_fitted
 from . import store as _store  # its _INTEGRITY switch, read at run time (benchmarks turn it off)
 from .creation import create_store
@@ -481,7 +481,10 @@ def featurize(X: Any, feature_map: FeatureMap, *, labels: Any = None, row_ids: A
                      job, [(i, pieces(i)) for i in range(s * k, min((s + 1) * k, n_blocks))],
                      dask_key_name=f"dk-write-{run}-{s}")
                  for s in pending_shards]
-    computed = int(sum(np.sum(r) for r in run_tasks(tasks, progress)))
+    try:
+        computed = int(sum(np.sum(r) for r in run_tasks(tasks, progress)))
+    except InputValueError as e:  # a Parquet dataset's row: name its file and its row there
+        raise name_input_error(e, X) from None
     mark_complete(store, storage_options, plan["lease"], checks,
                   info=info if plan["input_changed"] else None)
     fs = open_store(store, storage_options=storage_options)
