@@ -25,9 +25,11 @@ def _preload():
     from ..warm import warm_maps
 
     def known(method):  # a map without a plan: its class, and scikit-learn, are what its tasks run
+        if method in WARM_PLANS:
+            return True
         from ..maps import registered_maps
 
-        return method in WARM_PLANS or method in registered_maps()
+        return method in registered_maps()
 
     warm_maps([m for m in os.environ.get(WARM_METHODS_ENV, "").split(",") if m and known(m)])
 
