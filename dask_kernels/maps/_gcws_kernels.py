@@ -230,6 +230,16 @@ class GCWSPlan(KernelPlan):
             nbytes, limit = 3 * 4 * n_split * k, TABLE_BYTES_LIMIT
         return bool(self.table) if self.table != "auto" else nbytes <= limit
 
+    def parameter_table(self) -> tuple:
+        """The sampler's parameter table (built once per plan), or its empty stand-in when
+        :meth:`uses_table` is False: ICWS's (r, log c, beta), DartMinHash's :func:`dart_table`."""
+        n_split, k = 2 * self.n_features_in_, self.n_components
+        if self.sampler == "dart":
+            skey = np.uint64(stream_key(np.uint64(self.seed), STREAM_DART))
+            return self.cached("dart", lambda: dart_table(skey, n_split, k)) if self.uses_table() else no_table()
+        return (self.cached("icws", lambda: _parameter_table(self.seed, n_split, k)) if self.uses_table()
+                else (np.empty((0, 0), np.float32),) * 3)
+
     def transform_block(self, X: Any, row_offset: int = 0) -> np.ndarray:
         """Codes of a validated block: ndarray (n, n_components) of ``output_dtype_``."""
         return self.sample(X, codes_only=True, row_offset=row_offset)[0]
@@ -249,8 +259,7 @@ class GCWSPlan(KernelPlan):
         if sp.issparse(X) and center is not None:
             X = X.toarray()
         use_table = self.uses_table()
-        tables = (self.cached("icws", lambda: _parameter_table(self.seed, 2 * self.n_features_in_, k)) if use_table
-                  else (np.empty((0, 0), np.float32),) * 3)
+        tables = self.parameter_table()
         # np.uint64 so Numba does not type keys >= 2**63 as an overflowing int64.
         skey = np.uint64(stream_key(np.uint64(self.seed), STREAM))
         if sp.issparse(X):
@@ -271,8 +280,7 @@ class GCWSPlan(KernelPlan):
             code_out, s_out, id_out = None, np.empty((n, k), np.int64), np.empty((n, k), np.int64)
         none = np.empty((0, k), np.int64)
         rates = _dart_rates(k)
-        table = (self.cached("dart", lambda: dart_table(skey, 2 * self.n_features_in_, k)) if self.uses_table()
-                 else no_table())
+        table = self.parameter_table()
         scale = self.dart_scale
         outs = (code_out if codes_only else none, none if codes_only else s_out, none if codes_only else id_out)
         if sp.issparse(X) and self.center is not None:
