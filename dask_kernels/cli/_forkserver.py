@@ -22,9 +22,7 @@ def _preload():
 
     from ..maps._plan import WARM_PLANS
     from ..pipeline import featurize  # noqa: F401  (what its tasks call)
-    from ..warm import WRITER_MODULES, _import_all, warm_maps
-
-    _import_all(WRITER_MODULES)  # what a worker's first store block writes with (Zarr), loaded once here
+    from ..warm import warm_maps
 
     def known(method):  # a map without a plan: its class, and scikit-learn, are what its tasks run
         if method in WARM_PLANS:
