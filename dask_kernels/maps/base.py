@@ -107,7 +107,18 @@ class FeatureMap(TransformerMixin, BaseEstimator):
     def kernel_plan(self) -> KernelPlan | None:
         """This fitted map's ``validate_block`` and ``transform_block`` as a light, picklable
         object that a Dask worker runs without importing scikit-learn (see
-        :mod:`dask_kernels.maps._plan`), or None (the default): tasks rebuild the map from its spec."""
+        :mod:`dask_kernels.maps._plan`), or None (the default): tasks rebuild the map from its spec.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dask_kernels import GCWS
+        >>> X = np.array([[1.0, -2.0, 0.5], [0.0, 3.0, 1.0]])
+        >>> gcws = GCWS(n_components=4).fit(X)
+        >>> plan = gcws.kernel_plan()
+        >>> bool((plan.transform_block(plan.validate_block(X)) == gcws.transform(X)).all())
+        True
+        """
         return None
 
     # -- scikit-learn API ---------------------------------------------------------------------
