@@ -6,20 +6,18 @@ package declares in ``pyproject.toml`` (``tests/test_compat.py`` checks that the
 that the installed versions lie within them).
 
 * scikit-learn: ``sklearn.utils._param_validation`` (the constraint objects its estimators use
-  in ``_parameter_constraints``; our maps validate spec parameters with the same machinery).
+  in ``_parameter_constraints``; our maps validate spec parameters with the same machinery);
+  imported on first use of one of its names, so a process that only runs kernels (a Dask
+  worker featurizing blocks) does not import scikit-learn and SciPy's statistics with it.
 * Numba: ``numba.core.cgutils`` (LLVM code-generation helpers for the 512-bit cosine intrinsic).
 * Zarr: ``zarr.core.sync.sync`` (run one store coroutine from synchronous code); imported on
   first use, so importing dask_kernels does not import Zarr.
 """
 
 from numba.core import cgutils
-from sklearn.utils._param_validation import (
-    HasMethods,
-    Interval,
-    InvalidParameterError,
-    StrOptions,
-    validate_parameter_constraints,
-)
+
+#: Names taken from ``sklearn.utils._param_validation`` (imported when one is first used).
+_PARAM_VALIDATION = ("HasMethods", "Interval", "InvalidParameterError", "StrOptions", "validate_parameter_constraints")
 
 #: Distribution name -> version specifier, exactly as in ``pyproject.toml``'s dependencies.
 TESTED = {
@@ -27,6 +25,16 @@ TESTED = {
     "numba": ">=0.60,<0.69",
     "zarr": ">=3.1.4,<3.2",
 }
+
+
+def __getattr__(name: str):
+    if name not in _PARAM_VALIDATION:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from sklearn.utils import _param_validation
+
+    value = getattr(_param_validation, name)
+    globals()[name] = value  # imported once
+    return value
 
 
 def zarr_sync(coroutine):

@@ -6,8 +6,9 @@ a whole block. :class:`WarmKernels` is a ``distributed`` worker plugin that does
 start, on every worker present when it is registered and on every worker that joins later
 (an adaptive cluster growing), so no block waits for it.
 
-What it runs: for each method name, the map with default parameters fitted and applied to a
-tiny all-zero block, dense and CSR (the kernels are compiled per argument type, not per size,
+What it runs: for each method name, the map with default parameters (its kernel plan, see
+:mod:`dask_kernels.maps._plan`, where it has one: no scikit-learn) applied to a tiny block,
+dense and CSR (the kernels are compiled per argument type, not per size,
 so this loads exactly the code the real blocks use); for each full spec (a fitted map's
 :meth:`~dask_kernels.maps.base.FeatureMap.spec`), that map on a tiny block, which also builds
 its parameter tables. A failure is logged by the worker and changes nothing: the first block
@@ -63,20 +64,28 @@ def warm_maps(methods: Iterable[str] = (), specs: Iterable[str | dict] = ()) -> 
     >>> sorted(warm_maps(["rff"]))
     ['rff']
     """
-    from .maps import from_spec, registered_maps
+    from .maps._plan import warm_plan
 
     seconds = {}
-    maps = registered_maps()
     for method in methods:
         t0 = time.perf_counter()
         X = np.zeros((2, _WARM_WIDTH))
         X[0, 0] = 1.0  # one nonzero row: the sampling kernels' main path, not only the empty-row exit
-        fmap = maps[method]().fit(X)
-        fmap.transform(X)
-        if fmap.accepts_sparse:
-            fmap.transform(sp.csr_matrix(X))
+        plan = warm_plan(method, _WARM_WIDTH)  # the kernels a task runs, without the map's class
+        if plan is not None:
+            for block in (X, sp.csr_matrix(X)) if plan.accepts_sparse else (X,):
+                plan.transform_block(plan.validate_block(block))
+        else:
+            from .maps import registered_maps
+
+            fmap = registered_maps()[method]().fit(X)
+            fmap.transform(X)
+            if fmap.accepts_sparse:
+                fmap.transform(sp.csr_matrix(X))
         seconds[method] = time.perf_counter() - t0
     for spec in specs:
+        from .maps import from_spec
+
         t0 = time.perf_counter()
         fmap = from_spec(spec)
         d = int(fmap.n_features_in_)

@@ -224,7 +224,7 @@ def test_layer_1_through_the_bucket_index_gives_the_walks_samples():
     for a, b in zip(tab.sample(X), walk.sample(X)):
         np.testing.assert_array_equal(a, b)
     # the route was taken: rows with 1 to 8 empty buckets after layer 0 (from the table)
-    nlu, keys = tab._dart_table(np.uint64(stream_key(np.uint64(8), STREAM_DART)))[:2]
+    nlu, keys = tab.kernel_plan().parameter_table()[:2]
     rate = layer_rates(k)[0]
     empties = []
     for x in X:

@@ -46,4 +46,4 @@ def test_read_only_install_compiles_once_into_the_user_cache(read_only_package, 
     runs = [subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, check=True,
                            cwd=tmp_path).stdout.split() for _ in range(2)]
     assert runs == [["0", "1"], ["1", "0"]], runs  # compiled by the first process only
-    assert list((tmp_path / "home" / ".cache" / "numba").rglob("gcws._gcws_dense-*.nbi"))
+    assert list((tmp_path / "home" / ".cache" / "numba").rglob("_gcws_kernels._gcws_dense-*.nbi"))

@@ -1,18 +1,30 @@
 """Feature maps, one module per method.
 
-Every module in this package is imported here, and each :class:`FeatureMap` subclass with a
-``method`` name registers itself, so adding a method means adding one module: the pipeline,
-the stores, the learner and the command line find it through :func:`from_spec` and
-:func:`registered_maps`.
+Every module in this package is imported with :mod:`dask_kernels.maps.base` (at its end), and
+each :class:`FeatureMap` subclass with a ``method`` name registers itself, so adding a method
+means adding one module: the pipeline, the stores, the learner and the command line find it
+through :func:`from_spec` and :func:`registered_maps`.
+
+The package itself imports nothing until one of those names is used (PEP 562): a Dask worker
+that only runs a map's kernels (``_*`` modules such as :mod:`dask_kernels.maps._gcws_kernels`)
+imports them without scikit-learn, which the map classes are built on.
 """
 
-import importlib
-import pkgutil
+from __future__ import annotations
 
-from .base import FeatureMap, from_spec, registered_maps
+from typing import TYPE_CHECKING
 
-for _info in pkgutil.iter_modules(__path__):
-    if _info.name != "base" and not _info.name.startswith("_"):
-        importlib.import_module(f"{__name__}.{_info.name}")
+if TYPE_CHECKING:
+    from .base import FeatureMap, from_spec, registered_maps
 
 __all__ = ["FeatureMap", "from_spec", "registered_maps"]
+
+
+def __getattr__(name: str):
+    if name not in __all__:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from . import base  # imports and registers every map
+
+    value = getattr(base, name)
+    globals()[name] = value  # imported once
+    return value

@@ -21,6 +21,9 @@ A subclass provides:
   finiteness) before :func:`from_spec` installs it; raise ValueError naming the key.
 * optionally ``expand(block)``: turn a stored block (e.g. GCWS codes) into the features a linear
   learner consumes (e.g. one-hot CSR). The default returns the block unchanged.
+* optionally ``kernel_plan()``: the block transform without the class (a
+  :class:`~dask_kernels.maps._plan.KernelPlan`, defined beside the kernels in a module that
+  does not import scikit-learn), which Dask tasks run instead of rebuilding the map.
 """
 
 from __future__ import annotations
@@ -43,6 +46,8 @@ from ._parallel import RUNTIME_PARAMS, transform_rows
 
 if TYPE_CHECKING:
     import scipy.sparse as sp
+
+    from ._plan import KernelPlan
 
 SPEC_VERSION = 1
 #: Spec versions :func:`from_spec` reads.
@@ -98,6 +103,23 @@ class FeatureMap(TransformerMixin, BaseEstimator):
     def expand(self, block: np.ndarray) -> np.ndarray | sp.csr_matrix:
         """Features for a linear learner from a stored block (identity by default)."""
         return block
+
+    def kernel_plan(self) -> KernelPlan | None:
+        """This fitted map's ``validate_block`` and ``transform_block`` as a light, picklable
+        object that a Dask worker runs without importing scikit-learn (see
+        :mod:`dask_kernels.maps._plan`), or None (the default): tasks rebuild the map from its spec.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dask_kernels import GCWS
+        >>> X = np.array([[1.0, -2.0, 0.5], [0.0, 3.0, 1.0]])
+        >>> gcws = GCWS(n_components=4).fit(X)
+        >>> plan = gcws.kernel_plan()
+        >>> bool((plan.transform_block(plan.validate_block(X)) == gcws.transform(X)).all())
+        True
+        """
+        return None
 
     # -- scikit-learn API ---------------------------------------------------------------------
     #: Largest accepted ``|x|`` (None: any finite value); see :meth:`validate_block`.
@@ -337,3 +359,18 @@ def from_spec(spec: Mapping[str, Any] | str | bytes, arrays: Any = None) -> Feat
     if spec["output_dtype"] != dtype:
         raise _key_error("['output_dtype']", f"{spec['output_dtype']!r} does not match the rebuilt map's {dtype!r}")
     return fmap
+
+
+def _register_all():
+    """Import every map module of the package: each registers its class (on import)."""
+    import importlib
+    import pkgutil
+
+    from .. import maps
+
+    for info in pkgutil.iter_modules(maps.__path__):
+        if info.name != "base" and not info.name.startswith("_"):
+            importlib.import_module(f"{maps.__name__}.{info.name}")
+
+
+_register_all()  # last: a map module imported from here finds FeatureMap defined

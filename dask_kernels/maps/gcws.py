@@ -22,191 +22,23 @@ give identical codes.
 
 from __future__ import annotations
 
-import functools
 import numbers
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 import scipy.sparse as sp
-from numba import njit
 from .._compat import Interval, StrOptions
 
-from ..rng import bits, gamma2_f32_words, hi32, index_key, lo32, log32, register_stream, stream_key, unit32_word
-from ._dart import DART_SCHEME, K_MAX, LAM_MAX, LAM_MIN, STREAM_DART, check_scheme, dart_csr, dart_dense
-from ._dart import dart_table, fit_scale, layer_rates, no_table, table_nbytes
+from ._dart import DART_SCHEME, K_MAX, check_scheme, fit_scale
 from ._fourier import cached_table
+from ._gcws_kernels import (  # noqa: F401  (the kernels and their constants, re-exported)
+    CENTER_MAX, DART_TABLE_BYTES_LIMIT, ROW_GROUP, STREAM, TABLE_BYTES_LIMIT, GCWSPlan, _build_table, _gcws_csr,
+    _gcws_dense, _hash_params, _parameter_table, code_dtype)
 from ._parallel import N_JOBS_CONSTRAINT
 from .base import FeatureMap
 from .._docstrings import fill_doc
 
-STREAM = register_stream("gcws.icws", 1)
-#: The table path is used when its three float32 tables stay below this many bytes.
-TABLE_BYTES_LIMIT = 256 * 2**20
-#: The dart table (``sampler="dart"``) is used when it needs at most this many bytes: it pays
-#: where it stays in cache (1.6 MB for D = 784, k = 256).
-DART_TABLE_BYTES_LIMIT = 16 * 2**20
-_INF32 = np.float32(np.inf)
-_ONE32 = np.float32(1.0)
-
-
-@njit(nogil=True, cache=True, error_model="numpy")
-def _hash_params(skey, s, r, logc, beta, words):
-    """Parameters of split index ``s`` for all hashes j (the hash function itself).
-
-    Two loops on purpose: 64-bit hashing and float32 math in one loop make LLVM vectorize
-    both at the 64-bit lane count, halving the float throughput. ``words`` is (5, k) scratch.
-    """
-    ikey = index_key(skey, s)
-    for j in range(r.size):
-        w = np.uint64(3 * j)
-        h_r = bits(ikey, w)
-        h_c = bits(ikey, w + np.uint64(1))
-        words[0, j] = lo32(h_r)
-        words[1, j] = hi32(h_r)
-        words[2, j] = lo32(h_c)
-        words[3, j] = hi32(h_c)
-        words[4, j] = lo32(bits(ikey, w + np.uint64(2)))
-    for j in range(r.size):
-        r[j] = gamma2_f32_words(words[0, j], words[1, j])
-        logc[j] = log32(gamma2_f32_words(words[2, j], words[3, j]))
-        beta[j] = unit32_word(words[4, j])
-
-
-@njit(nogil=True, cache=True, error_model="numpy")
-def _build_table(skey, n_split, k):
-    r = np.empty((n_split, k), dtype=np.float32)
-    logc = np.empty((n_split, k), dtype=np.float32)
-    beta = np.empty((n_split, k), dtype=np.float32)
-    words = np.empty((5, k), dtype=np.uint32)
-    for s in range(n_split):
-        _hash_params(skey, s, r[s], logc[s], beta[s], words)
-    return r, logc, beta
-
-
-@njit(nogil=True, cache=True, inline="always", error_model="numpy")
-def _update(z, p, r, logc, beta, best_a, best_p, best_t):
-    # Branch-free so LLVM vectorizes over j; strict '<' keeps the first (smallest s) on ties.
-    for j in range(best_a.size):
-        rj = r[j]
-        t = np.floor(z / rj + beta[j])
-        a = logc[j] - rj * (t + _ONE32 - beta[j])
-        better = a < best_a[j]
-        best_a[j] = a if better else best_a[j]
-        best_p[j] = p if better else best_p[j]
-        best_t[j] = t if better else best_t[j]
-
-
-@njit(nogil=True, cache=True, error_model="numpy")
-def _reset(best_a, best_p, best_t):
-    best_a[:] = _INF32
-    best_p[:] = -1
-    best_t[:] = 0
-
-
-#: Dense rows processed together so that each parameter row is read once per group.
-ROW_GROUP = 8
-
-
-@njit(nogil=True, cache=True, error_model="numpy")
-def _gcws_dense(X, center, skey, tables, use_table, k, mask, i_out, t_out):
-    """ICWS samples of a dense block. Rows are taken ROW_GROUP at a time and share each split
-    index's parameters; within a row, split indices are still visited in ascending order.
-
-    Writes ``i* & mask`` into ``i_out`` (mask -1: the full i*; 2**b - 1: the b-bit codes, so
-    codes need no int64 intermediate) and t* into ``t_out`` unless it has no rows."""
-    n_rows, d = X.shape
-    best_a = np.empty((ROW_GROUP, k), dtype=np.float32)
-    best_i = np.empty((ROW_GROUP, k), dtype=np.int32)  # the winning feature i (not split index)
-    best_t = np.empty((ROW_GROUP, k), dtype=np.float32)
-    par = np.empty((2, 3, k), dtype=np.float32)  # hash path: parameters of 2i and 2i + 1
-    words = np.empty((5, k), dtype=np.uint32)
-    for g0 in range(0, n_rows, ROW_GROUP):
-        g = min(ROW_GROUP, n_rows - g0)
-        for q in range(g):
-            _reset(best_a[q], best_i[q], best_t[q])
-        for i in range(d):
-            made_pos = made_neg = False
-            for q in range(g):
-                v = X[g0 + q, i] - center[i]
-                if v == 0.0:
-                    continue
-                neg = 0 if v > 0.0 else 1
-                s = 2 * i + neg
-                z = np.float32(np.log(abs(v)))
-                if use_table:
-                    _update(z, i, tables[0][s], tables[1][s], tables[2][s], best_a[q], best_i[q], best_t[q])
-                else:
-                    if not (made_neg if neg else made_pos):
-                        _hash_params(skey, s, par[neg, 0], par[neg, 1], par[neg, 2], words)
-                        made_pos = made_pos or neg == 0
-                        made_neg = made_neg or neg == 1
-                    _update(z, i, par[neg, 0], par[neg, 1], par[neg, 2], best_a[q], best_i[q], best_t[q])
-        for q in range(g):
-            for j in range(k):
-                i = best_i[q, j]
-                s = np.int64(-1) if i < 0 else 2 * np.int64(i) + (0 if X[g0 + q, i] - center[i] > 0.0 else 1)
-                i_out[g0 + q, j] = s & mask
-            if t_out.shape[0]:
-                for j in range(k):
-                    t_out[g0 + q, j] = np.int64(best_t[q, j])
-
-
-@njit(nogil=True, cache=True, error_model="numpy")
-def _gcws_csr(data, indices, indptr, skey, tables, use_table, k, mask, i_out, t_out):
-    """ICWS samples of a canonical CSR block (sorted, unique indices), one row at a time.
-    Outputs as in :func:`_gcws_dense`."""
-    width = 0
-    for row in range(indptr.size - 1):
-        width = max(width, indptr[row + 1] - indptr[row])
-    split = np.empty(width, dtype=np.int64)
-    best_a = np.empty(k, dtype=np.float32)
-    best_p = np.empty(k, dtype=np.int32)  # position of the winner among the row's nonzeros
-    best_t = np.empty(k, dtype=np.float32)
-    r = np.empty(k, dtype=np.float32)
-    logc = np.empty(k, dtype=np.float32)
-    beta = np.empty(k, dtype=np.float32)
-    words = np.empty((5, k), dtype=np.uint32)
-    for row in range(indptr.size - 1):
-        _reset(best_a, best_p, best_t)
-        nnz = 0
-        for q in range(indptr[row], indptr[row + 1]):
-            v = data[q]
-            if v == 0.0:
-                continue
-            s = 2 * np.int64(indices[q]) + (0 if v > 0.0 else 1)
-            split[nnz] = s
-            z = np.float32(np.log(abs(v)))
-            if use_table:
-                _update(z, nnz, tables[0][s], tables[1][s], tables[2][s], best_a, best_p, best_t)
-            else:
-                _hash_params(skey, s, r, logc, beta, words)
-                _update(z, nnz, r, logc, beta, best_a, best_p, best_t)
-            nnz += 1
-        for j in range(k):
-            p = best_p[j]
-            i_out[row, j] = (split[p] if p >= 0 else np.int64(-1)) & mask
-        if t_out.shape[0]:
-            for j in range(k):
-                t_out[row, j] = np.int64(best_t[j])
-
-
-@functools.lru_cache(maxsize=8)
-def _dart_rates(k):
-    """DartMinHash's dart rate per layer for k hashes (see ``layer_rates``), once per process."""
-    return layer_rates(k)
-
-
-def _parameter_table(seed, n_split, k):
-    """The hash function's values for every split index (read-only; cached per map by ``_tables``)."""
-    tables = _build_table(np.uint64(stream_key(np.uint64(seed), STREAM)), n_split, k)
-    for t in tables:
-        t.setflags(write=False)
-    return tables
-
-
-#: Largest ``|x|`` and ``|center|`` with a center: ``|x - center| <= 2**1023`` stays finite.
-CENTER_MAX = 2.0**1022
 
 
 def _check_center(center, key, n_features=None):
@@ -224,11 +56,6 @@ def _check_center(center, key, n_features=None):
         raise ValueError(f"{key}: entry {int(bad[0])} is {float(c[bad[0]])!r}, expected a finite number of magnitude "
                          f"at most 2**1022")
     return c
-
-
-def code_dtype(bits: int) -> np.dtype:
-    """Smallest unsigned integer dtype holding ``bits``-bit codes."""
-    return np.dtype(np.uint8) if bits <= 8 else np.dtype(np.uint16)
 
 
 def expand_codes(codes: npt.ArrayLike, bits: int) -> sp.csr_matrix:
@@ -442,25 +269,17 @@ class GCWS(FeatureMap):
         return params
 
     # -- parameters ---------------------------------------------------------------------------
+    def kernel_plan(self) -> GCWSPlan:
+        """The codes' kernel and this map's numbers (see :mod:`dask_kernels.maps._plan`)."""
+        return GCWSPlan(int(self.n_features_in_), n_components=self.n_components, bits=self.bits, seed=self.seed,
+                        sampler=self.sampler, table=self.table, center=self.center_, dart_scale=self.dart_scale_)
+
+    def _plan(self):
+        plan = self.kernel_plan()
+        return cached_table(self, plan.key, lambda: plan)  # the maps' one cache: the plan keeps its tables
+
     def _uses_table(self):
-        n_split, k = 2 * self.n_features_in_, self.n_components
-        if self.sampler == "dart":
-            nbytes, limit = table_nbytes(n_split, k), DART_TABLE_BYTES_LIMIT
-        else:
-            nbytes, limit = 3 * 4 * n_split * k, TABLE_BYTES_LIMIT
-        return bool(self.table) if self.table != "auto" else nbytes <= limit
-
-    def _dart_table(self, skey):
-        key = ("dart", int(self.seed), 2 * int(self.n_features_in_), int(self.n_components))
-        return cached_table(self, key, lambda: dart_table(skey, key[2], key[3]))
-
-    def _stream_key(self):
-        # np.uint64 so Numba does not type keys >= 2**63 as an overflowing int64.
-        return np.uint64(stream_key(np.uint64(self.seed), STREAM))
-
-    def _tables(self):
-        key = (int(self.seed), 2 * int(self.n_features_in_), int(self.n_components))
-        return cached_table(self, key, lambda: _parameter_table(*key))  # the maps' one table cache
+        return self._plan().uses_table()
 
     # -- transforms ---------------------------------------------------------------------------
     def sample(self, X: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -481,69 +300,16 @@ class GCWS(FeatureMap):
             equal, both arrays, with probability GMM.
         """
         self._check_fitted()
-        return self._sample_block(self._validate_input(X, reset=False))
+        return self._plan().sample(self._validate_input(X, reset=False))
 
     def _check_fitted(self):
         from sklearn.utils.validation import check_is_fitted
 
         check_is_fitted(self)
 
-    def _sample_block(self, X, codes_only=False, row_offset=0):
-        """(i*, t*) of a validated block, or with ``codes_only`` (codes, None)."""
-        if self.sampler == "dart":
-            return self._dart_block(X, codes_only, row_offset)
-        k = int(self.n_components)
-        n = X.shape[0]
-        if codes_only:
-            mask, i_out, t_out = np.int64(2**self.bits - 1), np.empty((n, k), self.output_dtype_), None
-        else:
-            mask, i_out, t_out = np.int64(-1), np.empty((n, k), np.int64), np.empty((n, k), np.int64)
-        t_arg = t_out if t_out is not None else np.empty((0, k), np.int64)
-        center = self.center_
-        if sp.issparse(X) and center is not None:
-            X = X.toarray()
-        use_table = self._uses_table()
-        tables = self._tables() if use_table else (np.empty((0, 0), np.float32),) * 3
-        skey = self._stream_key()
-        if sp.issparse(X):
-            _gcws_csr(X.data, X.indices, X.indptr, skey, tables, use_table, k, mask, i_out, t_arg)
-        else:
-            c = center if center is not None else np.zeros(X.shape[1])
-            _gcws_dense(X, c, skey, tables, use_table, k, mask, i_out, t_arg)
-        return i_out, t_out
-
-    def _dart_block(self, X, codes_only, row_offset):
-        """DartMinHash samples (split index, dart id as int64) or (codes, None)."""
-        k, n = int(self.n_components), X.shape[0]
-        skey = np.uint64(stream_key(np.uint64(self.seed), STREAM_DART))
-        mask = np.uint64(2**self.bits - 1)
-        if codes_only:
-            code_out, s_out, id_out = np.empty((n, k), self.output_dtype_), None, None
-        else:
-            code_out, s_out, id_out = None, np.empty((n, k), np.int64), np.empty((n, k), np.int64)
-        none = np.empty((0, k), np.int64)
-        rates = _dart_rates(k)
-        table = self._dart_table(skey) if self._uses_table() else no_table()
-        scale = float(self.dart_scale_)
-        outs = (code_out if codes_only else none, none if codes_only else s_out, none if codes_only else id_out)
-        if sp.issparse(X) and self.center_ is not None:
-            X = X.toarray()
-        if sp.issparse(X):
-            bad = dart_csr(X.data, X.indices, X.indptr, skey, scale, k, rates, table, mask, codes_only, *outs)
-        else:
-            c = self.center_ if self.center_ is not None else np.zeros(X.shape[1])
-            bad = dart_dense(X, c, skey, scale, k, rates, table, mask, codes_only, *outs)
-        if bad >= 0:
-            raise ValueError(
-                f"GCWS(sampler='dart'): row {row_offset + bad} has a sign-split l1 norm outside "
-                f"[{LAM_MIN / scale:.3g}, {LAM_MAX / scale:.3g}] (from the map's fit: 2**-800 to about 800 "
-                f"times its largest row); rescale the data or refit on rows like it"
-            )
-        return (code_out, None) if codes_only else (s_out, id_out)
-
     def transform_block(self, X: Any, row_offset: int = 0) -> np.ndarray:
         """Codes of a validated block: ndarray (n, n_components) of ``output_dtype_``."""
-        return self._sample_block(X, codes_only=True, row_offset=row_offset)[0]
+        return self._plan().transform_block(X, row_offset)
 
     def spec(self) -> dict[str, Any]:
         """As :meth:`FeatureMap.spec`; the default sampler ("icws") is left out of it, so

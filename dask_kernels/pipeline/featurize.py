@@ -1,8 +1,11 @@
 """Featurize row-partitioned input on Dask, lazily or into a resumable Zarr store.
 
-Every task receives the map's spec as JSON text and rebuilds the map itself (cached per process
-by that text), so the task graph never carries parameter matrices and its size does not depend
-on the number of features k or the input dimension d.
+Every task receives the map's spec as JSON text and, for a map that has one, its kernel plan
+(:mod:`dask_kernels.maps._plan`: the fitted numbers and which kernel); it runs the plan, or
+rebuilds the map from the spec, once per process (keyed by the spec's text), so the task graph
+never carries parameter matrices and its size does not depend on the number of features k or
+the input dimension d. This module imports neither scikit-learn nor the map classes: a worker
+running its tasks with a plan never does.
 """
 
 from __future__ import annotations
@@ -23,7 +26,6 @@ from ..io.dense import file_identity, from_array
 from ..io.sparse import SparsePartitions, from_sparse
 from ..sidecar import graph_arrays, map_arrays, rebuild_with_arrays, write_group
 from ..io.tabular import as_rows, name_input_error, read_together
-from ..maps.base import ensure_fitted
 from . import store as _store  # its _INTEGRITY switch, read at run time (benchmarks turn it off)
 from .creation import create_store
 from .layout import MAX_SHARD_BLOCKS, STORE_FORMAT, open_checked
@@ -49,13 +51,26 @@ def rebuild_map(spec_json):
     return from_spec(spec_json)
 
 
-def _map(spec_json, arrays):
-    """rebuild_map, or for a map with fitted arrays (one shared key of the graph) its sidecar twin."""
+@functools.lru_cache(maxsize=16)
+def _plan_slot(spec_json):
+    return []  # [the first kernel plan of this spec the process received]: its tables are built once
+
+
+def _map(spec_json, arrays=None, plan=None):
+    """What computes a task's blocks: the map's kernel plan (the first this process received for
+    the spec), else rebuild_map, or for a map with fitted arrays (one shared key of the graph)
+    its sidecar twin."""
+    if plan is not None:
+        slot = _plan_slot(spec_json)
+        if not slot:
+            slot.append(plan)
+        return slot[0]
     return rebuild_map(spec_json) if arrays is None else rebuild_with_arrays(spec_json, arrays)
 
 
 def transform_rows(fmap, X, row_offset):
-    """Validate one block of rows and return ``fmap.transform_block`` of it.
+    """Validate one block of rows and return ``fmap.transform_block`` of it (``fmap``: a map or
+    its kernel plan).
 
     Errors name global rows: ``row_offset`` is the global number of ``X[0]``.
     """
@@ -67,13 +82,13 @@ def transform_rows(fmap, X, row_offset):
 
 
 # -- lazy ----------------------------------------------------------------------------------------
-def _transform_chunk(x, spec_json, arrays=None, block_info=None):
+def _transform_chunk(x, spec_json, arrays=None, plan=None, block_info=None):
     row_offset = block_info[0]["array-location"][0][0] if block_info else 0
-    return transform_rows(_map(spec_json, arrays), x, row_offset)
+    return transform_rows(_map(spec_json, arrays, plan), x, row_offset)
 
 
-def _transform_part(part, spec_json, row_offset, arrays=None):
-    return transform_rows(_map(spec_json, arrays), part[0], row_offset)
+def _transform_part(part, spec_json, row_offset, arrays=None, plan=None):
+    return transform_rows(_map(spec_json, arrays, plan), part[0], row_offset)
 
 
 # -- store writer --------------------------------------------------------------------------------
@@ -116,7 +131,7 @@ def _block_arrays(job, i, pieces, g):
     in_digest = _input_digest(X) if job["checks"] else 0
     if job["expect"].get(i) == in_digest:
         return None  # input rows unchanged since the block was written (and verified): keep it
-    arrays = {"features": transform_rows(_map(job["spec_json"], job.get("arrays")), X, start)}
+    arrays = {"features": transform_rows(_map(job["spec_json"], job.get("arrays"), job.get("plan")), X, start)}
     for name, col in (("labels", y), ("qid", qid), ("row_ids", row_ids)):
         if name in job["columns"]:
             arrays[name] = np.ascontiguousarray(col, dtype=g[name].dtype)
@@ -213,6 +228,8 @@ def _first_block(kind, src):
 
 
 def _fitted(feature_map, kind, src):
+    from ..maps.base import ensure_fitted  # here: the task functions above run without the map classes
+
     fmap = ensure_fitted(feature_map, lambda: _first_block(kind, src), src)
     d = src.shape[1]
     if fmap.n_features_in_ != d:
@@ -396,8 +413,9 @@ def featurize(X: Any, feature_map: FeatureMap, *, labels: Any = None, row_ids: A
     width, out_dtype = int(fmap.n_output_features_), np.dtype(fmap.output_dtype_)
     n_rows = int(src.shape[0])
     arrays = graph_arrays(fmap)  # fitted arrays (Nystroem): one shared key, None for other maps
+    kernel_plan = fmap.kernel_plan()  # None: the tasks rebuild the map from spec_json
     if store is None:
-        return _lazy(kind, src, spec_json, width, out_dtype, arrays)
+        return _lazy(kind, src, spec_json, width, out_dtype, arrays, kernel_plan)
 
     columns = {}
     from_source = kind == "sparse" and labels is None and src.has_labels
@@ -472,7 +490,7 @@ def featurize(X: Any, feature_map: FeatureMap, *, labels: Any = None, row_ids: A
     job = {"path": store, "storage_options": storage_options, "spec_json": spec_json, "block_rows": block_rows,
            "n_rows": n_rows, "columns": sorted(columns), "run": run, "lease": plan["lease"], "key": job_key(fp),
            "checks": checks, "expect": expect, "input_check": _input_identity(kind, src) if checks else None,
-           "shard_blocks": k, "arrays": arrays}
+           "shard_blocks": k, "arrays": arrays, "plan": kernel_plan}
     if kind == "dense":
         tasks = _dense_writes(src, job, block_rows * k, labels, row_ids, pending_shards, run)
     else:
@@ -501,14 +519,14 @@ def _input_identity(kind, src):
     return file_identity(src)
 
 
-def _lazy(kind, src, spec_json, width, out_dtype, arrays=None):
+def _lazy(kind, src, spec_json, width, out_dtype, arrays=None, plan=None):
     meta = np.empty((0, 0), dtype=out_dtype)
     if kind == "dense":
-        return src.map_blocks(_transform_chunk, spec_json, arrays, dtype=out_dtype, chunks=(src.chunks[0], (width,)),
-                              meta=meta)
+        return src.map_blocks(_transform_chunk, spec_json, arrays, plan, dtype=out_dtype,
+                              chunks=(src.chunks[0], (width,)), meta=meta)
     parts = src.to_delayed()
     blocks = [
-        da.from_delayed(dask.delayed(_transform_part, pure=True)(p, spec_json, off, arrays), shape=(n, width),
+        da.from_delayed(dask.delayed(_transform_part, pure=True)(p, spec_json, off, arrays, plan), shape=(n, width),
                         dtype=out_dtype, meta=meta)
         for p, n, off in zip(parts, src.row_counts, src.row_offsets)
     ]
