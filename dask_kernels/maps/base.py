@@ -364,13 +364,12 @@ def from_spec(spec: Mapping[str, Any] | str | bytes, arrays: Any = None) -> Feat
 def _register_all():
     """Import every map module of the package: each registers its class (on import)."""
     import importlib
+    import os
     import pkgutil
 
-    from .. import maps
-
-    for info in pkgutil.iter_modules(maps.__path__):
+    for info in pkgutil.iter_modules([os.path.dirname(__file__)]):  # this package's folder
         if info.name != "base" and not info.name.startswith("_"):
-            importlib.import_module(f"{maps.__name__}.{info.name}")
+            importlib.import_module(f"{__package__}.{info.name}")
 
 
 _register_all()  # last: a map module imported from here finds FeatureMap defined
