@@ -14,7 +14,11 @@ that the installed versions lie within them).
   first use, so importing dask_kernels does not import Zarr.
 """
 
+import importlib
+
 from numba.core import cgutils
+
+from ._lazy import lazy_getattr
 
 #: Names taken from ``sklearn.utils._param_validation`` (imported when one is first used).
 _PARAM_VALIDATION = ("HasMethods", "Interval", "InvalidParameterError", "StrOptions", "validate_parameter_constraints")
@@ -27,14 +31,8 @@ TESTED = {
 }
 
 
-def __getattr__(name: str):
-    if name not in _PARAM_VALIDATION:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from sklearn.utils import _param_validation
-
-    value = getattr(_param_validation, name)
-    globals()[name] = value  # imported once
-    return value
+__getattr__ = lazy_getattr(globals(), _PARAM_VALIDATION,
+                           lambda: importlib.import_module("sklearn.utils._param_validation"))
 
 
 def zarr_sync(coroutine):

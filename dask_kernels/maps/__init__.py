@@ -12,7 +12,10 @@ imports them without scikit-learn, which the map classes are built on.
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING
+
+from .._lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from .base import FeatureMap, from_spec, registered_maps
@@ -20,11 +23,5 @@ if TYPE_CHECKING:
 __all__ = ["FeatureMap", "from_spec", "registered_maps"]
 
 
-def __getattr__(name: str):
-    if name not in __all__:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from . import base  # imports and registers every map
-
-    value = getattr(base, name)
-    globals()[name] = value  # imported once
-    return value
+# .base imports and registers every map
+__getattr__ = lazy_getattr(globals(), __all__, lambda: importlib.import_module(".base", __name__))
