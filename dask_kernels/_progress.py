@@ -33,19 +33,30 @@ def _line(stream, label, done, total, seconds):
     print(f"[{label}] {done}/{total} tasks ({pct:3.0f}%) {seconds:.1f} s", file=stream, flush=True)
 
 
+#: Seconds between two looks at the scheduler's count of finished tasks. distributed's bar learns
+#: that the work is done only at its next look, so the wait ends at most this long after the work.
+POLL = 0.1
+
+
 def _plain_futures(futures, label, interval, stream):
-    """Blocks until ``futures`` are done, printing every task of their graphs as the scheduler
-    counts them (distributed's text bar, drawn as plain lines)."""
+    """Blocks until ``futures`` are done (or one failed), printing a line of the scheduler's count
+    of their tasks every ``interval`` seconds and one at the end (distributed's text bar, drawn as
+    plain lines). It looks every :data:`POLL` seconds: looking only every ``interval`` (5 s) made
+    every command wait up to that long after its last task."""
     from distributed.diagnostics.progressbar import TextProgressBar
 
     class PlainLines(TextProgressBar):
+        printed = 0.0  # the elapsed time of the last line
+
         def _draw_bar(self, remaining, all, **kwargs):
+            if self.elapsed - self.printed >= interval:
+                self.printed = self.elapsed
+                _line(stream, label, all - remaining, all, self.elapsed)
+
+        def _draw_stop(self, remaining, all, **kwargs):
             _line(stream, label, all - remaining, all, self.elapsed)
 
-        def _draw_stop(self, **kwargs):
-            pass
-
-    PlainLines(futures, interval=interval, complete=True)  # returns when they are done or one failed
+    PlainLines(futures, interval=min(POLL, interval), complete=True)
 
 
 def wait_futures(futures, label="dask-kernels", interval=None, stream=None):
@@ -115,4 +126,4 @@ def local_progress(label="dask-kernels", interval=None, stream=None):
     return PlainProgress(label, interval, stream)
 
 
-__all__ = ["INTERVAL", "PlainProgress", "in_jupyter", "local_progress", "wait_futures"]
+__all__ = ["INTERVAL", "POLL", "PlainProgress", "in_jupyter", "local_progress", "wait_futures"]

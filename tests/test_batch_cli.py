@@ -304,6 +304,26 @@ def test_plain_progress_prints_a_line_every_interval(capsys):
     assert lines[-1].startswith("[x] 20/20 tasks (100%)")
 
 
+def test_plain_progress_on_a_cluster_returns_when_the_work_is_done(cluster):
+    """The plain lines are printed every ``interval`` seconds, but the wait must end with the
+    work: it looked at the scheduler only every ``interval``, so a batch command sat idle up to
+    5 s after its last task."""
+    import io
+
+    from distributed import Client
+
+    from dask_kernels._progress import wait_futures
+
+    stream = io.StringIO()
+    with Client(cluster) as client:
+        futures = client.map(time.sleep, [0.2, 0.3])
+        t0 = time.perf_counter()
+        wait_futures(futures, label="x", interval=30, stream=stream)
+        elapsed = time.perf_counter() - t0
+    assert elapsed < 10, elapsed  # before: 30 s, the second look
+    assert stream.getvalue().splitlines()[-1].startswith("[x] 2/2 tasks (100%)"), stream.getvalue()
+
+
 def test_same_file_by_relative_absolute_or_linked_path_is_the_same_job(tmp_path, cluster, capsys, monkeypatch):
     X = np.random.default_rng(0).random((100, 5))
     dump_svmlight_file(X, np.zeros(100), str(tmp_path / "x.svm"), zero_based=False)
