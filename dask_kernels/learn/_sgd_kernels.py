@@ -6,11 +6,11 @@ is one sequential chain of additions, so a core waits on the adder's latency (~4
 term) and does little else. Here up to four classes advance together, row by row, each in its
 own row order and with its own sequential sum (so every rounding is scikit-learn's): the four
 chains interleave and the core runs them in the time of one. Every other step is the Cython
-code's, operation for operation, in its dtype: ``WeightVector`` (a scale ``wscale`` times the
-stored vector, reset below 1e-9 for float64 and 1e-6 for float32), the L2 decay, the clipped
+code's, operation for operation, in its dtypes: ``WeightVector`` (a double scale ``wscale``
+times the stored vector, reset below 1e-9 for float64 and 1e-6 for float32), the L2 decay, the clipped
 loss gradient, the ``our_rand_r`` Fisher-Yates shuffle of each class's rows. The float32
 variant rounds where the C code does (the products of the dot in float, the dot's result, the
-scale and the update handed to ``add``).
+scale factor, the scale and update inside ``add``, the scale handed to BLAS ``scal``).
 
 The kernels return a status instead of raising: ``ABORT`` when a weight vector's scale reaches
 zero (scikit-learn's BLAS ``scal`` by zero may write ``+0.0`` where a product writes ``-0.0``)
@@ -149,7 +149,7 @@ def ovr_epoch(X, Y, W, b, order, c, g, loss, threshold, lr, eta0, alpha, power_t
     Returns OK, or ABORT (then W and b are partly updated: the caller restores them)."""
     n = X.shape[0]
     shuffled = order.shape[0] > 0
-    scale = np.ones(4, dtype=W.dtype)
+    scale = np.ones(4)  # WeightVector.wscale: a double in both variants
     r = np.zeros(4, dtype=np.int64)
     for i in range(n):
         for k in range(g):
@@ -163,7 +163,7 @@ def ovr_epoch(X, Y, W, b, order, c, g, loss, threshold, lr, eta0, alpha, power_t
             eta = eta0
         for k in range(g):
             ck, rk = c + k, r[k]
-            p = np.float64(_as(dots[k] * np.float64(scale[k]), W)) + b[ck]
+            p = np.float64(_as(dots[k] * scale[k], W)) + b[ck]
             y = np.float64(Y[ck, rk])
             d = dloss(loss, threshold, y, p)
             if d < -MAX_DLOSS:
@@ -174,14 +174,14 @@ def ovr_epoch(X, Y, W, b, order, c, g, loss, threshold, lr, eta0, alpha, power_t
             w = W[ck]
             if l2:
                 f = 1.0 - eta * alpha
-                scale[k] *= _as(f if f > 0 else 0, W)
+                scale[k] *= np.float64(_as(f if f > 0 else 0, W))  # scale()'s argument is a c_type
                 if scale[k] < reset:
                     if scale[k] == 0:
                         return ABORT
-                    _rescale(w, scale[k])
+                    _rescale(w, _as(scale[k], W))  # scal()'s alpha is a c_type
                     scale[k] = 1.0
             if update != 0.0:
-                q = np.float64(_as(update, W) / scale[k])
+                q = np.float64(_as(update, W) / _as(scale[k], W))  # add()'s c and wscale are c_types
                 x = X[rk]
                 for j in range(w.shape[0]):
                     w[j] = _as(np.float64(w[j]) + np.float64(x[j]) * q, W)
@@ -191,5 +191,5 @@ def ovr_epoch(X, Y, W, b, order, c, g, loss, threshold, lr, eta0, alpha, power_t
     for k in range(g):
         if not (np.isfinite(b[c + k]) and _finite(W[c + k])):
             return ABORT
-        _rescale(W[c + k], scale[k])
+        _rescale(W[c + k], _as(scale[k], W))
     return OK

@@ -38,6 +38,7 @@ import joblib
 import numpy as np
 
 from ..maps._parallel import _pool, effective_n_jobs
+from . import sgd_fast
 
 
 def learner_threads(estimator: Any, n_jobs: int | None) -> int:
@@ -115,7 +116,14 @@ def _threaded(F: Any, fit_args: dict, threads: int) -> bool:
 def partial_fit(estimator: Any, F: Any, y: Any, fit_args: dict, *, threads: int = 1, finite: bool = False) -> None:
     """``estimator.partial_fit(F[, y], **fit_args)`` (``y`` None: unsupervised) on ``threads``
     one-vs-rest threads (:class:`PoolBackend`) when that pays (:data:`MIN_THREADED_WORK`), without the finite check if
-    ``finite`` (see the module docstring)."""
+    ``finite`` (see the module docstring). A fitted SGDClassifier on dense rows takes the bitwise
+    replica :mod:`.sgd_fast` where it :func:`~.sgd_fast.applies`."""
+    if y is not None and set(fit_args) <= {"classes"} and sgd_fast.applies(estimator, F, y, classes=fit_args.get("classes")):
+        own = estimator.n_jobs
+        sgd_fast.partial_fit(estimator, F, y, fit_args.get("classes"), finite=finite,
+                             threads=(threads if _threaded(F, fit_args, threads) else 1) if own is None
+                             else joblib.effective_n_jobs(own))
+        return
     with ExitStack() as stack:
         if _threaded(F, fit_args, threads) and estimator.get_params(deep=False).get("n_jobs") is None:
             stack.enter_context(joblib.parallel_config(backend=PoolBackend(threads), n_jobs=threads))

@@ -152,7 +152,8 @@ def partial_fit(estimator: Any, X: np.ndarray, y: np.ndarray, classes: Any = Non
     args = (X, Y, coef, b, order)
     rest = (loss, threshold, rate, float(estimator.eta0), alpha, float(estimator.power_t), float(optimal_init),
             float(estimator.t_), estimator.penalty == "l2", bool(estimator.fit_intercept), _RESET[coef.dtype])
-    groups = [(c, min(GROUP, n_fits - c)) for c in range(0, n_fits, GROUP)]
+    size = min(GROUP, -(-n_fits // max(threads, 1)))  # several threads: smaller groups, one per thread
+    groups = [(c, min(size, n_fits - c)) for c in range(0, n_fits, size)]
     if threads > 1 and len(groups) > 1:
         status = list(_pool(threads).map(lambda cg: K.ovr_epoch(*args, cg[0], cg[1], *rest), groups))
     else:
