@@ -20,7 +20,9 @@ tried in the same run: scikit-learn's SGDClassifier fits one binary problem per 
 * ``fit_incremental`` (local, no held-out set, so every row trains as in the peers) with its
   defaults (cross-block shuffle, ``n_jobs=None``: the classes on every usable CPU), with the
   within-block shuffle (``shuffle_window=1``: the difference is the cost of the true shuffle),
-  with ``n_jobs=1``, and with ``step_blocks=STEP_BLOCKS`` (one ``partial_fit`` call per 5 blocks'
+  with ``n_jobs=1``, with the SGD fast path off (``dask_kernels.learn.sgd_fast``: every step through
+  scikit-learn's own ``partial_fit``, the same model bitwise; the A/B of the fast path), and with
+  ``step_blocks=STEP_BLOCKS`` (one ``partial_fit`` call per 5 blocks'
   rows): with the automatic window, with one window of every block (a global permutation), and
   with the estimator's ``shuffle=False`` (faster, but see the accuracy over seeds). The store's
   20 blocks fit in the two automatic windows in flight, so the sequential local rows (not the
@@ -73,6 +75,7 @@ from sklearn.linear_model import SGDClassifier  # noqa: E402
 
 import dask_kernels  # noqa: E402
 from dask_kernels import GCWS, NRFF, fit_incremental  # noqa: E402
+from dask_kernels.learn import sgd_fast  # noqa: E402  (its private switch, for the A/B row)
 
 from _timing import best_times  # noqa: E402
 from bench_accuracy import synthetic  # noqa: E402  (4 classes from 10 Gaussian inputs)
@@ -208,9 +211,15 @@ def main():
     eta0 = 0.5  # NRFF rows have unit norm: eta0 = 0.5 / E||x||^2
     Fmem = np.asarray(store.features.compute(), dtype=np.float64)
 
-    def local(shuffle=True, **kw):
-        return lambda: fit_incremental(sgd(eta0, shuffle=shuffle), store, epochs=epochs, validation_fraction=None,
+    def local(shuffle=True, fast=True, **kw):
+        def run():
+            sgd_fast.ENABLED = fast  # the private switch of the SGD fast path (A/B)
+            try:
+                return fit_incremental(sgd(eta0, shuffle=shuffle), store, epochs=epochs, validation_fraction=None,
                                        classes=classes, progress=False, **kw).estimator
+            finally:
+                sgd_fast.ENABLED = True
+        return run
 
     big = STEP_BLOCKS * BLOCK
     runs = [  # (name, call returning the trained estimator); timed interleaved, best of --repeat
@@ -236,6 +245,7 @@ def main():
     runs.append(("dask-ml Incremental, cast to float64 and persisted, n_jobs=1",
                  lambda: dask_ml_incremental(store, eta0, epochs, classes, np.float64, 1, True, BLOCK, persist=True)))
     runs += [("fit_incremental, float store, cross-block shuffle", local()),
+             ("fit_incremental, float store, cross-block shuffle, SGD fast path off", local(fast=False)),
              ("fit_incremental, float store, within-block shuffle", local(shuffle_window=1)),
              ("fit_incremental, float store, cross-block, n_jobs=1", local(n_jobs=1)),
              (f"fit_incremental, step_blocks={STEP_BLOCKS}", local(step_blocks=STEP_BLOCKS)),
