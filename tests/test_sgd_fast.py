@@ -159,6 +159,16 @@ def test_fallback_for_other_configurations(monkeypatch):
     assert not sgd_fast.applies(est, X.astype(np.float32), y, classes=classes)  # coef_ is float64
     assert not sgd_fast.applies(est, np.asfortranarray(X), y, classes=classes)
     assert not sgd_fast.applies(est, X[:, :5].copy(), y, classes=classes)
+    readonly = fitted()
+    readonly.coef_.flags.writeable = False  # scikit-learn's loop writes coef_ in place: it fails, so must we
+    assert not sgd_fast.applies(readonly, X, y, classes=classes)
+    ro = X.copy()
+    ro.flags.writeable = False  # read-only rows (a memory map) are fine
+    assert sgd_fast.applies(est, ro, y, classes=classes)
+    ref = fitted()
+    ref.partial_fit(ro, y)
+    sgd_fast.partial_fit(est, ro, y)
+    _same(ref, est)
     assert not sgd_fast.applies(est, X, y, classes=np.arange(5))  # scikit-learn raises
     monkeypatch.setattr(sgd_fast, "VERIFIED", ("0.0",))
     assert not sgd_fast.applies(est, X, y, classes=classes)

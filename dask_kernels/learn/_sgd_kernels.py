@@ -138,8 +138,9 @@ def _finite(w) -> bool:
 
 
 @njit(nogil=True, cache=True)
-def ovr_epoch(X, Y, W, b, order, c, g, loss, threshold, lr, eta0, alpha, power_t, optimal_init,
-              t, l2, fit_intercept, reset) -> int:
+def ovr_epoch(X: np.ndarray, Y: np.ndarray, W: np.ndarray, b: np.ndarray, order: np.ndarray, c: int, g: int,
+              loss: int, threshold: float, lr: int, eta0: float, alpha: float, power_t: float,
+              optimal_init: float, t: float, l2: bool, fit_intercept: bool, reset: float) -> int:
     """One ``_plain_sgd`` epoch (``max_iter=1``) of classes c..c+g-1 (g <= 4), in place.
 
     X: (n, m) rows, C-ordered, the dtype of W; Y: (classes, n) each class's labels in that

@@ -73,6 +73,7 @@ def applies(estimator: Any, X: Any, y: Any, sample_weight: Any = None, classes: 
     coef, intercept, fitted = p.get("coef_"), p.get("intercept_"), p.get("classes_")
     if not (isinstance(coef, np.ndarray) and isinstance(intercept, np.ndarray) and isinstance(fitted, np.ndarray)
             and "t_" in p and "feature_names_in_" not in p and coef.ndim == 2 and coef.flags.c_contiguous
+            and coef.flags.writeable and intercept.flags.writeable
             and coef.dtype in _RESET and len(fitted) >= 2
             and coef.shape[0] == (1 if len(fitted) == 2 else len(fitted)) and intercept.shape == (coef.shape[0],)):
         return False
@@ -123,9 +124,11 @@ def _seeds(estimator: Any, n_fits: int) -> list[int]:
 
 def _rng_state(estimator: Any) -> Any:
     """The generator ``partial_fit`` draws from and its state, if it outlives the call."""
+    from sklearn.utils import check_random_state
+
     rs = estimator.random_state
     if rs is None:
-        rs = np.random.mtrand._rand
+        rs = check_random_state(None)  # numpy's global RandomState
     return (rs, rs.get_state()) if isinstance(rs, np.random.RandomState) else None
 
 
