@@ -10,6 +10,9 @@ tried in the same run: scikit-learn's SGDClassifier fits one binary problem per 
   over the same block size, ``n_jobs`` 1 and 2; and with the estimator's ``shuffle=False``,
   also in calls of ``STEP_BLOCKS`` blocks: the ceiling of every out-of-core learner ("x pf":
   against the fastest of these rows);
+* the same loop (``n_jobs=None``) through ``fit_incremental``'s learner call, so after the first
+  call through the SGD fast path (``dask_kernels.learn.sgd_fast``, bitwise the same model) on 1
+  and 2 threads: the learner's own speed (not a peer; "x pf" is against scikit-learn's rows);
 * dask-ml's ``Incremental`` on the store's dask array (the threaded scheduler reading blocks
   in parallel, ``shuffle_blocks=True``), one ``partial_fit`` pass per epoch: on the stored
   float32, and cast to float64 in its graph (scikit-learn's SGD trains about 20% faster on
@@ -107,6 +110,20 @@ def in_memory(F, y, eta0, epochs, classes, n_jobs=None, shuffle=True, step=BLOCK
     for _ in range(epochs):
         for a in starts[rng.permutation(starts.size)]:
             est.partial_fit(F[a:a + step], y[a:a + step], classes=classes)
+    return est
+
+
+def in_memory_fast(F, y, eta0, epochs, classes, threads):
+    """:func:`in_memory` through fit_incremental's learner call (``dask_kernels.learn.learner``):
+    after the first call, the SGD fast path (bitwise the same model) on ``threads`` threads."""
+    from dask_kernels.learn.learner import partial_fit
+
+    est = sgd(eta0)
+    rng = np.random.default_rng(0)
+    starts = np.arange(0, F.shape[0], BLOCK)
+    for _ in range(epochs):
+        for a in starts[rng.permutation(starts.size)]:
+            partial_fit(est, F[a:a + BLOCK], y[a:a + BLOCK], {"classes": classes}, threads=threads, finite=True)
     return est
 
 
@@ -230,6 +247,8 @@ def main():
          lambda: in_memory(Fmem, ytr, eta0, epochs, classes, n_jobs=2, step=big)),
         (f"partial_fit, in memory, n_jobs=2, {big}-row calls, shuffle=False",
          lambda: in_memory(Fmem, ytr, eta0, epochs, classes, n_jobs=2, shuffle=False, step=big)),
+        ("SGD fast path in memory (float64), 1 thread", lambda: in_memory_fast(Fmem, ytr, eta0, epochs, classes, 1)),
+        ("SGD fast path in memory (float64), 2 threads", lambda: in_memory_fast(Fmem, ytr, eta0, epochs, classes, 2)),
     ]
     # dask-ml: as stored; then float64 (its faster dtype) with n_jobs 1 and 2, the estimator's
     # shuffle on and off, on the stored 10000-row chunks and rechunked to big ones in its graph
