@@ -10,6 +10,9 @@ tried in the same run: scikit-learn's SGDClassifier fits one binary problem per 
   over the same block size, ``n_jobs`` 1 and 2; and with the estimator's ``shuffle=False``,
   also in calls of ``STEP_BLOCKS`` blocks: the ceiling of every out-of-core learner ("x pf":
   against the fastest of these rows);
+* the same loop (``n_jobs=None``) through ``fit_incremental``'s learner call, so after the first
+  call through the SGD fast path (``dask_kernels.learn.sgd_fast``, bitwise the same model) on 1
+  and 2 threads: the learner's own speed (not a peer; "x pf" is against scikit-learn's rows);
 * dask-ml's ``Incremental`` on the store's dask array (the threaded scheduler reading blocks
   in parallel, ``shuffle_blocks=True``), one ``partial_fit`` pass per epoch: on the stored
   float32, and cast to float64 in its graph (scikit-learn's SGD trains about 20% faster on
@@ -20,7 +23,9 @@ tried in the same run: scikit-learn's SGDClassifier fits one binary problem per 
 * ``fit_incremental`` (local, no held-out set, so every row trains as in the peers) with its
   defaults (cross-block shuffle, ``n_jobs=None``: the classes on every usable CPU), with the
   within-block shuffle (``shuffle_window=1``: the difference is the cost of the true shuffle),
-  with ``n_jobs=1``, and with ``step_blocks=STEP_BLOCKS`` (one ``partial_fit`` call per 5 blocks'
+  with ``n_jobs=1``, with the SGD fast path off (``dask_kernels.learn.sgd_fast``: every step through
+  scikit-learn's own ``partial_fit``, the same model bitwise; the A/B of the fast path), and with
+  ``step_blocks=STEP_BLOCKS`` (one ``partial_fit`` call per 5 blocks'
   rows): with the automatic window, with one window of every block (a global permutation), and
   with the estimator's ``shuffle=False`` (faster, but see the accuracy over seeds). The store's
   20 blocks fit in the two automatic windows in flight, so the sequential local rows (not the
@@ -73,6 +78,7 @@ from sklearn.linear_model import SGDClassifier  # noqa: E402
 
 import dask_kernels  # noqa: E402
 from dask_kernels import GCWS, NRFF, fit_incremental  # noqa: E402
+from dask_kernels.learn import sgd_fast  # noqa: E402  (its private switch, for the A/B row)
 
 from _timing import best_times  # noqa: E402
 from bench_accuracy import synthetic  # noqa: E402  (4 classes from 10 Gaussian inputs)
@@ -104,6 +110,20 @@ def in_memory(F, y, eta0, epochs, classes, n_jobs=None, shuffle=True, step=BLOCK
     for _ in range(epochs):
         for a in starts[rng.permutation(starts.size)]:
             est.partial_fit(F[a:a + step], y[a:a + step], classes=classes)
+    return est
+
+
+def in_memory_fast(F, y, eta0, epochs, classes, threads):
+    """:func:`in_memory` through fit_incremental's learner call (``dask_kernels.learn.learner``):
+    after the first call, the SGD fast path (bitwise the same model) on ``threads`` threads."""
+    from dask_kernels.learn.learner import partial_fit
+
+    est = sgd(eta0)
+    rng = np.random.default_rng(0)
+    starts = np.arange(0, F.shape[0], BLOCK)
+    for _ in range(epochs):
+        for a in starts[rng.permutation(starts.size)]:
+            partial_fit(est, F[a:a + BLOCK], y[a:a + BLOCK], {"classes": classes}, threads=threads, finite=True)
     return est
 
 
@@ -208,9 +228,15 @@ def main():
     eta0 = 0.5  # NRFF rows have unit norm: eta0 = 0.5 / E||x||^2
     Fmem = np.asarray(store.features.compute(), dtype=np.float64)
 
-    def local(shuffle=True, **kw):
-        return lambda: fit_incremental(sgd(eta0, shuffle=shuffle), store, epochs=epochs, validation_fraction=None,
+    def local(shuffle=True, fast=True, **kw):
+        def run():
+            sgd_fast.ENABLED = fast  # the private switch of the SGD fast path (A/B)
+            try:
+                return fit_incremental(sgd(eta0, shuffle=shuffle), store, epochs=epochs, validation_fraction=None,
                                        classes=classes, progress=False, **kw).estimator
+            finally:
+                sgd_fast.ENABLED = True
+        return run
 
     big = STEP_BLOCKS * BLOCK
     runs = [  # (name, call returning the trained estimator); timed interleaved, best of --repeat
@@ -221,6 +247,8 @@ def main():
          lambda: in_memory(Fmem, ytr, eta0, epochs, classes, n_jobs=2, step=big)),
         (f"partial_fit, in memory, n_jobs=2, {big}-row calls, shuffle=False",
          lambda: in_memory(Fmem, ytr, eta0, epochs, classes, n_jobs=2, shuffle=False, step=big)),
+        ("SGD fast path in memory (float64), 1 thread", lambda: in_memory_fast(Fmem, ytr, eta0, epochs, classes, 1)),
+        ("SGD fast path in memory (float64), 2 threads", lambda: in_memory_fast(Fmem, ytr, eta0, epochs, classes, 2)),
     ]
     # dask-ml: as stored; then float64 (its faster dtype) with n_jobs 1 and 2, the estimator's
     # shuffle on and off, on the stored 10000-row chunks and rechunked to big ones in its graph
@@ -236,6 +264,7 @@ def main():
     runs.append(("dask-ml Incremental, cast to float64 and persisted, n_jobs=1",
                  lambda: dask_ml_incremental(store, eta0, epochs, classes, np.float64, 1, True, BLOCK, persist=True)))
     runs += [("fit_incremental, float store, cross-block shuffle", local()),
+             ("fit_incremental, float store, cross-block shuffle, SGD fast path off", local(fast=False)),
              ("fit_incremental, float store, within-block shuffle", local(shuffle_window=1)),
              ("fit_incremental, float store, cross-block, n_jobs=1", local(n_jobs=1)),
              (f"fit_incremental, step_blocks={STEP_BLOCKS}", local(step_blocks=STEP_BLOCKS)),

@@ -137,7 +137,9 @@ def fit_incremental(
         E.g. SGDClassifier, SGDRegressor, Perceptron, PassiveAggressiveClassifier,
         MultinomialNB/BernoulliNB (on GCWS one-hot codes), MiniBatchKMeans. Trained in place.
         If it has a ``random_state`` parameter that is None it is set to ``seed`` so that runs
-        (and resumed runs) are reproducible.
+        (and resumed runs) are reproducible. An SGDClassifier on dense float rows trains after
+        its first step through a Numba replica of scikit-learn's SGD loop, bitwise the same
+        model, several one-vs-rest classes per core (:mod:`dask_kernels.learn.sgd_fast`).
     source : FeatureStore, path of a store, BlockSource, or raw rows
         A store's features are read block by block (every column chunk of a row block) and
         expanded with its feature map (GCWS codes -> one-hot CSR; floats unchanged). Raw rows

@@ -1,6 +1,6 @@
 """How :func:`~dask_kernels.fit_incremental` calls the learner's ``partial_fit``.
 
-Two costs the learner would otherwise pay on every step, removed where that is exact:
+Costs the learner would otherwise pay on every step, removed where that is exact:
 
 * **One-vs-rest on several threads.** A multiclass SGDClassifier, Perceptron or
   passive-aggressive classifier fits one binary problem per class through
@@ -24,6 +24,11 @@ Two costs the learner would otherwise pay on every step, removed where that is e
   (``BlockSource.finite``) the check runs under ``sklearn.config_context(assume_finite=True)``.
   Raw rows given without a map, and stores read unverified, keep it.
 
+* **scikit-learn's SGD loop.** A fitted SGDClassifier on dense rows trains through
+  :mod:`.sgd_fast`, a Numba replica of the loop that gives bitwise the same model with up to
+  four classes per core (one-vs-rest groups on the same threads); every other call is
+  ``estimator.partial_fit``.
+
 Both contexts are thread-local and wrap the ``partial_fit`` call alone (never the user's
 callback).
 """
@@ -38,6 +43,7 @@ import joblib
 import numpy as np
 
 from ..maps._parallel import _pool, effective_n_jobs
+from . import sgd_fast
 
 
 def learner_threads(estimator: Any, n_jobs: int | None) -> int:
@@ -115,7 +121,15 @@ def _threaded(F: Any, fit_args: dict, threads: int) -> bool:
 def partial_fit(estimator: Any, F: Any, y: Any, fit_args: dict, *, threads: int = 1, finite: bool = False) -> None:
     """``estimator.partial_fit(F[, y], **fit_args)`` (``y`` None: unsupervised) on ``threads``
     one-vs-rest threads (:class:`PoolBackend`) when that pays (:data:`MIN_THREADED_WORK`), without the finite check if
-    ``finite`` (see the module docstring)."""
+    ``finite`` (see the module docstring). A fitted SGDClassifier on dense rows takes the bitwise
+    replica :mod:`.sgd_fast` where it :func:`~.sgd_fast.applies`."""
+    classes = fit_args.get("classes")
+    if y is not None and set(fit_args) <= {"classes"} and sgd_fast.applies(estimator, F, y, classes=classes):
+        own = estimator.n_jobs  # the same threads scikit-learn's call would take
+        sgd_fast.partial_fit(estimator, F, y, classes, finite=finite,
+                             threads=(threads if _threaded(F, fit_args, threads) else 1) if own is None
+                             else joblib.effective_n_jobs(own))
+        return
     with ExitStack() as stack:
         if _threaded(F, fit_args, threads) and estimator.get_params(deep=False).get("n_jobs") is None:
             stack.enter_context(joblib.parallel_config(backend=PoolBackend(threads), n_jobs=threads))

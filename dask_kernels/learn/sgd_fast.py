@@ -1,0 +1,192 @@
+"""``SGDClassifier.partial_fit`` on dense rows through :mod:`._sgd_kernels`: bitwise the same
+model, several one-vs-rest classes per core.
+
+:func:`applies` says when the replica is exact: scikit-learn :data:`VERIFIED` (the versions
+whose ``_plain_sgd`` the kernels were checked against), an already fitted ``SGDClassifier``
+(the first call goes through scikit-learn and sets up the attributes) with loss
+``log_loss``, ``hinge``, ``squared_hinge``, ``perceptron`` or ``modified_huber``, penalty
+``l2`` or None, learning rate ``constant``, ``optimal`` or ``invscaling``, ``average=False``,
+``class_weight=None``, ``early_stopping=False``, ``verbose=0``; dense C-ordered rows in the
+dtype of ``coef_``, no ``sample_weight``. Anything else goes to ``estimator.partial_fit``
+unchanged.
+
+:func:`partial_fit` then does what scikit-learn's would: the same parameter validation, the
+same draws from ``random_state`` (an int, None: the global ``np.random``, or a
+``RandomState``, left in the same state), the per-class labels, shuffles and seeds, and the
+same updates of ``coef_``, ``intercept_`` (float64 for a binary model, as scikit-learn leaves
+it), ``t_`` and ``n_iter_``. If a kernel aborts (a weight scale of zero, or a coefficient that
+is not finite), the estimator and the random state are restored and scikit-learn's
+``partial_fit`` makes the call (and raises what it raises).
+
+The classes are fitted in groups of up to four per kernel call (:data:`GROUP`); groups run
+on ``threads`` threads of the process's pool when there are several.
+"""
+
+from __future__ import annotations
+
+import numbers
+import threading
+from typing import Any
+
+import numpy as np
+
+from ..maps._parallel import _pool
+from . import _sgd_kernels as K
+
+#: scikit-learn versions whose ``_plain_sgd`` the kernels replicate (checked bitwise by
+#: tests/test_sgd_fast.py); any other version takes scikit-learn's own ``partial_fit``.
+VERIFIED = ("1.9.1",)
+#: Classes advanced together by one kernel call (four dot-product chains per row).
+GROUP = 4
+#: The private switch (tests and benchmarks/bench_train.py's A/B): False sends every call to
+#: scikit-learn's ``partial_fit``.
+ENABLED = True
+
+_LOSSES = {"log_loss": (K.LOG_LOSS, 0.0), "hinge": (K.HINGE, 1.0), "perceptron": (K.HINGE, 0.0),
+           "squared_hinge": (K.SQUARED_HINGE, 1.0), "modified_huber": (K.MODIFIED_HUBER, 0.0)}
+_RATES = {"constant": K.CONSTANT, "optimal": K.OPTIMAL, "invscaling": K.INVSCALING}
+_MAX_INT = np.iinfo(np.int32).max
+_RESET = {np.dtype(np.float64): 1e-9, np.dtype(np.float32): 1e-6}  # WeightVector's wscale threshold
+
+
+def _sklearn_ok() -> bool:
+    import sklearn
+
+    return sklearn.__version__ in VERIFIED
+
+
+def applies(estimator: Any, X: Any, y: Any, sample_weight: Any = None, classes: Any = None) -> bool:
+    """True if :func:`partial_fit` replicates ``estimator.partial_fit(X, y, classes=classes,
+    sample_weight=sample_weight)`` bitwise (see the module docstring)."""
+    if not ENABLED or sample_weight is not None or not _sklearn_ok():
+        return False
+    from sklearn.linear_model import SGDClassifier
+
+    if type(estimator) is not SGDClassifier:
+        return False
+    p = estimator.__dict__
+    if (p.get("loss") not in _LOSSES or p.get("penalty") not in ("l2", None)
+            or p.get("learning_rate") not in _RATES or p.get("average", True)
+            or p.get("class_weight") is not None or p.get("early_stopping") is not False
+            or p.get("verbose") != 0):
+        return False
+    coef, intercept, fitted = p.get("coef_"), p.get("intercept_"), p.get("classes_")
+    if not (isinstance(coef, np.ndarray) and isinstance(intercept, np.ndarray) and isinstance(fitted, np.ndarray)
+            and "t_" in p and "feature_names_in_" not in p and coef.ndim == 2 and coef.flags.c_contiguous
+            and coef.flags.writeable and intercept.flags.writeable
+            and coef.dtype in _RESET and len(fitted) >= 2
+            and coef.shape[0] == (1 if len(fitted) == 2 else len(fitted)) and intercept.shape == (coef.shape[0],)):
+        return False
+    if not (isinstance(X, np.ndarray) and X.ndim == 2 and X.dtype == coef.dtype and X.flags.c_contiguous
+            and X.shape[0] >= 1 and X.shape[1] == coef.shape[1] == p.get("n_features_in_")):
+        return False
+    if not (isinstance(y, np.ndarray) and y.shape == (X.shape[0],) and y.dtype.kind in "biufU"):
+        return False
+    if classes is not None:
+        from sklearn.utils.multiclass import unique_labels
+
+        if not np.array_equal(fitted, unique_labels(classes)):
+            return False  # scikit-learn raises
+    return True
+
+
+_LOCAL = threading.local()
+
+
+def _legacy(seed: int) -> np.random.RandomState:
+    """The draws of ``RandomState(seed)`` (what ``check_random_state`` makes of an int) from a
+    generator of this thread reseeded: legacy seeding gives the same state without the
+    ~0.4 ms of building one (five per call for four classes)."""
+    rs = getattr(_LOCAL, "rs", None)
+    if rs is None:
+        rs = _LOCAL.rs = np.random.RandomState()
+    rs.seed(seed)
+    return rs
+
+
+def _seeds(estimator: Any, n_fits: int) -> list[int]:
+    """The shuffle seed of each binary fit, drawn as ``_fit_binary``/``_fit_multiclass`` and
+    ``make_dataset`` draw them (the same calls on generators in the same states)."""
+    from sklearn.utils import check_random_state
+
+    seed = estimator.random_state
+    rs = _legacy(seed) if isinstance(seed, numbers.Integral) else check_random_state(seed)
+    if n_fits == 1:
+        rs.randint(1, _MAX_INT)  # make_dataset's dataset seed (unused by the shuffle)
+        return [int(rs.randint(_MAX_INT))]
+    seeds = []
+    for s in rs.randint(_MAX_INT, size=n_fits):
+        r = _legacy(s)
+        r.randint(1, _MAX_INT)
+        seeds.append(int(r.randint(_MAX_INT)))
+    return seeds
+
+
+def _rng_state(estimator: Any) -> Any:
+    """The generator ``partial_fit`` draws from and its state, if it outlives the call."""
+    from sklearn.utils import check_random_state
+
+    rs = estimator.random_state
+    if rs is None:
+        rs = check_random_state(None)  # numpy's global RandomState
+    return (rs, rs.get_state()) if isinstance(rs, np.random.RandomState) else None
+
+
+def _validate(estimator: Any) -> None:
+    """scikit-learn's per-call parameter validation (``_fit_context``)."""
+    import sklearn
+
+    from .._compat import validate_parameter_constraints
+
+    if not sklearn.get_config()["skip_parameter_validation"]:
+        validate_parameter_constraints(estimator._parameter_constraints, estimator.get_params(deep=False),
+                                       caller_name=type(estimator).__name__)
+
+
+def partial_fit(estimator: Any, X: np.ndarray, y: np.ndarray, classes: Any = None, *, threads: int = 1,
+                finite: bool = False) -> Any:
+    """``estimator.partial_fit(X, y, classes=classes)``, bitwise, where :func:`applies`
+    (the caller checks it); ``finite``: X is known finite (else it is checked, as
+    scikit-learn does). Returns the estimator."""
+    _validate(estimator)
+    if not finite and not np.isfinite(X).all() or y.dtype.kind == "f" and not np.isfinite(y).all():
+        return estimator.partial_fit(X, y, classes=classes)  # scikit-learn raises
+    coef, fitted = estimator.coef_, estimator.classes_
+    n, n_fits = X.shape[0], coef.shape[0]
+    saved = _rng_state(estimator)
+    seeds = _seeds(estimator, n_fits)
+    loss, threshold = _LOSSES[estimator.loss]
+    neg = 0.0 if loss == K.LOG_LOSS else -1.0
+    Y = np.ones((n_fits, n), dtype=X.dtype)
+    for k in range(n_fits):  # fit k: class 1 of a binary model, class k of one-vs-rest
+        Y[k][y != fitted[1 if n_fits == 1 else k]] = neg
+    order = np.stack([K.shuffled_rows(n, s) for s in seeds]) if estimator.shuffle else np.empty((0, 0), np.int32)
+    alpha, rate = float(estimator.alpha), _RATES[estimator.learning_rate]
+    optimal_init = 0.0
+    if rate == K.OPTIMAL:  # _plain_sgd's, in the same operations
+        typw = np.sqrt(1.0 / np.sqrt(alpha))
+        initial_eta0 = typw / max(1.0, K.dloss(loss, threshold, 1.0, -typw))
+        optimal_init = 1.0 / (initial_eta0 * alpha)
+    backup = coef.copy()
+    b = estimator.intercept_.astype(np.float64)
+    args = (X, Y, coef, b, order)
+    rest = (loss, threshold, rate, float(estimator.eta0), alpha, float(estimator.power_t), float(optimal_init),
+            float(estimator.t_), estimator.penalty == "l2", bool(estimator.fit_intercept), _RESET[coef.dtype])
+    size = min(GROUP, -(-n_fits // max(threads, 1)))  # several threads: smaller groups, one per thread
+    groups = [(c, min(size, n_fits - c)) for c in range(0, n_fits, size)]
+    if threads > 1 and len(groups) > 1:
+        status = list(_pool(threads).map(lambda cg: K.ovr_epoch(*args, cg[0], cg[1], *rest), groups))
+    else:
+        status = [K.ovr_epoch(*args, c, g, *rest) for c, g in groups]
+    if any(s != K.OK for s in status):
+        coef[...] = backup
+        if saved is not None:
+            saved[0].set_state(saved[1])
+        return estimator.partial_fit(X, y, classes=classes)
+    if n_fits == 1:
+        estimator.intercept_ = np.atleast_1d(float(b[0]))
+    else:
+        estimator.intercept_[:] = b
+    estimator.t_ += 1 * n
+    estimator.n_iter_ = 1
+    return estimator

@@ -1,0 +1,212 @@
+"""The SGD fast path (learn/sgd_fast.py, learn/_sgd_kernels.py): bitwise scikit-learn's
+``SGDClassifier.partial_fit`` (coef_, intercept_, t_, n_iter_ and the random state after) for
+every configuration it takes, scikit-learn's own call for every other, and fit_incremental's
+model the same with the fast path on and off."""
+
+import itertools
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.linear_model import Perceptron, SGDClassifier
+
+from dask_kernels import fit_incremental
+from dask_kernels.learn import learner, sgd_fast
+
+
+def _data(n=240, m=12, classes=4, dtype=np.float64, seed=0, scale=1.0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, m)) * scale
+    X[::7] = 0.0  # whole rows of zeros
+    X[:, 3] = 0.0  # and a column
+    y = rng.integers(0, classes, n)
+    return np.ascontiguousarray(X, dtype=dtype), y
+
+
+def _same(a, b):
+    """Bitwise equal fitted state."""
+    assert a.coef_.dtype == b.coef_.dtype and a.intercept_.dtype == b.intercept_.dtype
+    assert a.coef_.tobytes() == b.coef_.tobytes()
+    assert a.intercept_.tobytes() == b.intercept_.tobytes()
+    assert a.t_ == b.t_ and type(a.t_) is type(b.t_)
+    assert a.n_iter_ == b.n_iter_
+
+
+def _states_equal(s, t):
+    return s[0] == t[0] and np.array_equal(s[1], t[1]) and s[2:] == t[2:]
+
+
+def _pair(params, X, y, classes, random_state):
+    """Two estimators after the first (scikit-learn) call: one to continue with
+    scikit-learn, one with the fast path; their random states separate but equal."""
+    def make():
+        rs = np.random.RandomState(5) if random_state == "instance" else random_state
+        est = SGDClassifier(random_state=rs, **params)
+        if random_state is None:
+            np.random.seed(11)
+        return est.partial_fit(X[:40], y[:40], classes=classes)
+
+    return make(), make()
+
+
+GRID = list(itertools.product(["log_loss", "hinge", "modified_huber", "squared_hinge", "perceptron"],
+                              ["constant", "optimal", "invscaling"], [np.float64, np.float32], [2, 4, 6]))
+
+
+@pytest.mark.parametrize("i", range(len(GRID)))
+def test_bitwise_sklearn(i):
+    loss, rate, dtype, n_classes = GRID[i]
+    random_state = [0, None, "instance"][i % 3]
+    params = dict(loss=loss, learning_rate=rate, eta0=0.05, alpha=1e-3, penalty=["l2", None][i % 2 if i % 5 else 0],
+                  shuffle=bool(i % 4), fit_intercept=bool(i % 6), power_t=0.3)
+    X, y = _data(classes=n_classes, dtype=dtype, seed=i)
+    classes = np.arange(n_classes)
+    ref, fast = _pair(params, X, y, classes, random_state)
+    for a, b in ((0, 100), (100, 240), (30, 31)):  # several calls, one of a single row
+        if random_state is None:
+            np.random.seed(a)
+        ref.partial_fit(X[a:b], y[a:b], classes=classes)
+        ref_state = np.random.get_state() if random_state is None else ref.random_state
+        if random_state is None:
+            np.random.seed(a)
+        assert sgd_fast.applies(fast, X[a:b], y[a:b], classes=classes)
+        sgd_fast.partial_fit(fast, X[a:b], y[a:b], classes=classes, threads=1 + i % 2)
+        _same(ref, fast)
+        if random_state is None:
+            assert _states_equal(ref_state, np.random.get_state())
+        elif random_state == "instance":
+            assert _states_equal(ref_state.get_state(), fast.random_state.get_state())
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("n_classes", [2, 4])
+def test_wscale_reset_and_clip(dtype, n_classes):
+    """A decay of 0.51 per row resets the weight scale every ~30 (float64) or ~20 (float32)
+    rows; squared hinge on rows of 1e7 has gradients beyond MAX_DLOSS (clipped)."""
+    X, y = _data(n=300, classes=n_classes, dtype=dtype, scale=1e7)
+    classes = np.arange(n_classes)
+    params = dict(loss="squared_hinge", learning_rate="constant", eta0=4.9, alpha=0.1)
+    ref, fast = _pair(params, X, y, classes, 1)
+    for _ in range(2):
+        ref.partial_fit(X, y)
+        sgd_fast.partial_fit(fast, X, y, threads=2)
+        _same(ref, fast)
+    assert np.abs(ref.coef_).max() > 0
+
+
+def test_zero_scale_falls_back():
+    """eta * alpha >= 1 sets the weight scale to zero: the kernel aborts, the estimator and the
+    random state are restored and scikit-learn makes the call (same model)."""
+    X, y = _data()
+    classes = np.arange(4)
+    params = dict(loss="hinge", learning_rate="constant", eta0=20.0, alpha=0.1)
+    ref, fast = _pair(params, X, y, classes, "instance")
+    ref.partial_fit(X, y)
+    sgd_fast.partial_fit(fast, X, y)
+    _same(ref, fast)
+    assert _states_equal(ref.random_state.get_state(), fast.random_state.get_state())
+
+
+def test_overflow_raises_as_sklearn():
+    """Steps of 1e300 on rows of 1e10 overflow: scikit-learn raises at the end of the epoch;
+    the kernel aborts, and scikit-learn's call raises the same (and leaves the same coef_)."""
+    X, y = _data(scale=1e10)
+    classes = np.arange(4)
+    params = dict(loss="hinge", learning_rate="constant", eta0=1e300, alpha=1e-12, penalty=None)
+    ref, fast = _pair(params, X * 1e-10, y, classes, 0)
+    with pytest.raises(ValueError, match="Floating-point under-/overflow"):
+        ref.partial_fit(X, y)
+    assert sgd_fast.applies(fast, X, y)
+    with pytest.raises(ValueError, match="Floating-point under-/overflow"):
+        sgd_fast.partial_fit(fast, X, y)
+    assert ref.coef_.tobytes() == fast.coef_.tobytes()
+
+
+def test_nonfinite_rows_raise_as_sklearn():
+    X, y = _data()
+    est = SGDClassifier(random_state=0).partial_fit(X, y, classes=np.arange(4))
+    X[5, 2] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        sgd_fast.partial_fit(est, X, y)
+
+
+def test_warm_start_from_fit():
+    X, y = _data(n=400)
+    ref = SGDClassifier(max_iter=3, tol=None, random_state=2).fit(X, y)
+    fast = SGDClassifier(max_iter=3, tol=None, random_state=2).fit(X, y)
+    for a in (0, 200):
+        ref.partial_fit(X[a:a + 200], y[a:a + 200])
+        sgd_fast.partial_fit(fast, X[a:a + 200], y[a:a + 200])
+        _same(ref, fast)
+
+
+def test_fallback_for_other_configurations(monkeypatch):
+    X, y = _data()
+    classes = np.arange(4)
+
+    def fitted(cls=SGDClassifier, **kw):
+        return cls(random_state=0, **kw).partial_fit(X[:40], y[:40], classes=classes)
+
+    est = fitted()
+    assert sgd_fast.applies(est, X, y, classes=classes)
+    assert not sgd_fast.applies(SGDClassifier(), X, y, classes=classes)  # unfitted: scikit-learn sets it up
+    for kw in (dict(average=True), dict(class_weight={0: 2.0}), dict(early_stopping=True), dict(penalty="l1"),
+               dict(penalty="elasticnet"), dict(learning_rate="adaptive", eta0=0.1), dict(verbose=1)):
+        assert not sgd_fast.applies(fitted().set_params(**kw), X, y, classes=classes), kw
+    assert not sgd_fast.applies(fitted(Perceptron), X, y, classes=classes)  # only SGDClassifier itself
+    assert not sgd_fast.applies(est, X, y, sample_weight=np.ones(len(y)), classes=classes)
+    assert not sgd_fast.applies(est, sp.csr_matrix(X), y, classes=classes)
+    assert not sgd_fast.applies(est, X.astype(np.float32), y, classes=classes)  # coef_ is float64
+    assert not sgd_fast.applies(est, np.asfortranarray(X), y, classes=classes)
+    assert not sgd_fast.applies(est, X[:, :5].copy(), y, classes=classes)
+    readonly = fitted()
+    readonly.coef_.flags.writeable = False  # scikit-learn's loop writes coef_ in place: it fails, so must we
+    assert not sgd_fast.applies(readonly, X, y, classes=classes)
+    ro = X.copy()
+    ro.flags.writeable = False  # read-only rows (a memory map) are fine
+    assert sgd_fast.applies(est, ro, y, classes=classes)
+    ref = fitted()
+    ref.partial_fit(ro, y)
+    sgd_fast.partial_fit(est, ro, y)
+    _same(ref, est)
+    assert not sgd_fast.applies(est, X, y, classes=np.arange(5))  # scikit-learn raises
+    monkeypatch.setattr(sgd_fast, "VERIFIED", ("0.0",))
+    assert not sgd_fast.applies(est, X, y, classes=classes)
+    monkeypatch.undo()
+    monkeypatch.setattr(sgd_fast, "ENABLED", False)
+    assert not sgd_fast.applies(est, X, y, classes=classes)
+
+
+def test_learner_hook(monkeypatch):
+    """learner.partial_fit takes the fast path for a fitted SGDClassifier on dense rows (not
+    scikit-learn's partial_fit), and scikit-learn's for the rest."""
+    X, y = _data()
+    classes = np.arange(4)
+    est = SGDClassifier(random_state=0).partial_fit(X[:40], y[:40], classes=classes)
+    calls = []
+    monkeypatch.setattr(SGDClassifier, "partial_fit", lambda self, *a, **k: calls.append(1))
+    learner.partial_fit(est, X, y, {"classes": classes}, threads=2, finite=True)
+    assert calls == [] and est.t_ == 41.0 + len(y)
+    learner.partial_fit(est, sp.csr_matrix(X), y, {"classes": classes})
+    assert calls == [1]
+
+
+@pytest.mark.parametrize("loss", ["log_loss", "hinge"])
+def test_fit_incremental_same_model(monkeypatch, loss):
+    X, y = _data(n=1200, m=16)
+    classes = np.arange(4)
+
+    def fit():
+        est = SGDClassifier(loss=loss, alpha=1e-4, learning_rate="constant", eta0=0.05, random_state=3)
+        return fit_incremental(est, X, y, classes=classes, epochs=2, block_rows=200, validation_fraction=None,
+                               n_jobs=2, progress=False).estimator
+
+    calls = []
+    real = sgd_fast.partial_fit
+    monkeypatch.setattr(sgd_fast, "partial_fit", lambda *a, **k: calls.append(1) or real(*a, **k))
+    on = fit()
+    assert len(calls) >= 10  # every call after the first
+    monkeypatch.setattr(sgd_fast, "ENABLED", False)
+    off = fit()
+    assert len(calls) >= 10 and on.t_ == off.t_
+    _same(on, off)
