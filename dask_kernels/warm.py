@@ -71,17 +71,15 @@ def warm_maps(methods: Iterable[str] = (), specs: Iterable[str | dict] = ()) -> 
         t0 = time.perf_counter()
         X = np.zeros((2, _WARM_WIDTH))
         X[0, 0] = 1.0  # one nonzero row: the sampling kernels' main path, not only the empty-row exit
-        plan = warm_plan(method, _WARM_WIDTH)  # the kernels a task runs, without the map's class
-        if plan is not None:
-            for block in (X, sp.csr_matrix(X)) if plan.accepts_sparse else (X,):
-                plan.transform_block(plan.validate_block(block))
-        else:
+        # what a task runs: the kernel plan (no scikit-learn) where the method has one, else the
+        # fitted map; both have validate_block, transform_block and accepts_sparse
+        runner = warm_plan(method, _WARM_WIDTH)
+        if runner is None:
             from .maps import registered_maps
 
-            fmap = registered_maps()[method]().fit(X)
-            fmap.transform(X)
-            if fmap.accepts_sparse:
-                fmap.transform(sp.csr_matrix(X))
+            runner = registered_maps()[method]().fit(X)
+        for block in (X, sp.csr_matrix(X)) if runner.accepts_sparse else (X,):
+            runner.transform_block(runner.validate_block(block))
         seconds[method] = time.perf_counter() - t0
     for spec in specs:
         from .maps import from_spec

@@ -62,15 +62,15 @@ def test_append_refuses_another_spec_or_columns(tmp_path):
 def test_interrupted_append_is_resumed_and_unlisted_until_done(tmp_path, monkeypatch):
     store = str(tmp_path / "f.zarr")
     featurize(DAYS[0], G, labels=LABELS[0], store=store, block_rows=40, progress=False)
-    fz = sys.modules["dask_kernels.pipeline.featurize"]
-    real = fz._write_blocks
+    fz = sys.modules["dask_kernels.pipeline.tasks"]  # where the writing tasks run
+    real = fz.write_blocks
 
     def dies_on_block_1(job, blocks):
         if blocks[0][0] == 1:
             raise KeyboardInterrupt("killed")
         return real(job, blocks)
 
-    monkeypatch.setattr(fz, "_write_blocks", dies_on_block_1)
+    monkeypatch.setattr(fz, "write_blocks", dies_on_block_1)
     X1 = da.from_array(DAYS[1], chunks=(20, 8))  # 70 rows: blocks of 40 like the store's, 2 blocks
     with pytest.raises(KeyboardInterrupt), dask.config.set(scheduler="sync"):
         featurize(X1, G, labels=LABELS[1], store=store, mode="append", progress=False)
@@ -81,7 +81,7 @@ def test_interrupted_append_is_resumed_and_unlisted_until_done(tmp_path, monkeyp
     assert len(seg) == 1
     kept = int(open_store(os.path.join(store, "segments", seg[0])).done.sum())
     assert kept <= 1
-    monkeypatch.setattr(fz, "_write_blocks", real)
+    monkeypatch.setattr(fz, "write_blocks", real)
     done = featurize(X1, G, labels=LABELS[1], store=store, mode="append", progress=False)
     assert done.run_stats["computed"] == 2 - kept and done.n_rows == 200
     assert np.array_equal(done.features.compute(), G.transform(np.concatenate(DAYS[:2])))

@@ -19,7 +19,7 @@ SCRIPT = textwrap.dedent(
         import sys
         gcws = sys.modules.get("dask_kernels.maps._gcws_kernels")  # GCWS's kernels (its class is not needed)
         kernel = getattr(gcws, "_gcws_dense", None)
-        return {"pipeline": "dask_kernels.pipeline.featurize" in sys.modules,
+        return {"pipeline": "dask_kernels.pipeline.tasks" in sys.modules,
                 "gcws_compiled": bool(kernel is not None and kernel.signatures)}
 
     if __name__ == "__main__":

@@ -25,7 +25,7 @@ SCRIPT = textwrap.dedent(
         return sorted(m for m in ("sklearn", "scipy.stats", "pandas", "dask_kernels.maps.base") if m in sys.modules)
 
     def ran():  # the plans this worker's tasks received (one per spec)
-        slots = getattr(sys.modules["dask_kernels.pipeline.featurize"], "_plan_slot", None)
+        slots = getattr(sys.modules["dask_kernels.pipeline.tasks"], "_plan_slot", None)
         return None if slots is None else slots.cache_info().currsize
 
     if __name__ == "__main__":

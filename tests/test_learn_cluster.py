@@ -101,3 +101,23 @@ def test_replicas_on_the_workers_equal_replicas_in_threads(tmp_path, local_clust
     assert np.array_equal(local.estimator.coef_, remote.estimator.coef_)
     assert np.array_equal(local.estimator.intercept_, remote.estimator.intercept_)
     assert [r["accuracy"] for r in local.history] == [r["accuracy"] for r in remote.history]
+
+
+def test_raw_rows_that_fit_two_windows_are_read_once_on_the_workers(tmp_path, local_cluster):
+    # 8 blocks in 2 windows of 4: the workers hold this window and the next (read ahead) anyway,
+    # so each window's rows stay there and the next epoch's windows take their blocks from them
+    # (the local run's rule, learn.shuffle.keeps_rows); in 4 windows of 2 they are read each epoch
+    X, y = _data()
+    gcws = GCWS(n_components=32, seed=0).fit(X)
+    log = str(tmp_path / "reads.log")
+    rows = da.from_array(X, chunks=(300, -1)).map_blocks(_log_pid, log, dtype=X.dtype)
+    kw = dict(feature_map=gcws, epochs=3, validation_fraction=None, progress=False)
+    with Client(local_cluster) as client:
+        remote = fit_incremental(_sgd(), rows, y, client=client, shuffle_window=4, **kw)
+        assert sum(n for _, n in _readers(log)) == 2400  # every row read once in the run
+        os.unlink(log)
+        fit_incremental(_sgd(), rows, y, client=client, shuffle_window=2, **kw)
+        assert sum(n for _, n in _readers(log)) == 3 * 2400  # more blocks than two windows hold
+    local = fit_incremental(_sgd(), X, y, block_rows=300, client=False, shuffle_window=4, **kw)
+    assert np.array_equal(local.estimator.coef_, remote.estimator.coef_)
+    assert np.array_equal(local.estimator.intercept_, remote.estimator.intercept_)

@@ -195,7 +195,7 @@ def test_parquet_rows_and_labels_of_a_training_block_are_read_once(tmp_path, mon
     assert np.array_equal(model.estimator.coef_, ref.estimator.coef_)
 
 
-def test_rows_that_fit_two_windows_are_read_once_per_run_with_the_same_model(monkeypatch):
+def test_rows_that_fit_two_windows_are_read_once_per_run_with_the_same_model():
     # 12 blocks in 2 windows of 6: the read-ahead holds both windows (every block) anyway, so
     # each block is read once in the run (held-out and training rows together), not once per
     # epoch; the model is bitwise the one of a run that reads every window every epoch (without
@@ -221,14 +221,8 @@ def test_rows_that_fit_two_windows_are_read_once_per_run_with_the_same_model(mon
         return model, sorted(src.reads)
 
     for fraction in (None, 0.1):
-        kept, reads = fit(fraction)
+        kept, reads = fit(fraction)  # with a fraction: held-out and training rows, 6 blocks at a time
         assert reads == list(range(12))
-        if fraction:  # held-out and training rows read 5 blocks at a time (whole blocks: one window)
-            with monkeypatch.context() as m:
-                m.setattr(incremental, "auto_window", lambda src: 5)
-                grouped, reads = fit(fraction)
-            assert reads == list(range(12))
-            np.testing.assert_array_equal(kept.estimator.coef_, grouped.estimator.coef_)
         again, reads = fit(fraction, prefetch=False)
         assert reads == sorted(list(range(12)) * (3 if fraction is None else 4))
         np.testing.assert_array_equal(kept.estimator.coef_, again.estimator.coef_)
@@ -239,3 +233,26 @@ def test_rows_that_fit_two_windows_are_read_once_per_run_with_the_same_model(mon
     fit_incremental(SGDClassifier(loss="log_loss", random_state=0), src, epochs=3, shuffle_window=5,
                     validation_fraction=None, progress=False)
     assert sorted(src.reads) == sorted(list(range(12)) * 3)
+
+
+def test_the_one_read_of_every_block_takes_the_runs_shuffle_window_at_a_time():
+    # 12 blocks that the automatic window holds at once, an explicit shuffle_window of 6 (and
+    # a held-out fraction): the read of each block for its held-out and training rows (kept
+    # for the epochs) holds at most 6 whole blocks at once, the window the user asked for
+    X, y = _data(1200)
+    held_at_once = []  # blocks per read call: whole blocks held until the call returns
+
+    class Counting(ArraySource):
+        def read_split(self, blocks, selections):
+            held_at_once.append(len(blocks))
+            return super().read_split(blocks, selections)
+
+        def read_blocks(self, blocks, rows):
+            held_at_once.append(len(blocks))
+            return super().read_blocks(blocks, rows)
+
+    src = Counting(X, y, NRFF(n_components=16, gamma=0.5, seed=0).fit(X), block_rows=100)
+    assert incremental.auto_window(src) == 12
+    fit_incremental(SGDClassifier(loss="log_loss", random_state=0), src, epochs=2, shuffle_window=6,
+                    validation_fraction=0.1, early_stopping=False, progress=False)
+    assert held_at_once == [6, 6]  # every block read once in the run, a window at a time

@@ -1,6 +1,9 @@
 """The counter-based RNG: pinned values (the scheme cannot change silently), distributions,
 independence across streams, indices and counters."""
 
+import importlib
+import os
+
 import numpy as np
 import pytest
 from scipy import stats
@@ -129,9 +132,24 @@ STREAMS = {
 }
 
 
-def test_stream_ids_are_pinned():
-    import dask_kernels.maps  # noqa: F401  (the maps register their streams on import)
+def _stream_modules():
+    """Every module of the package that registers a stream (when it is imported): the maps, and
+    others (``select`` draws rows from one), found in the source rather than listed here."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(rng.__file__)))
+    for folder, _, files in os.walk(os.path.join(root, "dask_kernels")):
+        for f in sorted(files):
+            path = os.path.join(folder, f)
+            if f.endswith(".py") and f != "rng.py" and "register_stream(" in open(path).read():
+                yield os.path.relpath(path, root)[:-3].replace(os.sep, ".")
 
+
+def test_stream_ids_are_pinned():
+    # streams are registered by their modules' imports: import them all, whatever other tests
+    # (run before this one, or not) happened to import
+    modules = list(_stream_modules())
+    assert {"dask_kernels.maps.rff", "dask_kernels.select"} <= set(modules)
+    for name in modules:
+        importlib.import_module(name)
     got = rng.registered_streams()
     assert {s: got[s] for s in STREAMS} == STREAMS
     # any new stream must be added above, with an id no one used before

@@ -97,7 +97,7 @@ WRITER = textwrap.dedent("""
     import importlib
     opts = json.loads(sys.argv[1])
     X = np.abs(np.random.default_rng(5).standard_normal((300, 8)))[:80]
-    writer = importlib.import_module("dask_kernels.pipeline.featurize")  # the module featurize writes from
+    writer = importlib.import_module("dask_kernels.pipeline.tasks")  # the module featurize writes from
     check = writer.check_lease
 
     def slow_check(*args):  # ~0.2 s per block: the kill comes mid-job, not after it

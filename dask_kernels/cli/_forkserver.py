@@ -21,7 +21,7 @@ def _preload():
     import distributed  # noqa: F401  (what a worker process runs)
 
     from ..maps._plan import WARM_PLANS
-    from ..pipeline import featurize  # noqa: F401  (what its tasks call)
+    from ..pipeline import tasks  # noqa: F401  (what featurize's tasks run)
     from ..warm import warm_maps
 
     def known(method):  # a map without a plan: its class, and scikit-learn, are what its tasks run

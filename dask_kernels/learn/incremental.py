@@ -300,7 +300,8 @@ def fit_incremental(
     # every block's stored rows fit in the windows in flight: keep them from epoch to epoch
     # (read once per run, not once per epoch)
     cache = {} if feed is None and replicas == 1 and keeps_rows(src, window, prefetch) else None
-    held, fraction = _held_out(validation_fraction, validation_data, src, kind, seed, block_rows, feed, cache)
+    held, fraction = _held_out(validation_fraction, validation_data, src, kind, seed, block_rows, feed, cache,
+                               window)
     rule = Schedule(min_improvement, halve=schedule == "auto" and _halvable(estimator),
                     revert=schedule == "auto" and held is not None, early_stopping=early_stopping,
                     n_iter_no_change=int(n_iter_no_change))
@@ -426,11 +427,12 @@ def _check_inputs(estimator, source, y, feature_map, block_rows, epochs, schedul
     return src, kind, classes
 
 
-def _held_out(fraction, data, src, kind, seed, block_rows, feed=None, cache=None):
+def _held_out(fraction, data, src, kind, seed, block_rows, feed=None, cache=None, window=None):
     """``(held-out set or None, held-out fraction of the training source)``; with a worker
     ``feed`` the held-out rows of the training source are read on the workers; with a
-    ``cache`` (:func:`.shuffle.keeps_rows`) each block is read once for both: its training rows
-    are put in the cache for the epochs."""
+    ``cache`` (:func:`.shuffle.keeps_rows`) each block is read once for both, ``window``
+    blocks at a time (default: the automatic window): its training rows are put in the cache
+    for the epochs."""
     held = None
     if data is not None:
         if isinstance(data, tuple):
@@ -448,7 +450,8 @@ def _held_out(fraction, data, src, kind, seed, block_rows, feed=None, cache=None
         if feed is not None:
             held = _HeldOut(feed.read(items))
         elif cache is not None:
-            held = _HeldOut(_read_once(src, items, cache, EpochPlan(src, seed, 0, src.n_blocks, fraction)))
+            held = _HeldOut(_read_once(src, items, cache, EpochPlan(src, seed, 0, src.n_blocks, fraction),
+                                       window or auto_window(src)))
         else:
             held = _HeldOut(src.read(i, r) for i, r in items)
     if held is not None and held.n_rows == 0:
@@ -456,12 +459,12 @@ def _held_out(fraction, data, src, kind, seed, block_rows, feed=None, cache=None
     return held, fraction or 0.0
 
 
-def _read_once(src, items, cache, plan):
+def _read_once(src, items, cache, plan, window):
     """Held-out rows ``items`` (``[(block, rows)]``) and, into ``cache``, the training rows that
-    ``plan`` reads (:meth:`.shuffle.EpochPlan.load`), from one read of each block; a window's
-    worth of blocks at a time, so that whole blocks never take more than a window besides the
-    cache."""
-    held, group = [], auto_window(src)
+    ``plan`` reads (:meth:`.shuffle.EpochPlan.load`), from one read of each block; ``window``
+    blocks (the run's shuffle window) at a time, so that whole blocks never take more than the
+    run's window besides the cache."""
+    held, group = [], window
     for k in range(0, len(items), group):
         chunk = items[k:k + group]
         blocks = [i for i, _ in chunk]

@@ -8,8 +8,10 @@ Steps are submitted :data:`AHEAD` at a time, with the next window's read, so the
 ahead of the learner; only prepared steps reach this process, in order, fetched by a background
 thread while the learner trains (a future's result is only transferred when asked for: a
 10000 x 256 float64 step took ~140 ms wall and ~40 ms of this process's CPU on 2 loaded cores,
-as long as training it, and the learner used to wait for each). When one window holds
-every block, its stored rows stay on the worker from epoch to epoch (read once per run). Every task is a pure
+as long as training it, and the learner used to wait for each). When the blocks fit in the two
+windows in flight anyway (:func:`.shuffle.keeps_rows`, the local run's rule), each window's stored
+rows stay on its worker, and the next epoch's windows take their blocks from the last epoch's
+(read once per run). Every task is a pure
 function of the seed, the epoch and the step, so the coefficients equal the local run's bitwise.
 """
 
@@ -21,7 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Iterator
 from typing import Any
 
-from .shuffle import EpochPlan, step_features
+from .shuffle import EpochPlan, keeps_rows, step_features
 
 #: Steps in flight on the workers ahead of the learner.
 AHEAD = 4
@@ -44,11 +46,13 @@ def get_client(client: Any = None) -> Any:
 
 
 def _load_window(src: Any, seed: int, epoch: int, window: int, fraction: float, step_blocks: int, wi: int,
-                 previous: tuple | None = None) -> tuple:
-    """Window ``wi`` of the epoch, and the stored rows by block it was built from; with the
-    ``previous`` epoch's (one window of every block) no block is read again."""
-    cache = {} if previous is None else previous[3]
-    return EpochPlan(src, seed, epoch, window, fraction, cache=cache, step_blocks=step_blocks).load(wi) + (cache,)
+                 previous: list[tuple] = ()) -> tuple:
+    """Window ``wi`` of the epoch, and the stored rows by block it was built from (its blocks
+    only); a block that one of the ``previous`` epoch's windows holds is not read again."""
+    plan = EpochPlan(src, seed, epoch, window, fraction, cache={}, step_blocks=step_blocks)
+    mine = {int(b) for b in plan.windows[wi]}
+    plan.cache.update((b, rows) for p in previous for b, rows in p[3].items() if b in mine)
+    return plan.load(wi) + (plan.cache,)
 
 
 def _prepare(src: Any, loaded: tuple, j: int, estimator: Any) -> tuple:
@@ -79,7 +83,7 @@ class WorkerFeed:
         self.n_blocks = src.n_blocks
         self.src = client.scatter(src.synchronous(), hash=False)
         self.estimator = client.scatter(clone(estimator), hash=False)
-        self._kept = None  # one window of every block: last epoch's, kept on its worker
+        self._kept = []  # the last epoch's windows (every block between them), kept on the workers
 
     def read(self, items: list) -> list:
         """``[src.read(i, rows) for i, rows in items]``, read on the workers."""
@@ -94,13 +98,21 @@ class WorkerFeed:
                 for j in range(start - first if w == wi else 0, plan.window_steps[w])]
         windows, pending = {}, deque()
 
-        whole = len(plan.windows) == 1 and plan.windows[0].size == self.n_blocks
+        # every block fits in the two windows in flight (this one and the next, read ahead):
+        # this epoch's windows take their blocks from the last epoch's, and are kept for the next
+        keep = plan.part is None and keeps_rows(plan.src, plan.window)
+        previous, self._kept = (self._kept if keep else []), []
+        unsubmitted = set(range(wi, len(plan.windows)))
 
         def window(w):
-            if w not in windows and w < len(plan.windows):
-                windows[w] = client.submit(_load_window, self.src, *args, w, self._kept if whole else None,
-                                           pure=False)
-                self._kept = windows[w] if whole else None
+            nonlocal previous
+            if w in unsubmitted:
+                windows[w] = client.submit(_load_window, self.src, *args, w, previous, pure=False)
+                if keep:
+                    self._kept.append(windows[w])
+                unsubmitted.discard(w)
+                if not unsubmitted:
+                    previous = []  # every window of this epoch has its blocks: the last epoch's may go
             return windows.get(w)
 
         def submit(k):

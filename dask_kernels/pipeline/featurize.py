@@ -1,16 +1,13 @@
 """Featurize row-partitioned input on Dask, lazily or into a resumable Zarr store.
 
-Every task receives the map's spec as JSON text and, for a map that has one, its kernel plan
-(:mod:`dask_kernels.maps._plan`: the fitted numbers and which kernel); it runs the plan, or
-rebuilds the map from the spec, once per process (keyed by the spec's text), so the task graph
-never carries parameter matrices and its size does not depend on the number of features k or
-the input dimension d. This module imports neither scikit-learn nor the map classes: a worker
-running its tasks with a plan never does.
+:func:`featurize` prepares the job on the client: the source of rows, the fitted map, its spec
+and kernel plan, and the store (created, or checked and resumed); its tasks, which carry only
+the spec's text and the plan, run :mod:`dask_kernels.pipeline.tasks` on the workers. This
+module imports neither scikit-learn nor the map classes at module level.
 """
 
 from __future__ import annotations
 
-import functools
 import uuid
 import warnings
 from typing import TYPE_CHECKING, Any
@@ -24,175 +21,23 @@ from .._progress import local_progress, wait_futures
 from ..blocks import InputValueError, row_bounds, validate_block
 from ..io.dense import file_identity, from_array
 from ..io.sparse import SparsePartitions, from_sparse
-from ..sidecar import graph_arrays, map_arrays, rebuild_with_arrays, write_group
+from ..sidecar import graph_arrays, map_arrays, write_group
 from ..io.tabular import as_rows, name_input_error, read_together
 from . import store as _store  # its _INTEGRITY switch, read at run time (benchmarks turn it off)
 from .creation import create_store
 from .layout import MAX_SHARD_BLOCKS, STORE_FORMAT, open_checked
 from .leases import check_lease
 from .location import StoreError, inspect_path, open_group, refuse_foreign
-from .records import FIELD, make_record, mark_complete, read_records, record_ok, set_incomplete
+from .records import FIELD, mark_complete, read_records, record_ok, set_incomplete
 from .segments import add_segment, segment_path
-from .store import BlockReader, StoreIntegrityError, open_store
+from .store import BlockReader, open_store
 from .append import append_target
-from ._digest import csr_digest, digest
 from .fingerprint import differences, fingerprint_hash, input_fingerprint, job_fingerprint, job_key, stable_part
+from .tasks import transform_chunk, transform_part, verify_block, write_blocks, write_dense_chunk
 
 if TYPE_CHECKING:  # names used only in annotations
     from ..maps.base import FeatureMap
     from ..pipeline.store import FeatureStore
-
-
-@functools.lru_cache(maxsize=16)
-def rebuild_map(spec_json):
-    """The map of a spec, rebuilt once per process (keyed by the JSON text)."""
-    from ..maps import from_spec
-
-    return from_spec(spec_json)
-
-
-@functools.lru_cache(maxsize=16)
-def _plan_slot(spec_json):
-    return []  # [the first kernel plan of this spec the process received]: its tables are built once
-
-
-def _map(spec_json, arrays=None, plan=None):
-    """What computes a task's blocks: the map's kernel plan (the first this process received for
-    the spec), else rebuild_map, or for a map with fitted arrays (one shared key of the graph)
-    its sidecar twin."""
-    if plan is not None:
-        slot = _plan_slot(spec_json)
-        if not slot:
-            slot.append(plan)
-        return slot[0]
-    return rebuild_map(spec_json) if arrays is None else rebuild_with_arrays(spec_json, arrays)
-
-
-def transform_rows(fmap, X, row_offset):
-    """Validate one block of rows and return ``fmap.transform_block`` of it (``fmap``: a map or
-    its kernel plan).
-
-    Errors name global rows: ``row_offset`` is the global number of ``X[0]``.
-    """
-    X = fmap.validate_block(X, row_offset=row_offset)
-    out = fmap.transform_block(X, row_offset=row_offset)
-    if sp.issparse(out):
-        out = out.toarray()
-    return np.asarray(out, dtype=fmap.output_dtype_)
-
-
-# -- lazy ----------------------------------------------------------------------------------------
-def _transform_chunk(x, spec_json, arrays=None, plan=None, block_info=None):
-    row_offset = block_info[0]["array-location"][0][0] if block_info else 0
-    return transform_rows(_map(spec_json, arrays, plan), x, row_offset)
-
-
-def _transform_part(part, spec_json, row_offset, arrays=None, plan=None):
-    return transform_rows(_map(spec_json, arrays, plan), part[0], row_offset)
-
-
-# -- store writer --------------------------------------------------------------------------------
-def _assemble(pieces):
-    """Rows of one store block from (X, y, qid, row_ids, lo, hi) slices of input partitions."""
-    xs = [p[0][p[4]:p[5]] for p in pieces]
-    X = sp.vstack(xs, format="csr") if sp.issparse(xs[0]) else np.concatenate(xs) if len(xs) > 1 else xs[0]
-    cols = []
-    for c in (1, 2, 3):
-        vals = [p[c][p[4]:p[5]] if p[c] is not None else None for p in pieces]
-        cols.append(None if vals[0] is None else np.concatenate(vals))
-    return X, cols[0], cols[1], cols[2]
-
-
-@functools.lru_cache(maxsize=8)
-def _store_arrays(path, storage_options_json, run):
-    """The store's arrays, opened once per process and run (a later run reopens them)."""
-    import json
-
-    g = open_group(path, "r+", json.loads(storage_options_json))
-    # write_empty_chunks: skip Zarr's "is this chunk all fill_value?" scan before each write,
-    # which cost more than the write itself (~4 ms of a 1.3 MB block); feature blocks are
-    # never empty, and a stored all-zero chunk reads back the same.
-    return {name: g[name].with_config({"write_empty_chunks": True}) for name in g.array_keys()}
-
-
-def _input_digest(X):
-    """64-bit digest of a block of input rows as read (recorded in the block's done record)."""
-    return csr_digest(X) if sp.issparse(X) else digest(np.asarray(X))
-
-
-def _block_arrays(job, i, pieces, g):
-    """``(arrays, input digest)`` of store block i (``arrays``: name -> block as written), or None
-    when the block's recorded input digest equals its input's (see ``job["expect"]``)."""
-    start = i * job["block_rows"]
-    stop = min(start + job["block_rows"], job["n_rows"])
-    X, y, qid, row_ids = _assemble(pieces)
-    if X.shape[0] != stop - start:
-        raise RuntimeError(f"block {i}: got {X.shape[0]} rows, expected {stop - start}")
-    in_digest = _input_digest(X) if job["checks"] else 0
-    if job["expect"].get(i) == in_digest:
-        return None  # input rows unchanged since the block was written (and verified): keep it
-    arrays = {"features": transform_rows(_map(job["spec_json"], job.get("arrays"), job.get("plan")), X, start)}
-    for name, col in (("labels", y), ("qid", qid), ("row_ids", row_ids)):
-        if name in job["columns"]:
-            arrays[name] = np.ascontiguousarray(col, dtype=g[name].dtype)
-    return arrays, in_digest
-
-
-def _write_blocks(job, blocks):
-    """Featurize consecutive store blocks ``[(i, pieces), ...]`` (one block, or every block of one
-    shard: a shard is one object, written whole by one task) and write them, then their done
-    records. Returns the number of blocks written (0: every block's input rows were unchanged)."""
-    import json
-
-    checks, path, options = job["checks"], job["path"], job["storage_options"]
-    g = _store_arrays(path, json.dumps(options, sort_keys=True), job["run"])
-    got = [_block_arrays(job, i, p, g) for i, p in blocks]
-    if all(r is None for r in got):
-        return 0
-    if any(r is None for r in got):  # part of a shard changed: the shard is rewritten whole
-        again = dict(job, expect={})
-        got = [r if r is not None else _block_arrays(again, i, p, g) for r, (i, p) in zip(got, blocks)]
-    if checks and job["input_check"] is not None:
-        job["input_check"].check()  # still the file the job started on: no mix of old and new rows
-    first, last = blocks[0][0], blocks[-1][0]
-    start, stop = first * job["block_rows"], min((last + 1) * job["block_rows"], job["n_rows"])
-    if checks:
-        check_lease(path, options, job["lease"], f"about to write block {first}"
-                    + (f"..{last}" if last > first else ""))
-    for name in got[0][0]:
-        parts = [arrays[name] for arrays, _ in got]
-        g[name][start:stop] = parts[0] if len(parts) == 1 else np.concatenate(parts)
-    records = np.concatenate([
-        make_record(i, arrays["features"].shape[0], job["lease"], job["key"], arrays, in_digest, checked=checks)
-        for (i, _), (arrays, in_digest) in zip(blocks, got)])
-    if checks:
-        check_lease(path, options, job["lease"], f"writing block {first}" + (f"..{last}" if last > first else ""))
-    g["done"][first:last + 1] = records
-    return len(blocks)
-
-
-def _write_dense_chunk(x, *cols, job, names, block_info=None):
-    """map_blocks form of :func:`_write_blocks` for dense rows (``x``: the rows of one block, or
-    of one shard): dask fuses it with the read of the rows into one task (no hand-over)."""
-    s = block_info[0]["chunk-location"][0]
-    k, rows = job["shard_blocks"], job["block_rows"]
-    col = dict(zip(names, (c[:, 0] for c in cols)))
-    blocks = []
-    for j, a in enumerate(range(0, x.shape[0], rows)):
-        b = min(a + rows, x.shape[0])
-        blocks.append((s * k + j, [(x, col.get("labels"), None, col.get("row_ids"), a, b)]))
-    n = _write_blocks(job, blocks)
-    return np.full((1, 1), n, dtype=np.int64)
-
-
-def _verify_block(reader, i, names):
-    """True if every array's block i matches its done record (False: rewrite it)."""
-    try:
-        for name in names:
-            reader.read(name, i, True)
-    except StoreIntegrityError:
-        return False
-    return True
 
 
 # -- input normalization -------------------------------------------------------------------------
@@ -228,7 +73,7 @@ def _first_block(kind, src):
 
 
 def _fitted(feature_map, kind, src):
-    from ..maps.base import ensure_fitted  # here: the task functions above run without the map classes
+    from ..maps.base import ensure_fitted  # here: a worker importing this package need not load the map classes
 
     fmap = ensure_fitted(feature_map, lambda: _first_block(kind, src), src)
     d = src.shape[1]
@@ -476,7 +321,7 @@ def featurize(X: Any, feature_map: FeatureMap, *, labels: Any = None, row_ids: A
         reader = BlockReader(store, storage_options, plan["info"])
         names = ["features", *sorted(columns)]
         kept = np.flatnonzero(done)
-        ok = run_tasks([dask.delayed(_verify_block, pure=False)(reader, int(i), names) for i in kept], progress)
+        ok = run_tasks([dask.delayed(verify_block, pure=False)(reader, int(i), names) for i in kept], progress)
         done[kept[~np.asarray(ok, dtype=bool)]] = False
     if plan["input_changed"]:  # rewrite only the done blocks whose input rows changed
         expect = {int(i): int(plan["records"][i, FIELD["input"]]) for i in np.flatnonzero(done)}
@@ -495,7 +340,7 @@ def featurize(X: Any, feature_map: FeatureMap, *, labels: Any = None, row_ids: A
         tasks = _dense_writes(src, job, block_rows * k, labels, row_ids, pending_shards, run)
     else:
         pieces = _block_pieces(src, block_rows, n_rows, labels, row_ids, from_source)
-        tasks = [dask.delayed(_write_blocks, pure=False)(
+        tasks = [dask.delayed(write_blocks, pure=False)(
                      job, [(i, pieces(i)) for i in range(s * k, min((s + 1) * k, n_blocks))],
                      dask_key_name=f"dk-write-{run}-{s}")
                  for s in pending_shards]
@@ -522,11 +367,11 @@ def _input_identity(kind, src):
 def _lazy(kind, src, spec_json, width, out_dtype, arrays=None, plan=None):
     meta = np.empty((0, 0), dtype=out_dtype)
     if kind == "dense":
-        return src.map_blocks(_transform_chunk, spec_json, arrays, plan, dtype=out_dtype,
+        return src.map_blocks(transform_chunk, spec_json, arrays, plan, dtype=out_dtype,
                               chunks=(src.chunks[0], (width,)), meta=meta)
     parts = src.to_delayed()
     blocks = [
-        da.from_delayed(dask.delayed(_transform_part, pure=True)(p, spec_json, off, arrays, plan), shape=(n, width),
+        da.from_delayed(dask.delayed(transform_part, pure=True)(p, spec_json, off, arrays, plan), shape=(n, width),
                         dtype=out_dtype, meta=meta)
         for p, n, off in zip(parts, src.row_counts, src.row_offsets)
     ]
@@ -547,7 +392,7 @@ def _dense_writes(X, job, block_rows, labels, row_ids, pending, run):
             names.append(name)
     # a (1, 1) status per block, not drop_axis=1: dropping an axis makes dask concatenate along it,
     # which copies every block of rows (one chunk or not) before this task sees it
-    status = da.map_blocks(_write_dense_chunk, *args, job=job, names=tuple(names), dtype=np.int64,
+    status = da.map_blocks(write_dense_chunk, *args, job=job, names=tuple(names), dtype=np.int64,
                            chunks=((1,) * X.numblocks[0], (1,)), meta=np.empty((0, 0), np.int64),
                            name=f"dk-write-{run}")
     return [status.blocks[np.asarray(pending)]]

@@ -21,7 +21,7 @@ from sklearn.linear_model import SGDClassifier
 
 import dask_kernels as dk
 from dask_kernels import featurize, fit_incremental, registered_maps
-from dask_kernels.pipeline.featurize import transform_rows
+from dask_kernels.pipeline.tasks import transform_rows
 
 N, D, BAD_ROW, CHUNK = 40, 6, 13, 4
 _STORES = itertools.count()
