@@ -140,6 +140,18 @@ def test_nonfinite_rows_raise_as_sklearn():
         sgd_fast.partial_fit(est, X, y)
 
 
+@pytest.mark.parametrize("n_classes", [2, 4])
+def test_a_label_outside_the_classes_raises_as_sklearn(n_classes):
+    X, y = _data(classes=n_classes)
+    est = SGDClassifier(random_state=0).partial_fit(X, y, classes=np.arange(n_classes))
+    before = est.coef_.copy()
+    y = y.copy()
+    y[7] = n_classes  # not a class: scikit-learn refuses it, it must not train as a negative
+    with pytest.raises(ValueError, match="classes should include all valid labels"):
+        sgd_fast.partial_fit(est, X, y)
+    assert est.coef_.tobytes() == before.tobytes()
+
+
 def test_warm_start_from_fit():
     X, y = _data(n=400)
     ref = SGDClassifier(max_iter=3, tol=None, random_state=2).fit(X, y)

@@ -16,7 +16,8 @@ same draws from ``random_state`` (an int, None: the global ``np.random``, or a
 same updates of ``coef_``, ``intercept_`` (float64 for a binary model, as scikit-learn leaves
 it), ``t_`` and ``n_iter_``. If a kernel aborts (a weight scale of zero, or a coefficient that
 is not finite), the estimator and the random state are restored and scikit-learn's
-``partial_fit`` makes the call (and raises what it raises).
+``partial_fit`` makes the call (and raises what it raises); so it does for rows that are not
+finite and for a label that is not in ``classes_``, which scikit-learn refuses.
 
 The classes are fitted in groups of up to four per kernel call (:data:`GROUP`); groups run
 on ``threads`` threads of the process's pool when there are several.
@@ -149,9 +150,10 @@ def partial_fit(estimator: Any, X: np.ndarray, y: np.ndarray, classes: Any = Non
     (the caller checks it); ``finite``: X is known finite (else it is checked, as
     scikit-learn does). Returns the estimator."""
     _validate(estimator)
-    if not finite and not np.isfinite(X).all() or y.dtype.kind == "f" and not np.isfinite(y).all():
-        return estimator.partial_fit(X, y, classes=classes)  # scikit-learn raises
     coef, fitted = estimator.coef_, estimator.classes_
+    if (not finite and not np.isfinite(X).all() or y.dtype.kind == "f" and not np.isfinite(y).all()
+            or not np.isin(y, fitted).all()):  # a label outside classes_ would train as a negative
+        return estimator.partial_fit(X, y, classes=classes)  # scikit-learn raises
     n, n_fits = X.shape[0], coef.shape[0]
     saved = _rng_state(estimator)
     seeds = _seeds(estimator, n_fits)
