@@ -143,9 +143,9 @@ def ovr_epoch(X: np.ndarray, Y: np.ndarray, W: np.ndarray, b: np.ndarray, order:
               optimal_init: float, t: float, l2: bool, fit_intercept: bool, reset: float) -> int:
     """One ``_plain_sgd`` epoch (``max_iter=1``) of classes c..c+g-1 (g <= 4), in place.
 
-    X: (n, m) rows, C-ordered, the dtype of W; Y: (classes, n) each class's labels in that
-    dtype; W: (classes, m) coefficients, updated; b: (classes,) float64 intercepts, updated;
-    order: (classes, n) each class's row order (shuffled), or (0, 0) for rows in order; t: the
+    X: (n, m) rows, C-ordered, the dtype of W; Y: (g, n) the labels of the group's classes in
+    that dtype; W: (classes, m) coefficients, updated; b: (classes,) float64 intercepts, updated;
+    order: (g, n) the group's row orders (shuffled), or (0, 0) for rows in order; t: the
     estimator's ``t_``; l2: penalty 'l2' (else None); reset: the ``wscale`` threshold.
     Returns OK, or ABORT (then W and b are partly updated: the caller restores them)."""
     n = X.shape[0]
@@ -154,7 +154,7 @@ def ovr_epoch(X: np.ndarray, Y: np.ndarray, W: np.ndarray, b: np.ndarray, order:
     r = np.zeros(4, dtype=np.int64)
     for i in range(n):
         for k in range(g):
-            r[k] = order[c + k, i] if shuffled else i
+            r[k] = order[k, i] if shuffled else i
         dots = _dots(W, X, c, g, r[0], r[1], r[2], r[3])
         if lr == OPTIMAL:
             eta = 1.0 / (alpha * (optimal_init + t - 1))
@@ -165,7 +165,7 @@ def ovr_epoch(X: np.ndarray, Y: np.ndarray, W: np.ndarray, b: np.ndarray, order:
         for k in range(g):
             ck, rk = c + k, r[k]
             p = np.float64(_as(dots[k] * scale[k], W)) + b[ck]
-            y = np.float64(Y[ck, rk])
+            y = np.float64(Y[k, rk])
             d = dloss(loss, threshold, y, p)
             if d < -MAX_DLOSS:
                 d = -MAX_DLOSS

@@ -159,10 +159,6 @@ def partial_fit(estimator: Any, X: np.ndarray, y: np.ndarray, classes: Any = Non
     seeds = _seeds(estimator, n_fits)
     loss, threshold = _LOSSES[estimator.loss]
     neg = 0.0 if loss == K.LOG_LOSS else -1.0
-    Y = np.ones((n_fits, n), dtype=X.dtype)
-    for k in range(n_fits):  # fit k: class 1 of a binary model, class k of one-vs-rest
-        Y[k][y != fitted[1 if n_fits == 1 else k]] = neg
-    order = np.stack([K.shuffled_rows(n, s) for s in seeds]) if estimator.shuffle else np.empty((0, 0), np.int32)
     alpha, rate = float(estimator.alpha), _RATES[estimator.learning_rate]
     optimal_init = 0.0
     if rate == K.OPTIMAL:  # _plain_sgd's, in the same operations
@@ -171,15 +167,26 @@ def partial_fit(estimator: Any, X: np.ndarray, y: np.ndarray, classes: Any = Non
         optimal_init = 1.0 / (initial_eta0 * alpha)
     backup = coef.copy()
     b = estimator.intercept_.astype(np.float64)
-    args = (X, Y, coef, b, order)
     rest = (loss, threshold, rate, float(estimator.eta0), alpha, float(estimator.power_t), float(optimal_init),
             float(estimator.t_), estimator.penalty == "l2", bool(estimator.fit_intercept), _RESET[coef.dtype])
+
+    def fit_group(cg: tuple[int, int]) -> int:
+        """Classes c..c+g-1; their labels and row orders are made here, a group at a time, so a
+        call holds at most threads x GROUP of them (as scikit-learn holds one per thread)."""
+        c, g = cg
+        Y = np.ones((g, n), dtype=X.dtype)
+        for k in range(g):  # fit c + k: class 1 of a binary model, class c + k of one-vs-rest
+            Y[k][y != fitted[1 if n_fits == 1 else c + k]] = neg
+        order = (np.stack([K.shuffled_rows(n, seeds[c + k]) for k in range(g)]) if estimator.shuffle
+                 else np.empty((0, 0), np.int32))
+        return K.ovr_epoch(X, Y, coef, b, order, c, g, *rest)
+
     size = min(GROUP, -(-n_fits // max(threads, 1)))  # several threads: smaller groups, one per thread
     groups = [(c, min(size, n_fits - c)) for c in range(0, n_fits, size)]
     if threads > 1 and len(groups) > 1:
-        status = list(_pool(threads).map(lambda cg: K.ovr_epoch(*args, cg[0], cg[1], *rest), groups))
+        status = list(_pool(threads).map(fit_group, groups))
     else:
-        status = [K.ovr_epoch(*args, c, g, *rest) for c, g in groups]
+        status = [fit_group(cg) for cg in groups]
     if any(s != K.OK for s in status):
         coef[...] = backup
         if saved is not None:
