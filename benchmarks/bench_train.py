@@ -103,27 +103,22 @@ def timed(fn, repeat=3):
     return out, best
 
 
-def in_memory(F, y, eta0, epochs, classes, n_jobs=None, shuffle=True, step=BLOCK):
+def in_memory(F, y, eta0, epochs, classes, n_jobs=None, shuffle=True, step=BLOCK, learner_threads=None):
+    """The estimator's ``partial_fit`` over the blocks in a seeded order; with ``learner_threads``
+    through fit_incremental's learner call instead (``dask_kernels.learn.learner``: after the
+    first call the SGD fast path, bitwise the same model, on that many threads)."""
+    from dask_kernels.learn import learner
+
     est = sgd(eta0, n_jobs=n_jobs, shuffle=shuffle)
     rng = np.random.default_rng(0)
     starts = np.arange(0, F.shape[0], step)
     for _ in range(epochs):
         for a in starts[rng.permutation(starts.size)]:
-            est.partial_fit(F[a:a + step], y[a:a + step], classes=classes)
-    return est
-
-
-def in_memory_fast(F, y, eta0, epochs, classes, threads):
-    """:func:`in_memory` through fit_incremental's learner call (``dask_kernels.learn.learner``):
-    after the first call, the SGD fast path (bitwise the same model) on ``threads`` threads."""
-    from dask_kernels.learn.learner import partial_fit
-
-    est = sgd(eta0)
-    rng = np.random.default_rng(0)
-    starts = np.arange(0, F.shape[0], BLOCK)
-    for _ in range(epochs):
-        for a in starts[rng.permutation(starts.size)]:
-            partial_fit(est, F[a:a + BLOCK], y[a:a + BLOCK], {"classes": classes}, threads=threads, finite=True)
+            if learner_threads is None:
+                est.partial_fit(F[a:a + step], y[a:a + step], classes=classes)
+            else:
+                learner.partial_fit(est, F[a:a + step], y[a:a + step], {"classes": classes},
+                                    threads=learner_threads, finite=True)
     return est
 
 
@@ -247,8 +242,10 @@ def main():
          lambda: in_memory(Fmem, ytr, eta0, epochs, classes, n_jobs=2, step=big)),
         (f"partial_fit, in memory, n_jobs=2, {big}-row calls, shuffle=False",
          lambda: in_memory(Fmem, ytr, eta0, epochs, classes, n_jobs=2, shuffle=False, step=big)),
-        ("SGD fast path in memory (float64), 1 thread", lambda: in_memory_fast(Fmem, ytr, eta0, epochs, classes, 1)),
-        ("SGD fast path in memory (float64), 2 threads", lambda: in_memory_fast(Fmem, ytr, eta0, epochs, classes, 2)),
+        ("SGD fast path in memory (float64), 1 thread",
+         lambda: in_memory(Fmem, ytr, eta0, epochs, classes, learner_threads=1)),
+        ("SGD fast path in memory (float64), 2 threads",
+         lambda: in_memory(Fmem, ytr, eta0, epochs, classes, learner_threads=2)),
     ]
     # dask-ml: as stored; then float64 (its faster dtype) with n_jobs 1 and 2, the estimator's
     # shuffle on and off, on the stored 10000-row chunks and rechunked to big ones in its graph
