@@ -125,10 +125,12 @@ def partial_fit(estimator: Any, F: Any, y: Any, fit_args: dict, *, threads: int 
     replica :mod:`.sgd_fast` where it :func:`~.sgd_fast.applies`."""
     classes = fit_args.get("classes")
     if y is not None and set(fit_args) <= {"classes"} and sgd_fast.applies(estimator, F, y, classes=classes):
-        own = estimator.n_jobs  # the same threads scikit-learn's call would take
-        sgd_fast.partial_fit(estimator, F, y, classes, finite=finite,
-                             threads=(threads if _threaded(F, fit_args, threads) else 1) if own is None
-                             else joblib.effective_n_jobs(own))
+        # the threads scikit-learn's call would take: the estimator's own n_jobs, else ours when they pay
+        if estimator.n_jobs is not None:
+            threads = joblib.effective_n_jobs(estimator.n_jobs)
+        elif not _threaded(F, fit_args, threads):
+            threads = 1
+        sgd_fast.partial_fit(estimator, F, y, classes, threads=threads, finite=finite)
         return
     with ExitStack() as stack:
         if _threaded(F, fit_args, threads) and estimator.get_params(deep=False).get("n_jobs") is None:
