@@ -98,27 +98,27 @@ def _dots(W, X, c, g, r0, r1, r2, r3):
         w0, w1, w2, w3 = W[c], W[c + 1], W[c + 2], W[c + 3]
         x0, x1, x2, x3 = X[r0], X[r1], X[r2], X[r3]
         for j in range(m):
-            a0 += w0[j] * x0[j]
-            a1 += w1[j] * x1[j]
-            a2 += w2[j] * x2[j]
-            a3 += w3[j] * x3[j]
+            a0 += w0[j] * _as(x0[j], W)
+            a1 += w1[j] * _as(x1[j], W)
+            a2 += w2[j] * _as(x2[j], W)
+            a3 += w3[j] * _as(x3[j], W)
     elif g == 3:
         w0, w1, w2 = W[c], W[c + 1], W[c + 2]
         x0, x1, x2 = X[r0], X[r1], X[r2]
         for j in range(m):
-            a0 += w0[j] * x0[j]
-            a1 += w1[j] * x1[j]
-            a2 += w2[j] * x2[j]
+            a0 += w0[j] * _as(x0[j], W)
+            a1 += w1[j] * _as(x1[j], W)
+            a2 += w2[j] * _as(x2[j], W)
     elif g == 2:
         w0, w1 = W[c], W[c + 1]
         x0, x1 = X[r0], X[r1]
         for j in range(m):
-            a0 += w0[j] * x0[j]
-            a1 += w1[j] * x1[j]
+            a0 += w0[j] * _as(x0[j], W)
+            a1 += w1[j] * _as(x1[j], W)
     else:
         w0, x0 = W[c], X[r0]
         for j in range(m):
-            a0 += w0[j] * x0[j]
+            a0 += w0[j] * _as(x0[j], W)
     return a0, a1, a2, a3
 
 
@@ -138,7 +138,8 @@ def _finite(w) -> bool:
 
 
 @njit(nogil=True, cache=True)
-def ovr_epoch(X: np.ndarray, Y: np.ndarray, W: np.ndarray, b: np.ndarray, order: np.ndarray, c: int, g: int,
+def ovr_epoch(X: np.ndarray, Y: np.ndarray, W: np.ndarray, b: np.ndarray, order: np.ndarray, at: np.ndarray,
+              c: int, g: int,
               loss: int, threshold: float, lr: int, eta0: float, alpha: float, power_t: float,
               optimal_init: float, t: float, l2: bool, fit_intercept: bool, reset: float) -> int:
     """One ``_plain_sgd`` epoch (``max_iter=1``) of classes c..c+g-1 (g <= 4), in place.
@@ -148,14 +149,16 @@ def ovr_epoch(X: np.ndarray, Y: np.ndarray, W: np.ndarray, b: np.ndarray, order:
     order: (g, n) the group's row orders (shuffled), or (0, 0) for rows in order; t: the
     estimator's ``t_``; l2: penalty 'l2' (else None); reset: the ``wscale`` threshold.
     Returns OK, or ABORT (then W and b are partly updated: the caller restores them)."""
-    n = X.shape[0]
-    shuffled = order.shape[0] > 0
+    n = Y.shape[1]
+    shuffled, indexed = order.shape[0] > 0, at.shape[0] > 0
     scale = np.ones(4)  # WeightVector.wscale: a double in both variants
-    r = np.zeros(4, dtype=np.int64)
+    r = np.zeros(4, dtype=np.int64)  # each class's step row
+    s = np.zeros(4, dtype=np.int64)  # and its row of X
     for i in range(n):
         for k in range(g):
             r[k] = order[k, i] if shuffled else i
-        dots = _dots(W, X, c, g, r[0], r[1], r[2], r[3])
+            s[k] = at[r[k]] if indexed else r[k]
+        dots = _dots(W, X, c, g, s[0], s[1], s[2], s[3])
         if lr == OPTIMAL:
             eta = 1.0 / (alpha * (optimal_init + t - 1))
         elif lr == INVSCALING:
@@ -183,9 +186,9 @@ def ovr_epoch(X: np.ndarray, Y: np.ndarray, W: np.ndarray, b: np.ndarray, order:
                     scale[k] = 1.0
             if update != 0.0:
                 q = np.float64(_as(update, W) / _as(scale[k], W))  # add()'s c and wscale are c_types
-                x = X[rk]
+                x = X[s[k]]
                 for j in range(w.shape[0]):
-                    w[j] = _as(np.float64(w[j]) + np.float64(x[j]) * q, W)
+                    w[j] = _as(np.float64(w[j]) + np.float64(_as(x[j], W)) * q, W)
             if fit_intercept and update != 0:
                 b[ck] += update * 1.0
         t += 1

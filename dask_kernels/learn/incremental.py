@@ -41,7 +41,7 @@ from .loop import LoopState, Schedule
 from .metrics import LOWER_IS_BETTER, default_metric, evaluate
 from .remote import WorkerFeed, get_client
 from .replicas import Replicas, check_replicas
-from .shuffle import EpochPlan, auto_window, held_out_rows, keeps_rows, local_steps, reader_thread
+from .shuffle import EpochPlan, KeptRows, auto_window, held_out_rows, keeps_rows, local_steps, reader_thread
 from .sources import ArraySource, StoreSource, as_source, sgd_dtype
 from .state import copy_state, get_state, set_state
 
@@ -298,8 +298,8 @@ def fit_incremental(
     client = get_client(client)
     feed = WorkerFeed(client, src, estimator) if client is not None else None
     # every block's stored rows fit in the windows in flight: keep them from epoch to epoch
-    # (read once per run, not once per epoch)
-    cache = {} if feed is None and replicas == 1 and keeps_rows(src, window, prefetch) else None
+    # (read once per run, not once per epoch; dense floats in one array: steps read in place)
+    cache = KeptRows(src.n_rows) if feed is None and replicas == 1 and keeps_rows(src, window, prefetch) else None
     held, fraction = _held_out(validation_fraction, validation_data, src, kind, seed, block_rows, feed, cache,
                                window)
     rule = Schedule(min_improvement, halve=schedule == "auto" and _halvable(estimator),

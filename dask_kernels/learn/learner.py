@@ -44,6 +44,7 @@ import numpy as np
 
 from ..maps._parallel import _pool, effective_n_jobs
 from . import sgd_fast
+from ._gather import StepRows
 
 
 def learner_threads(estimator: Any, n_jobs: int | None) -> int:
@@ -122,7 +123,8 @@ def partial_fit(estimator: Any, F: Any, y: Any, fit_args: dict, *, threads: int 
     """``estimator.partial_fit(F[, y], **fit_args)`` (``y`` None: unsupervised) on ``threads``
     one-vs-rest threads (:class:`PoolBackend`) when that pays (:data:`MIN_THREADED_WORK`), without the finite check if
     ``finite`` (see the module docstring). A fitted SGDClassifier on dense rows takes the bitwise
-    replica :mod:`.sgd_fast` where it :func:`~.sgd_fast.applies`."""
+    replica :mod:`.sgd_fast` where it :func:`~.sgd_fast.applies` (``F`` may then be a step's
+    rows where they are kept, :class:`._gather.StepRows`: gathered for any other call)."""
     classes = fit_args.get("classes")
     if y is not None and set(fit_args) <= {"classes"} and sgd_fast.applies(estimator, F, y, classes=classes):
         # the threads scikit-learn's call would take: the estimator's own n_jobs, else ours when they pay
@@ -132,6 +134,8 @@ def partial_fit(estimator: Any, F: Any, y: Any, fit_args: dict, *, threads: int 
             threads = 1
         sgd_fast.partial_fit(estimator, F, y, classes, threads=threads, finite=finite)
         return
+    if isinstance(F, StepRows):
+        F = F.gather()
     with ExitStack() as stack:
         if _threaded(F, fit_args, threads) and estimator.get_params(deep=False).get("n_jobs") is None:
             stack.enter_context(joblib.parallel_config(backend=PoolBackend(threads), n_jobs=threads))

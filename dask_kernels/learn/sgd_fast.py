@@ -7,8 +7,11 @@ whose ``_plain_sgd`` the kernels were checked against), an already fitted ``SGDC
 ``log_loss``, ``hinge``, ``squared_hinge``, ``perceptron`` or ``modified_huber``, penalty
 ``l2`` or None, learning rate ``constant``, ``optimal`` or ``invscaling``, ``average=False``,
 ``class_weight=None``, ``early_stopping=False``, ``verbose=0``; dense C-ordered rows in the
-dtype of ``coef_``, no ``sample_weight``. Anything else goes to ``estimator.partial_fit``
-unchanged.
+dtype of ``coef_``, or a step's rows named in the array that keeps them
+(:class:`._gather.StepRows`: float32 or float64, each value converted to the dtype of
+``coef_`` as it is read, the same values as ``astype``'s; no gathered copy of the step), no
+``sample_weight``. Anything else goes to ``estimator.partial_fit`` unchanged (a
+``StepRows`` gathered first).
 
 :func:`partial_fit` then does what scikit-learn's would: the same parameter validation, the
 same draws from ``random_state`` (an int, None: the global ``np.random``, or a
@@ -33,6 +36,7 @@ import numpy as np
 
 from ..maps._parallel import _pool
 from . import _sgd_kernels as K
+from ._gather import StepRows
 
 #: scikit-learn versions whose ``_plain_sgd`` the kernels replicate (checked bitwise by
 #: tests/test_sgd_fast.py); any other version takes scikit-learn's own ``partial_fit``.
@@ -42,6 +46,9 @@ GROUP = 4
 #: The private switch (tests and benchmarks/bench_train.py's A/B): False sends every call to
 #: scikit-learn's ``partial_fit``.
 ENABLED = True
+#: The private switch of the gather-free steps (tests and benchmarks/bench_train.py's A/B):
+#: False makes :func:`takes_rows` refuse, so every step is gathered as before.
+ROWS = True
 
 _LOSSES = {"log_loss": (K.LOG_LOSS, 0.0), "hinge": (K.HINGE, 1.0), "perceptron": (K.HINGE, 0.0),
            "squared_hinge": (K.SQUARED_HINGE, 1.0), "modified_huber": (K.MODIFIED_HUBER, 0.0)}
@@ -56,21 +63,35 @@ def _sklearn_ok() -> bool:
     return sklearn.__version__ in VERIFIED
 
 
-def applies(estimator: Any, X: Any, y: Any, sample_weight: Any = None, classes: Any = None) -> bool:
-    """True if :func:`partial_fit` replicates ``estimator.partial_fit(X, y, classes=classes,
-    sample_weight=sample_weight)`` bitwise (see the module docstring)."""
-    if not ENABLED or sample_weight is not None or not _sklearn_ok():
+def _params_ok(estimator: Any) -> bool:
+    """The estimator's type and parameters are replicated (not its fitted state)."""
+    if not ENABLED or not _sklearn_ok():
         return False
     from sklearn.linear_model import SGDClassifier
 
     if type(estimator) is not SGDClassifier:
         return False
     p = estimator.__dict__
-    if (p.get("loss") not in _LOSSES or p.get("penalty") not in ("l2", None)
-            or p.get("learning_rate") not in _RATES or p.get("average", True)
-            or p.get("class_weight") is not None or p.get("early_stopping") is not False
-            or p.get("verbose") != 0):
+    return not (p.get("loss") not in _LOSSES or p.get("penalty") not in ("l2", None)
+                or p.get("learning_rate") not in _RATES or p.get("average", True)
+                or p.get("class_weight") is not None or p.get("early_stopping") is not False
+                or p.get("verbose") != 0)
+
+
+def takes_rows(estimator: Any) -> bool:
+    """Whether steps for ``estimator`` may be prepared as :class:`._gather.StepRows` (read in
+    place by :func:`partial_fit`): a fitted estimator :func:`applies` to by its parameters
+    (a call it then does not apply to gathers them: the same model, the old cost)."""
+    return ROWS and _params_ok(estimator) and isinstance(estimator.__dict__.get("coef_"), np.ndarray)
+
+
+def applies(estimator: Any, X: Any, y: Any, sample_weight: Any = None, classes: Any = None) -> bool:
+    """True if :func:`partial_fit` replicates ``estimator.partial_fit(X, y, classes=classes,
+    sample_weight=sample_weight)`` bitwise (see the module docstring; ``X`` a
+    :class:`._gather.StepRows`: on its gathered rows)."""
+    if sample_weight is not None or not _params_ok(estimator):
         return False
+    p = estimator.__dict__
     coef, intercept, fitted = p.get("coef_"), p.get("intercept_"), p.get("classes_")
     if not (isinstance(coef, np.ndarray) and isinstance(intercept, np.ndarray) and isinstance(fitted, np.ndarray)
             and "t_" in p and "feature_names_in_" not in p and coef.ndim == 2 and coef.flags.c_contiguous
@@ -78,8 +99,15 @@ def applies(estimator: Any, X: Any, y: Any, sample_weight: Any = None, classes: 
             and coef.dtype in _RESET and len(fitted) >= 2
             and coef.shape[0] == (1 if len(fitted) == 2 else len(fitted)) and intercept.shape == (coef.shape[0],)):
         return False
-    if not (isinstance(X, np.ndarray) and X.ndim == 2 and X.dtype == coef.dtype and X.flags.c_contiguous
-            and X.shape[0] >= 1 and X.shape[1] == coef.shape[1] == p.get("n_features_in_")):
+    if isinstance(X, StepRows):
+        src, at = X.src, X.at
+        if not (isinstance(src, np.ndarray) and src.ndim == 2 and src.dtype in _RESET and src.flags.c_contiguous
+                and X.dtype == coef.dtype and at.ndim == 1 and at.size >= 1
+                and 0 <= at.min() and at.max() < src.shape[0]):
+            return False
+    elif not (isinstance(X, np.ndarray) and X.ndim == 2 and X.dtype == coef.dtype and X.flags.c_contiguous):
+        return False
+    if not (X.shape[0] >= 1 and X.shape[1] == coef.shape[1] == p.get("n_features_in_")):
         return False
     if not (isinstance(y, np.ndarray) and y.shape == (X.shape[0],) and y.dtype.kind in "biufU"):
         return False
@@ -144,16 +172,19 @@ def _validate(estimator: Any) -> None:
                                        caller_name=type(estimator).__name__)
 
 
-def partial_fit(estimator: Any, X: np.ndarray, y: np.ndarray, classes: Any = None, *, threads: int = 1,
-                finite: bool = False) -> Any:
+def partial_fit(estimator: Any, X: np.ndarray | StepRows, y: np.ndarray, classes: Any = None, *,
+                threads: int = 1, finite: bool = False) -> Any:
     """``estimator.partial_fit(X, y, classes=classes)``, bitwise, where :func:`applies`
-    (the caller checks it); ``finite``: X is known finite (else it is checked, as
-    scikit-learn does). Returns the estimator."""
+    (the caller checks it; ``X`` a :class:`._gather.StepRows`: on its gathered rows);
+    ``finite``: X is known finite (else it is checked, as scikit-learn does). Returns the
+    estimator."""
     _validate(estimator)
     coef, fitted = estimator.coef_, estimator.classes_
-    if (not finite and not np.isfinite(X).all() or y.dtype.kind == "f" and not np.isfinite(y).all()
+    src, at = (X.src, X.at) if isinstance(X, StepRows) else (X, np.empty(0, np.int64))
+    if (not finite and not np.isfinite(src[at] if at.size else src).all()
+            or y.dtype.kind == "f" and not np.isfinite(y).all()
             or not np.isin(y, fitted).all()):  # a label outside classes_ would train as a negative
-        return estimator.partial_fit(X, y, classes=classes)  # scikit-learn raises
+        return _sklearn(estimator, X, y, classes)  # scikit-learn raises
     n, n_fits = X.shape[0], coef.shape[0]
     saved = _rng_state(estimator)
     seeds = _seeds(estimator, n_fits)
@@ -174,12 +205,12 @@ def partial_fit(estimator: Any, X: np.ndarray, y: np.ndarray, classes: Any = Non
         """Classes c..c+g-1; their labels and row orders are made here, a group at a time, so a
         call holds at most threads x GROUP of them (as scikit-learn holds one per thread)."""
         c, g = cg
-        Y = np.ones((g, n), dtype=X.dtype)
+        Y = np.ones((g, n), dtype=coef.dtype)
         for k in range(g):  # fit c + k: class 1 of a binary model, class c + k of one-vs-rest
             Y[k][y != fitted[1 if n_fits == 1 else c + k]] = neg
         order = (np.stack([K.shuffled_rows(n, seeds[c + k]) for k in range(g)]) if estimator.shuffle
                  else np.empty((0, 0), np.int32))
-        return K.ovr_epoch(X, Y, coef, b, order, c, g, *rest)
+        return K.ovr_epoch(src, Y, coef, b, order, at, c, g, *rest)
 
     size = min(GROUP, -(-n_fits // max(threads, 1)))  # several threads: smaller groups, one per thread
     groups = [(c, min(size, n_fits - c)) for c in range(0, n_fits, size)]
@@ -191,7 +222,7 @@ def partial_fit(estimator: Any, X: np.ndarray, y: np.ndarray, classes: Any = Non
         coef[...] = backup
         if saved is not None:
             saved[0].set_state(saved[1])
-        return estimator.partial_fit(X, y, classes=classes)
+        return _sklearn(estimator, X, y, classes)
     if n_fits == 1:
         estimator.intercept_ = np.atleast_1d(float(b[0]))
     else:
@@ -199,3 +230,8 @@ def partial_fit(estimator: Any, X: np.ndarray, y: np.ndarray, classes: Any = Non
     estimator.t_ += 1 * n
     estimator.n_iter_ = 1
     return estimator
+
+
+def _sklearn(estimator: Any, X: np.ndarray | StepRows, y: np.ndarray, classes: Any) -> Any:
+    """scikit-learn's own ``partial_fit`` (on the gathered rows of a ``StepRows``)."""
+    return estimator.partial_fit(X.gather() if isinstance(X, StepRows) else X, y, classes=classes)

@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from ._gather import gather_rows
+from ._gather import StepRows, gather_rows
 
 _HELD_OUT_KEY = 0x5EED  # rng key component of the held-out selection (not used by shuffles)
 _SHARD_KEY = 0x5AAD  # rng key component of the replicas' shards
@@ -72,12 +72,46 @@ def shard(n_blocks, seed, part):
     return np.random.default_rng((int(seed), _SHARD_KEY)).permutation(n_blocks)[r::n]
 
 
+class KeptRows(dict):
+    """Stored training rows by block, kept from epoch to epoch (:func:`keeps_rows`): ``{block:
+    (rows, labels)}``, dense float rows placed one after another in one array, :attr:`arena`
+    (so a step's rows, from any blocks, are rows of one array: the SGD fast path reads them in
+    place, :class:`._gather.StepRows`, instead of gathering a copy). The arena holds each kept
+    row once (as the blocks did) and is allocated for ``capacity`` rows, pages touched only
+    as rows arrive; rows of another kind or shape are kept as they are.
+    """
+
+    def __init__(self, capacity: int) -> None:
+        super().__init__()
+        self.capacity, self.arena, self.used = int(capacity), None, 0
+        self.offsets: dict = {}  # block -> its first row in the arena
+
+    def __setitem__(self, block: int, item: tuple) -> None:
+        X, y = item
+        if isinstance(X, np.ndarray) and X.ndim == 2 and X.dtype in (np.float32, np.float64):
+            if self.arena is None:
+                self.arena = np.empty((self.capacity, X.shape[1]), dtype=X.dtype)
+            a = self.arena
+            if X.dtype == a.dtype and X.shape[1] == a.shape[1] and self.used + X.shape[0] <= a.shape[0]:
+                a[self.used:self.used + X.shape[0]] = X
+                X, self.offsets[block] = a[self.used:self.used + X.shape[0]], self.used
+                self.used += X.shape[0]
+        super().__setitem__(block, (X, y))
+
+    def update(self, items: Any = (), **kw: Any) -> None:
+        for block, item in dict(items, **kw).items():
+            self[block] = item
+
+
 class _Window:
     """The stored rows of a window's blocks, indexed as one array without concatenating them:
-    a step's rows are gathered from the blocks straight into the step (one copy)."""
+    a step's rows are gathered from the blocks straight into the step (one copy), or, when the
+    blocks are rows of one kept array (``base``, from ``offsets``), named there
+    (:meth:`step_rows`)."""
 
-    def __init__(self, parts):
-        self.parts = parts
+    def __init__(self, parts, base=None, offsets=None):
+        self.parts, self.base = parts, base
+        self.offsets = None if base is None else np.asarray(offsets, dtype=np.int64)
         self.starts = np.concatenate([[0], np.cumsum([p.shape[0] for p in parts])]).astype(np.int64)
         self.shape = (int(self.starts[-1]),) + parts[0].shape[1:]
         self.dtype = parts[0].dtype
@@ -91,6 +125,12 @@ class _Window:
         if isinstance(first, np.ndarray) and first.ndim == 2 and first.dtype.kind == "f":
             return gather_rows(self.parts, self.starts, rows, dtype)
         return self[rows]
+
+    def step_rows(self, rows: np.ndarray, dtype: Any) -> StepRows:
+        """``self[rows]`` as rows of ``base`` (read in ``dtype``), without a copy."""
+        rows = np.asarray(rows, dtype=np.int64)
+        owner = np.searchsorted(self.starts, rows, side="right") - 1
+        return StepRows(self.base, rows + (self.offsets - self.starts[:-1])[owner], dtype)
 
     def __getitem__(self, rows):
         if len(self.parts) == 1:
@@ -184,7 +224,9 @@ class EpochPlan:
         if missing:
             cache.update(zip(missing, self.src.read_blocks(missing, [self.training_rows(b) for b in missing])))
         parts = [cache[b] for b in blocks]
-        X = _Window([X for X, _ in parts])
+        kept = isinstance(cache, KeptRows) and all(b in cache.offsets for b in blocks)
+        X = _Window([X for X, _ in parts], cache.arena if kept else None,
+                    [cache.offsets[b] for b in blocks] if kept else None)
         y = None if parts[0][1] is None else np.concatenate([y for _, y in parts])
         perm = np.random.default_rng(self._key + (wi,)).permutation(X.shape[0])
         return X, y, np.array_split(perm, self.window_steps[wi])
@@ -223,13 +265,30 @@ def step_features(src, X, y, rows, estimator=None):
 
     Dense float rows (whose learner features are the rows themselves) are gathered straight
     into the dtype the learner trains in (:func:`.sources.sgd_target`): one pass, no
-    conversion afterwards."""
+    conversion afterwards; or, kept rows (:class:`KeptRows`) for an estimator that reads them
+    in place (:func:`.sgd_fast.takes_rows`), not gathered: :class:`._gather.StepRows`."""
+    from . import sgd_fast
     from .sources import sgd_target  # (sources imports replicas, which imports this module)
 
     if not rows.size:
         return None, None, 0
-    stored = X.take(rows, sgd_target(X.dtype, estimator)) if isinstance(X, _Window) else X[rows]
-    return src.expand(stored, estimator), (None if y is None else y[rows]), int(rows.size)
+    labels = None if y is None else y[rows]
+    if isinstance(X, _Window):
+        target = sgd_target(X.dtype, estimator)
+        if X.base is not None and target is not None and _identity_expand(src) and sgd_fast.takes_rows(estimator):
+            return X.step_rows(rows, target), labels, int(rows.size)
+        stored = X.take(rows, target)
+    else:
+        stored = X[rows]
+    return src.expand(stored, estimator), labels, int(rows.size)
+
+
+def _identity_expand(src: Any) -> bool:
+    """The learner features of ``src``'s stored rows are the rows themselves."""
+    from ..maps.base import FeatureMap
+
+    fmap = src.feature_map
+    return not src.codes and (fmap is None or type(fmap).expand is FeatureMap.expand)
 
 
 @contextmanager
