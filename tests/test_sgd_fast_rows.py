@@ -257,3 +257,26 @@ def test_fit_incremental_on_a_store(monkeypatch, tmp_path):
     assert kinds.count(StepRows) >= 12
     monkeypatch.setattr(sgd_fast, "ROWS", False)
     _same(indexed, fit())
+
+
+def test_keep_frees_each_read_block_once_kept():
+    """A window's reads are copied into the arena a block at a time and each freed after its
+    copy (not all held until the last is copied): at most one block beside the kept rows."""
+    import weakref
+
+    from dask_kernels.learn.shuffle import keep
+
+    parts = [(np.full((50, 8), b, np.float32), np.zeros(50)) for b in range(4)]
+    refs = [weakref.ref(X) for X, _ in parts]
+    alive = []
+
+    class Spy(KeptRows):
+        def __setitem__(self, block, item):
+            alive.append(sum(r() is not None for r in refs))
+            super().__setitem__(block, item)
+
+    kept = Spy(200)
+    keep(kept, [7, 5, 6, 4], parts)
+    assert parts == [] and alive == [4, 3, 2, 1] and all(r() is None for r in refs)
+    assert [kept.offsets[b] for b in (7, 5, 6, 4)] == [0, 50, 100, 150]
+    assert [kept[b][0][0, 0] for b in (7, 5, 6, 4)] == [0, 1, 2, 3]

@@ -41,7 +41,8 @@ from .loop import LoopState, Schedule
 from .metrics import LOWER_IS_BETTER, default_metric, evaluate
 from .remote import WorkerFeed, get_client
 from .replicas import Replicas, check_replicas
-from .shuffle import EpochPlan, KeptRows, auto_window, held_out_rows, keeps_rows, local_steps, reader_thread
+from .shuffle import (EpochPlan, KeptRows, auto_window, held_out_rows, keep, keeps_rows, local_steps,
+                      reader_thread)
 from .sources import ArraySource, StoreSource, as_source, sgd_dtype
 from .state import copy_state, get_state, set_state
 
@@ -469,8 +470,10 @@ def _read_once(src, items, cache, plan, window):
         chunk = items[k:k + group]
         blocks = [i for i, _ in chunk]
         parts = src.read_split(blocks, [(rows, plan.training_rows(i)) for i, rows in chunk])
-        cache.update(zip(blocks, (train for _, train in parts)))
         held += [rows for rows, _ in parts]
+        trains = [train for _, train in parts]
+        del parts  # (each block's read rows are freed once kept)
+        keep(cache, blocks, trains)
     return held
 
 

@@ -103,6 +103,15 @@ class KeptRows(dict):
             self[block] = item
 
 
+def keep(cache: dict, blocks: list[int], parts: list[tuple]) -> None:
+    """``cache.update(zip(blocks, parts))``, emptying ``parts`` as it goes: into a
+    :class:`KeptRows` each block's read rows are freed once copied, so a window's reads never
+    sit beside all of their copies (at most one block more than the kept rows)."""
+    parts.reverse()
+    for b in blocks:
+        cache[b] = parts.pop()
+
+
 class _Window:
     """The stored rows of a window's blocks, indexed as one array without concatenating them:
     a step's rows are gathered from the blocks straight into the step (one copy), or, when the
@@ -222,7 +231,7 @@ class EpochPlan:
         cache = {} if self.cache is None else self.cache
         missing = [b for b in blocks if b not in cache]
         if missing:
-            cache.update(zip(missing, self.src.read_blocks(missing, [self.training_rows(b) for b in missing])))
+            keep(cache, missing, self.src.read_blocks(missing, [self.training_rows(b) for b in missing]))
         parts = [cache[b] for b in blocks]
         kept = isinstance(cache, KeptRows) and all(b in cache.offsets for b in blocks)
         X = _Window([X for X, _ in parts], cache.arena if kept else None,
