@@ -24,7 +24,9 @@ tried in the same run: scikit-learn's SGDClassifier fits one binary problem per 
   defaults (cross-block shuffle, ``n_jobs=None``: the classes on every usable CPU), with the
   within-block shuffle (``shuffle_window=1``: the difference is the cost of the true shuffle),
   with ``n_jobs=1``, with the SGD fast path off (``dask_kernels.learn.sgd_fast``: every step through
-  scikit-learn's own ``partial_fit``, the same model bitwise; the A/B of the fast path), and with
+  scikit-learn's own ``partial_fit``, the same model bitwise; the A/B of the fast path), with
+  every step gathered into a float64 array (``sgd_fast.ROWS`` off: the A/B of the gather-free
+  steps, where the fast path reads the kept float32 rows in place), and with
   ``step_blocks=STEP_BLOCKS`` (one ``partial_fit`` call per 5 blocks'
   rows): with the automatic window, with one window of every block (a global permutation), and
   with the estimator's ``shuffle=False`` (faster, but see the accuracy over seeds). The store's
@@ -223,14 +225,14 @@ def main():
     eta0 = 0.5  # NRFF rows have unit norm: eta0 = 0.5 / E||x||^2
     Fmem = np.asarray(store.features.compute(), dtype=np.float64)
 
-    def local(shuffle=True, fast=True, **kw):
+    def local(shuffle=True, fast=True, rows=True, **kw):
         def run():
-            sgd_fast.ENABLED = fast  # the private switch of the SGD fast path (A/B)
+            sgd_fast.ENABLED, sgd_fast.ROWS = fast, rows  # the private switches of the SGD fast path (A/B)
             try:
                 return fit_incremental(sgd(eta0, shuffle=shuffle), store, epochs=epochs, validation_fraction=None,
                                        classes=classes, progress=False, **kw).estimator
             finally:
-                sgd_fast.ENABLED = True
+                sgd_fast.ENABLED = sgd_fast.ROWS = True
         return run
 
     big = STEP_BLOCKS * BLOCK
@@ -262,6 +264,7 @@ def main():
                  lambda: dask_ml_incremental(store, eta0, epochs, classes, np.float64, 1, True, BLOCK, persist=True)))
     runs += [("fit_incremental, float store, cross-block shuffle", local()),
              ("fit_incremental, float store, cross-block shuffle, SGD fast path off", local(fast=False)),
+             ("fit_incremental, float store, cross-block shuffle, gathered steps", local(rows=False)),
              ("fit_incremental, float store, within-block shuffle", local(shuffle_window=1)),
              ("fit_incremental, float store, cross-block, n_jobs=1", local(n_jobs=1)),
              (f"fit_incremental, step_blocks={STEP_BLOCKS}", local(step_blocks=STEP_BLOCKS)),
