@@ -1,5 +1,7 @@
 """Numba replica of scikit-learn 1.9's ``_plain_sgd`` epoch on dense rows, for several
-one-vs-rest classes at once, giving bitwise scikit-learn's coefficients.
+one-vs-rest classes at once, giving bitwise scikit-learn's coefficients; the rows may be read
+in place through an index (a step's rows where they are kept) and converted to the model's
+dtype as they are read.
 
 scikit-learn fits the classes one after another (or one per thread); each row's dot product
 is one sequential chain of additions, so a core waits on the adder's latency (~4 cycles per
@@ -144,9 +146,12 @@ def ovr_epoch(X: np.ndarray, Y: np.ndarray, W: np.ndarray, b: np.ndarray, order:
               optimal_init: float, t: float, l2: bool, fit_intercept: bool, reset: float) -> int:
     """One ``_plain_sgd`` epoch (``max_iter=1``) of classes c..c+g-1 (g <= 4), in place.
 
-    X: (n, m) rows, C-ordered, the dtype of W; Y: (g, n) the labels of the group's classes in
-    that dtype; W: (classes, m) coefficients, updated; b: (classes,) float64 intercepts, updated;
-    order: (g, n) the group's row orders (shuffled), or (0, 0) for rows in order; t: the
+    X: rows, C-ordered, float32 or float64, each value read as the dtype of W (as ``astype``
+    would give it: float32 -> float64 is exact); Y: (g, n) the labels of the group's classes in
+    the dtype of W; W: (classes, m) coefficients, updated; b: (classes,) float64 intercepts,
+    updated; order: (g, n) the group's row orders (shuffled), or (0, 0) for rows in order; at:
+    (n,) the step's rows in X (row ``i`` of the step is ``X[at[i]]``: a step read where its
+    rows are kept, not gathered), or (0,) for X's first n rows; t: the
     estimator's ``t_``; l2: penalty 'l2' (else None); reset: the ``wscale`` threshold.
     Returns OK, or ABORT (then W and b are partly updated: the caller restores them)."""
     n = Y.shape[1]

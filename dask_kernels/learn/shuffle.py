@@ -17,7 +17,9 @@ and handing the one-vs-rest problems to threads) is paid less often and the thre
 tasks; a step never spans two windows. With one window holding every block the order is a
 global permutation; ``window=1`` is the cheaper within-block shuffle. Memory: the stored form of
 one window (and the next one, read ahead); a local run keeps every block's stored rows from
-epoch to epoch instead when they fit in as many blocks (:func:`keeps_rows`). Every permutation is a pure function of its key, so
+epoch to epoch instead when they fit in as many blocks (:func:`keeps_rows`), dense floats in one
+array (:class:`KeptRows`), so the SGD fast path reads a step's rows there instead of a gathered
+copy. Every permutation is a pure function of its key, so
 a run resumed at ``(epoch, step)`` trains on exactly the rows an uninterrupted run would.
 
 With ``part=(r, n)`` (replica ``r`` of ``n``, see :mod:`.replicas`) the plan covers replica
