@@ -96,45 +96,40 @@ def _dots(W, X, c, g, r0, r1, r2, r3):
     float64 of the products in the weights' dtype (``WeightVector.dot``), interleaved."""
     a0 = a1 = a2 = a3 = 0.0
     m = X.shape[1]
+    # 2-D indexing, no row views: a view per row and class is a reference count update on the
+    # shared W and X (an atomic operation on a cache line every thread touches)
     if g == 4:
-        w0, w1, w2, w3 = W[c], W[c + 1], W[c + 2], W[c + 3]
-        x0, x1, x2, x3 = X[r0], X[r1], X[r2], X[r3]
         for j in range(m):
-            a0 += w0[j] * _as(x0[j], W)
-            a1 += w1[j] * _as(x1[j], W)
-            a2 += w2[j] * _as(x2[j], W)
-            a3 += w3[j] * _as(x3[j], W)
+            a0 += W[c, j] * _as(X[r0, j], W)
+            a1 += W[c + 1, j] * _as(X[r1, j], W)
+            a2 += W[c + 2, j] * _as(X[r2, j], W)
+            a3 += W[c + 3, j] * _as(X[r3, j], W)
     elif g == 3:
-        w0, w1, w2 = W[c], W[c + 1], W[c + 2]
-        x0, x1, x2 = X[r0], X[r1], X[r2]
         for j in range(m):
-            a0 += w0[j] * _as(x0[j], W)
-            a1 += w1[j] * _as(x1[j], W)
-            a2 += w2[j] * _as(x2[j], W)
+            a0 += W[c, j] * _as(X[r0, j], W)
+            a1 += W[c + 1, j] * _as(X[r1, j], W)
+            a2 += W[c + 2, j] * _as(X[r2, j], W)
     elif g == 2:
-        w0, w1 = W[c], W[c + 1]
-        x0, x1 = X[r0], X[r1]
         for j in range(m):
-            a0 += w0[j] * _as(x0[j], W)
-            a1 += w1[j] * _as(x1[j], W)
+            a0 += W[c, j] * _as(X[r0, j], W)
+            a1 += W[c + 1, j] * _as(X[r1, j], W)
     else:
-        w0, x0 = W[c], X[r0]
         for j in range(m):
-            a0 += w0[j] * _as(x0[j], W)
+            a0 += W[c, j] * _as(X[r0, j], W)
     return a0, a1, a2, a3
 
 
 @njit(nogil=True, cache=True)
-def _rescale(w, s) -> None:
-    """``WeightVector.reset_wscale``'s BLAS ``scal``: every weight times the scale."""
-    for j in range(w.shape[0]):
-        w[j] *= s
+def _rescale(W, k, s) -> None:
+    """``WeightVector.reset_wscale``'s BLAS ``scal``: every weight of class k times the scale."""
+    for j in range(W.shape[1]):
+        W[k, j] *= s
 
 
 @njit(nogil=True, cache=True)
-def _finite(w) -> bool:
-    for j in range(w.shape[0]):
-        if not np.isfinite(w[j]):
+def _finite(W, k) -> bool:
+    for j in range(W.shape[1]):
+        if not np.isfinite(W[k, j]):
             return False
     return True
 
@@ -180,25 +175,24 @@ def ovr_epoch(X: np.ndarray, Y: np.ndarray, W: np.ndarray, b: np.ndarray, order:
             elif d > MAX_DLOSS:
                 d = MAX_DLOSS
             update = -eta * d
-            w = W[ck]
             if l2:
                 f = 1.0 - eta * alpha
                 scale[k] *= np.float64(_as(f if f > 0 else 0, W))  # scale()'s argument is a c_type
                 if scale[k] < reset:
                     if scale[k] == 0:
                         return ABORT
-                    _rescale(w, _as(scale[k], W))  # scal()'s alpha is a c_type
+                    _rescale(W, ck, _as(scale[k], W))  # scal()'s alpha is a c_type
                     scale[k] = 1.0
             if update != 0.0:
                 q = np.float64(_as(update, W) / _as(scale[k], W))  # add()'s c and wscale are c_types
-                x = X[s[k]]
-                for j in range(w.shape[0]):
-                    w[j] = _as(np.float64(w[j]) + np.float64(_as(x[j], W)) * q, W)
+                sk = s[k]
+                for j in range(W.shape[1]):
+                    W[ck, j] = _as(np.float64(W[ck, j]) + np.float64(_as(X[sk, j], W)) * q, W)
             if fit_intercept and update != 0:
                 b[ck] += update * 1.0
         t += 1
     for k in range(g):
-        if not (np.isfinite(b[c + k]) and _finite(W[c + k])):
+        if not (np.isfinite(b[c + k]) and _finite(W, c + k)):
             return ABORT
-        _rescale(W[c + k], _as(scale[k], W))
+        _rescale(W, c + k, _as(scale[k], W))
     return OK
