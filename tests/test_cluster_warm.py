@@ -147,7 +147,7 @@ def _scheduler_intervals(dask_scheduler):
 
 def test_the_commands_own_cluster_runs_without_dashboard_only_polling():
     # the scheduler (in this process) and the workers tick every 500 ms, not 20, and sample the
-    # system every 5 s, without the host's disk counters; a running scheduler's are not ours
+    # system every 5 s, without the host's disk counters (a running scheduler is left as it is)
     args = argparse.Namespace(method=None, spec=None, workers=1, threads_per_worker=1)
     expect = {"tick": 500, "monitor": 5000, "disk": False}
     with client_for(args) as client:

@@ -110,7 +110,7 @@ def starts_local_cluster(args) -> bool:
 #:   distributed's own test setting; a blocked loop is still logged after ``tick.limit``, 3 s) and
 #:   the system monitor (every 500 ms in each of them: the process's CPU, memory and open files,
 #:   and the host's disk and network counters, through psutil; every 5 s, without the disk):
-#:   together 4-5 % of a core in the command and 2-3 % in each worker, idle or busy (2-worker
+#:   together about 5 % of a core in the command and 1.5-2 % in each worker, idle or busy (2-worker
 #:   cluster, loaded machine). Memory limits are unchanged: the workers' and nannies' memory
 #:   monitor (``distributed.worker.memory.monitor-interval``) keeps its own interval.
 LOCAL_CLUSTER_CONFIG = {
