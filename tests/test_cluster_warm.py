@@ -125,3 +125,32 @@ def test_what_the_command_and_the_workers_load_while_they_wait():
     """
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert out.stdout.strip() == "ok", out.stderr
+
+
+def _loop_intervals(server):
+    """Milliseconds between a server's event loop health ticks and between its system monitor's
+    samples, and whether the monitor reads the host's disk counters."""
+    return {"tick": server.periodic_callbacks["tick"].callback_time,
+            "monitor": server.periodic_callbacks["monitor"].callback_time,
+            "disk": server.monitor.monitor_disk_io}
+
+
+def _worker_intervals(dask_worker):
+    import dask
+
+    return {**_loop_intervals(dask_worker), "profile": dask.config.get("distributed.worker.profile.enabled")}
+
+
+def _scheduler_intervals(dask_scheduler):
+    return _loop_intervals(dask_scheduler)
+
+
+def test_the_commands_own_cluster_runs_without_dashboard_only_polling():
+    # the scheduler (in this process) and the workers tick every 500 ms, not 20, and sample the
+    # system every 5 s, without the host's disk counters (a running scheduler is left as it is)
+    args = argparse.Namespace(method=None, spec=None, workers=1, threads_per_worker=1)
+    expect = {"tick": 500, "monitor": 5000, "disk": False}
+    with client_for(args) as client:
+        assert list(client.run(_worker_intervals).values()) == [{**expect, "profile": False}]
+        assert client.run_on_scheduler(_scheduler_intervals) == expect
+        assert [_loop_intervals(n) for n in client.cluster.workers.values()] == [expect]  # the nannies

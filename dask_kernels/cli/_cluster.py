@@ -99,11 +99,26 @@ def starts_local_cluster(args) -> bool:
     return not (getattr(args, "scheduler", None) or getattr(args, "scheduler_file", None))
 
 
-#: dask configuration of the LocalCluster a command starts, besides its start method. The workers'
-#: statistical profiler (a stack sample every 10 ms per worker) feeds only the dashboard, which
-#: nobody watches on a command's own cluster (it listens on a random port); it took about 5 % of a
-#: CPU-bound featurize on 2 workers and 0.013 CPU-seconds per second per idle worker here.
-LOCAL_CLUSTER_CONFIG = {"distributed.worker.profile.enabled": False}
+#: dask configuration of the LocalCluster a command starts, besides its start method. What is
+#: turned down here feeds only the dashboard and the event loop's health log, which nobody watches
+#: on a command's own cluster (it listens on a random port), and ran all through the job on the
+#: cores the workers compute on:
+#:
+#: * the workers' statistical profiler (a stack sample every 10 ms per worker): about 5 % of a
+#:   CPU-bound featurize on 2 workers, 0.013 CPU-seconds per second per idle worker;
+#: * the event loop's tick (every 20 ms in the scheduler, each nanny and each worker; 500 ms is
+#:   distributed's own test setting; a blocked loop is still logged after ``tick.limit``, 3 s) and
+#:   the system monitor (every 500 ms in each of them: the process's CPU, memory and open files,
+#:   and the host's disk and network counters, through psutil; every 5 s, without the disk):
+#:   together about 5 % of a core in the command and 1.5-2 % in each worker, idle or busy (2-worker
+#:   cluster, loaded machine). Memory limits are unchanged: the workers' and nannies' memory
+#:   monitor (``distributed.worker.memory.monitor-interval``) keeps its own interval.
+LOCAL_CLUSTER_CONFIG = {
+    "distributed.worker.profile.enabled": False,
+    "distributed.admin.tick.interval": "500ms",
+    "distributed.admin.system-monitor.interval": "5s",
+    "distributed.admin.system-monitor.disk": False,
+}
 
 
 def _cluster_log_level(args):
