@@ -11,6 +11,7 @@ from dask_kernels import fit_incremental
 from dask_kernels.learn import learner, sgd_fast
 from dask_kernels.learn._gather import StepRows
 from dask_kernels.learn.shuffle import KeptRows, _Window, step_features
+from test_sgd_fast import _same  # bitwise equal fitted state
 
 
 @pytest.fixture(autouse=True)
@@ -19,14 +20,6 @@ def _check_the_installed_scikit_learn(monkeypatch):
     import sklearn
 
     monkeypatch.setattr(sgd_fast, "VERIFIED", (sklearn.__version__,))
-
-
-def _same(a, b):
-    assert a.coef_.dtype == b.coef_.dtype and a.intercept_.dtype == b.intercept_.dtype
-    assert a.coef_.tobytes() == b.coef_.tobytes()
-    assert a.intercept_.tobytes() == b.intercept_.tobytes()
-    assert a.t_ == b.t_ and type(a.t_) is type(b.t_)
-    assert a.n_iter_ == b.n_iter_
 
 
 def _kept(dtype, sizes=(37, 50, 23, 41), m=9, seed=0):
