@@ -98,6 +98,21 @@ def warm_maps(methods: Iterable[str] = (), specs: Iterable[str | dict] = ()) -> 
 WRITER_MODULES = ("zarr.codecs",)
 
 
+def warm_writer() -> None:
+    """Load what a worker's first store block runs besides the map: Zarr (:data:`WRITER_MODULES`)
+    and the Numba kernel of the blocks' done-record digests (:mod:`dask_kernels.pipeline._digest`).
+
+    Examples
+    --------
+    >>> from dask_kernels.warm import warm_writer
+    >>> warm_writer()
+    """
+    _import_all(WRITER_MODULES)
+    from .pipeline._digest import digest
+
+    digest(np.zeros(9, np.uint8))  # one signature: 8-byte words and a byte tail
+
+
 def run_beside(fn: Callable[[], object], name: str) -> threading.Thread:
     """Start ``fn()`` in a daemon thread called ``name`` (returned), ignoring its failure: it only
     loads ahead what a later step uses (a worker's first task, a command after its cluster is
@@ -151,7 +166,7 @@ class WarmKernels(WorkerPlugin):
     def setup(self, worker) -> None:
         # while the worker waits for its first task (the client is still fitting the map and
         # creating the store) instead of in that task
-        run_beside(lambda: _import_all(WRITER_MODULES), "dask-kernels-imports")
+        run_beside(warm_writer, "dask-kernels-imports")
         try:
             self.seconds = warm_maps(self.methods, self.specs)
         except Exception as e:  # warming is an optimization: never fail a worker's start for it

@@ -1,6 +1,6 @@
 """The CLI starts its LocalCluster's forkserver first, preloaded with the command's map warm: the
-workers fork from it with the package and the map's Numba kernels loaded, before any task or
-warm-up plugin runs. Each case runs in a fresh process (the forkserver is one per process)."""
+workers fork from it with the package, the map's Numba kernels and what a store write runs (Zarr,
+the digest kernel) loaded, before any task or warm-up plugin runs. Each case runs in a fresh process (the forkserver is one per process)."""
 
 import os
 import subprocess
@@ -19,8 +19,10 @@ SCRIPT = textwrap.dedent(
         import sys
         gcws = sys.modules.get("dask_kernels.maps._gcws_kernels")  # GCWS's kernels (its class is not needed)
         kernel = getattr(gcws, "_gcws_dense", None)
+        from dask_kernels.pipeline._digest import _hash
         return {"pipeline": "dask_kernels.pipeline.tasks" in sys.modules,
-                "gcws_compiled": bool(kernel is not None and kernel.signatures)}
+                "gcws_compiled": bool(kernel is not None and kernel.signatures),
+                "writer": "zarr.codecs" in sys.modules and bool(_hash.signatures)}
 
     if __name__ == "__main__":
         method = sys.argv[1]
@@ -46,9 +48,10 @@ def _worker_state(method):
 
 
 def test_workers_fork_from_a_server_with_the_commands_map_loaded():
-    assert _worker_state("gcws") == {"pipeline": True, "gcws_compiled": True}
+    assert _worker_state("gcws") == {"pipeline": True, "gcws_compiled": True, "writer": True}
 
 
 def test_an_unknown_method_still_starts_workers():
     # the command reports the unknown map itself; the server must not fail its workers over it
-    assert _worker_state("no-such-map")["pipeline"] is True
+    state = _worker_state("no-such-map")
+    assert state["pipeline"] is True and state["writer"] is True

@@ -2,8 +2,9 @@
 
 Imported once in the server process (see :func:`dask_kernels.cli._cluster.start_worker_server`),
 so every worker forked from it starts with dask, distributed, the featurizing pipeline's task
-functions and the Numba kernels of the maps named in ``DASK_KERNELS_WARM_METHODS`` already
-loaded, instead of importing and loading them itself. For a map with a kernel plan
+functions, the Numba kernels of the maps named in ``DASK_KERNELS_WARM_METHODS`` and what a store
+write runs (Zarr, the digest kernel: :func:`~dask_kernels.warm.warm_writer`) already loaded,
+instead of importing and loading them itself. For a map with a kernel plan
 (:mod:`dask_kernels.maps._plan`) that is all a task runs: the server and its workers import
 neither scikit-learn nor the map classes (2 of the server's 4.5 CPU-seconds, on the critical
 path of a command's start). A failure here must not stop the server from starting
@@ -22,7 +23,7 @@ def _preload():
 
     from ..maps._plan import WARM_PLANS
     from ..pipeline import tasks  # noqa: F401  (what featurize's tasks run)
-    from ..warm import warm_maps
+    from ..warm import warm_maps, warm_writer
 
     def known(method):  # a map without a plan: its class, and scikit-learn, are what its tasks run
         if method in WARM_PLANS:
@@ -32,6 +33,7 @@ def _preload():
         return method in registered_maps()
 
     warm_maps([m for m in os.environ.get(WARM_METHODS_ENV, "").split(",") if m and known(m)])
+    warm_writer()  # once here, not in each worker's warm-up thread beside its first task
 
 
 if os.environ.get(WARM_METHODS_ENV) is not None:  # only in a server started by a command
