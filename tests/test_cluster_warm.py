@@ -76,6 +76,19 @@ def test_the_cli_registers_the_commands_map(tmp_path):
     assert list(methods.values()) == [worker_start_method()]  # the worker was started that way
 
 
+def test_featurize_without_a_method_warms_its_default_map():
+    # featurize's map is GCWS unless --method/--spec say otherwise: its workers (and the forkserver,
+    # which reads the same method) load GCWS's kernels; an append runs the store's map, not known yet
+    from dask_kernels.cli import build_parser
+    from dask_kernels.cli._cluster import _command_method
+
+    args = build_parser().parse_args(["featurize", "x.npy", "out.zarr"])
+    assert _command_method(args) == "gcws" and warm_plugin(args).methods == ["gcws"]
+    args = build_parser().parse_args(["featurize", "x.npy", "out.zarr", "--method", "rff"])
+    assert warm_plugin(args).methods == ["rff"]
+    assert warm_plugin(build_parser().parse_args(["featurize", "x.npy", "out.zarr", "--append"])) is None
+
+
 def test_workers_start_from_a_forkserver_unless_configured_otherwise():
     import multiprocessing
 

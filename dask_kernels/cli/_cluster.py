@@ -70,8 +70,9 @@ def check_scheduler_file_path(path):
 
 
 def _command_method(args):
-    """The map method a command will run (its ``--method``, or the method of its ``--spec``
-    file), not yet checked against the registry (which imports every map), or None."""
+    """The map method a command will run (its ``--method``, the method of its ``--spec`` file, or
+    the command's ``default_method`` when it appends to no store), not yet checked against the
+    registry (which imports every map), or None."""
     method = getattr(args, "method", None)
     spec_path = getattr(args, "spec", None)
     if spec_path:
@@ -80,6 +81,8 @@ def _command_method(args):
                 method = json.load(f).get("method")
         except (OSError, ValueError, AttributeError):
             return None  # the command reports a bad --spec itself, with its own message
+    elif method is None and not getattr(args, "append", False):  # an append runs the store's map
+        method = getattr(args, "default_method", None)
     return method if isinstance(method, str) else None
 
 

@@ -14,6 +14,9 @@ from ._paths import existing, normalize
 
 help = "featurize .npy, Zarr, Parquet, CSV or svmlight rows into a resumable Zarr feature store"
 
+#: the map without --method or --spec (its workers are warmed for it too: see _cluster)
+DEFAULT_METHOD = "gcws"
+
 
 def add_arguments(parser):
     parser.add_argument("input", help="input rows: a .npy file, a Zarr array, Parquet (a file or a folder of them), CSV, or an "
@@ -21,7 +24,7 @@ def add_arguments(parser):
     parser.add_argument("output", help="feature store to write (path, file:// or fsspec URL such as s3://...)")
     parser.add_argument("--labels", help=".npy file of one label per row, stored beside the features (for .npy "
                         "and Zarr input; svmlight files carry their labels; Parquet/CSV: --label-column)")
-    parser.add_argument("--method", help="feature map (default gcws; with --append, the store's)")
+    parser.add_argument("--method", help=f"feature map (default {DEFAULT_METHOD}; with --append, the store's)")
     parser.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                         help="map parameter, e.g. --param n_components=256 (value parsed as JSON if it can be); "
                              "center=mean centres on the mean of all rows (one extra pass)")
@@ -31,6 +34,7 @@ def add_arguments(parser):
     parser.add_argument("--block-rows", type=positive_int, help="rows per stored block (default: the input's partitions)")
     parser.add_argument("--chunks", type=positive_int, help="deprecated name of --block-rows (removed in the next release)")
     add_cluster_arguments(parser)
+    parser.set_defaults(default_method=DEFAULT_METHOD)
     parser.add_argument("--overwrite", action="store_true", help="replace an existing store")
     parser.add_argument("--append", action="store_true",
                         help="add the input's rows to the store as a new segment (a nightly job's new rows); "
@@ -80,7 +84,7 @@ def build_map(args):
         if not isinstance(params, dict):
             raise UsageError(f"--spec {args.spec}: 'params' must be an object")
         return make_map(spec["method"], params, flag=f"--spec {args.spec}: params")
-    return make_map(args.method or "gcws", parse_params(args.param))
+    return make_map(args.method or DEFAULT_METHOD, parse_params(args.param))
 
 
 def block_rows(args):
