@@ -12,9 +12,9 @@ dense and CSR (the kernels are compiled per argument type, not per size,
 so this loads exactly the code the real blocks use); for each full spec (a fitted map's
 :meth:`~dask_kernels.maps.base.FeatureMap.spec`), that map on a tiny block, which also builds
 its parameter tables. A failure is logged by the worker and changes nothing: the first block
-then warms the worker as before. The plugin also imports what a worker's first store block
-needs besides the kernels (Zarr) in a background thread, while the worker waits for its first
-task.
+then warms the worker as before. The plugin also loads what a worker's first store block
+needs besides the kernels (Zarr, the digest kernel: :func:`warm_writer`) in a background thread,
+while the worker waits for its first task.
 
 Numba's on-disk cache (``NUMBA_CACHE_DIR``, or ``__pycache__`` beside the package) is shared
 by every process of one machine, so workers load compiled kernels instead of compiling them;

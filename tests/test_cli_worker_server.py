@@ -1,6 +1,7 @@
 """The CLI starts its LocalCluster's forkserver first, preloaded with the command's map warm: the
 workers fork from it with the package, the map's Numba kernels and what a store write runs (Zarr,
-the digest kernel) loaded, before any task or warm-up plugin runs. Each case runs in a fresh process (the forkserver is one per process)."""
+the digest kernel) loaded, before any task or warm-up plugin runs. Each case runs in a fresh
+process (the forkserver is one per process)."""
 
 import os
 import subprocess
