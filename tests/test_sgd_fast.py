@@ -215,6 +215,9 @@ def test_fallback_for_other_configurations(monkeypatch):
     sgd_fast.partial_fit(est, ro, y)
     _same(ref, est)
     assert not sgd_fast.applies(est, X, y, classes=np.arange(5))  # scikit-learn raises
+    assert not sgd_fast.applies(est, X, y, classes=np.array([0, 1, 2, 5]))
+    for same in (est.classes_, [3, 1, 0, 2], np.arange(4.0), np.array([0, 1, 1, 2, 3])):  # unique_labels: classes_
+        assert sgd_fast.applies(est, X, y, classes=same), same
     monkeypatch.setattr(sgd_fast, "VERIFIED", ("0.0",))
     assert not sgd_fast.applies(est, X, y, classes=classes)
     import sklearn
