@@ -133,3 +133,20 @@ def test_blocks_are_read_by_the_store_not_through_a_dask_graph(stored, monkeypat
     with dask.config.set(scheduler="processes"):
         assert not src._direct()
     assert src.synchronous()._direct()
+
+
+def test_an_opened_store_read_on_the_workers_gives_the_local_model(stored, local_cluster):
+    """On the workers (scheduler "synchronous" in their tasks) the store's blocks are read
+    with ``read_block`` too: the same model as the local run."""
+    from distributed import Client
+
+    X, y, gcws, path, store = stored
+
+    def run(client):
+        return fit_incremental(sgd(), dask_kernels.open_store(path), epochs=1, validation_fraction=None,
+                               client=client, progress=False).estimator
+
+    local = run(False)
+    with Client(local_cluster) as client:
+        remote = run(client)
+    assert local.coef_.tobytes() == remote.coef_.tobytes() and local.intercept_.tobytes() == remote.intercept_.tobytes()
