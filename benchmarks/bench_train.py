@@ -10,8 +10,8 @@ tried in the same run: scikit-learn's SGDClassifier fits one binary problem per 
   over the same block size, ``n_jobs`` 1 and 2; and with the estimator's ``shuffle=False``,
   also in calls of ``STEP_BLOCKS`` blocks: the ceiling of every out-of-core learner ("x pf":
   against the fastest of these rows);
-* the same loop (``n_jobs=None``) through ``fit_incremental``'s learner call, so after the first
-  call through the SGD fast path (``dask_kernels.learn.sgd_fast``, bitwise the same model) on 1
+* the same loop (``n_jobs=None``) through ``fit_incremental``'s learner call, so through the
+  SGD fast path (``dask_kernels.learn.sgd_fast``, bitwise the same model; the first call too) on 1
   and 2 threads: the learner's own speed (not a peer; "x pf" is against scikit-learn's rows);
 * dask-ml's ``Incremental`` on the store's dask array (the threaded scheduler reading blocks
   in parallel, ``shuffle_blocks=True``), one ``partial_fit`` pass per epoch: on the stored
@@ -107,8 +107,8 @@ def timed(fn, repeat=3):
 
 def in_memory(F, y, eta0, epochs, classes, n_jobs=None, shuffle=True, step=BLOCK, learner_threads=None):
     """The estimator's ``partial_fit`` over the blocks in a seeded order; with ``learner_threads``
-    through fit_incremental's learner call instead (``dask_kernels.learn.learner``: after the
-    first call the SGD fast path, bitwise the same model, on that many threads)."""
+    through fit_incremental's learner call instead (``dask_kernels.learn.learner``: the SGD
+    fast path, bitwise the same model, on that many threads)."""
     from dask_kernels.learn import learner
 
     est = sgd(eta0, n_jobs=n_jobs, shuffle=shuffle)

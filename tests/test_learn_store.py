@@ -92,3 +92,61 @@ def test_train_on_the_fly_from_svmlight_partitions(tmp_path):
     gcws = GCWS(n_components=32, seed=0).fit(X)
     model = fit_incremental(sgd(), parts, feature_map=gcws, epochs=3, progress=False)
     assert model.history[-1]["accuracy"] > 0.7  # chance 0.5, sd 0.045 on ~120 held-out rows
+
+
+def test_blocks_are_read_by_the_store_not_through_a_dask_graph(stored, monkeypatch):
+    """A local run reads an opened store's blocks with ``read_block`` (checked as the dask
+    arrays check them, without their graph and copy): the same rows, the same model as through
+    dask; a store whose arrays were changed (mapped) or a scheduler that is not this process's
+    goes through dask as before."""
+    import dask
+
+    from dask_kernels.learn import StoreSource
+    from dask_kernels.pipeline.store import FeatureStore
+
+    X, y, gcws, path, store = stored
+    src = StoreSource(dask_kernels.open_store(path))
+    assert src._direct()
+    got = src.read_blocks([3, 0], [None, np.array([4, 1])])
+    assert np.array_equal(got[0][0], store.features[1500:2000].compute())
+    assert np.array_equal(got[1][0], store.features[:500].compute()[[4, 1]])
+    assert np.array_equal(got[1][1], y[[4, 1]])
+    assert np.array_equal(src.read(2)[1], y[1000:1500])
+
+    calls = []
+    real = FeatureStore.read_block
+    monkeypatch.setattr(FeatureStore, "read_block", lambda self, i: calls.append(i) or real(self, i))
+    direct = fit_incremental(sgd(), dask_kernels.open_store(path), epochs=2, progress=False)
+    assert sorted(calls) == list(range(6))  # every block once (the rows are kept from epoch to epoch)
+    monkeypatch.setattr(StoreSource, "_direct", lambda self: False)
+    calls.clear()
+    graph = fit_incremental(sgd(), dask_kernels.open_store(path), epochs=2, progress=False)
+    assert calls == []
+    assert direct.estimator.coef_.tobytes() == graph.estimator.coef_.tobytes()
+    assert direct.estimator.intercept_.tobytes() == graph.estimator.intercept_.tobytes()
+    monkeypatch.undo()
+
+    mapped = dask_kernels.open_store(path)
+    mapped.features = mapped.features.map_blocks(lambda b: b, dtype=mapped.features.dtype)
+    assert not StoreSource(mapped)._direct()
+    assert not StoreSource(dask_kernels.open_store(path), block_rows=250)._direct()  # not the stored blocks
+    with dask.config.set(scheduler="processes"):
+        assert not src._direct()
+    assert src.synchronous()._direct()
+
+
+def test_an_opened_store_read_on_the_workers_gives_the_local_model(stored, local_cluster):
+    """On the workers (scheduler "synchronous" in their tasks) the store's blocks are read
+    with ``read_block`` too: the same model as the local run."""
+    from distributed import Client
+
+    X, y, gcws, path, store = stored
+
+    def run(client):
+        return fit_incremental(sgd(), dask_kernels.open_store(path), epochs=1, validation_fraction=None,
+                               client=client, progress=False).estimator
+
+    local = run(False)
+    with Client(local_cluster) as client:
+        remote = run(client)
+    assert local.coef_.tobytes() == remote.coef_.tobytes() and local.intercept_.tobytes() == remote.intercept_.tobytes()

@@ -193,7 +193,8 @@ def test_fallback_for_other_configurations(monkeypatch):
 
     est = fitted()
     assert sgd_fast.applies(est, X, y, classes=classes)
-    assert not sgd_fast.applies(SGDClassifier(), X, y, classes=classes)  # unfitted: scikit-learn sets it up
+    assert sgd_fast.applies(SGDClassifier(), X, y, classes=classes)  # unfitted: primed as scikit-learn sets it up
+    assert not sgd_fast.applies(SGDClassifier(), X, y)  # scikit-learn needs the classes on a first call
     for kw in (dict(average=True), dict(class_weight={0: 2.0}), dict(early_stopping=True), dict(penalty="l1"),
                dict(penalty="elasticnet"), dict(learning_rate="adaptive", eta0=0.1), dict(verbose=1)):
         assert not sgd_fast.applies(fitted().set_params(**kw), X, y, classes=classes), kw
@@ -214,6 +215,9 @@ def test_fallback_for_other_configurations(monkeypatch):
     sgd_fast.partial_fit(est, ro, y)
     _same(ref, est)
     assert not sgd_fast.applies(est, X, y, classes=np.arange(5))  # scikit-learn raises
+    assert not sgd_fast.applies(est, X, y, classes=np.array([0, 1, 2, 5]))
+    for same in (est.classes_, [3, 1, 0, 2], np.arange(4.0), np.array([0, 1, 1, 2, 3])):  # unique_labels: classes_
+        assert sgd_fast.applies(est, X, y, classes=same), same
     monkeypatch.setattr(sgd_fast, "VERIFIED", ("0.0",))
     assert not sgd_fast.applies(est, X, y, classes=classes)
     import sklearn
@@ -251,8 +255,68 @@ def test_fit_incremental_same_model(monkeypatch, loss):
     real = sgd_fast.partial_fit
     monkeypatch.setattr(sgd_fast, "partial_fit", lambda *a, **k: calls.append(1) or real(*a, **k))
     on = fit()
-    assert len(calls) >= 10  # every call after the first
+    assert len(calls) == 12  # every call, the first one too (primed)
     monkeypatch.setattr(sgd_fast, "ENABLED", False)
     off = fit()
     assert len(calls) >= 10 and on.t_ == off.t_
     _same(on, off)
+
+
+FIRST = list(itertools.product(["log_loss", "hinge"], [np.float64, np.float32], [2, 4], [0, None, "instance"],
+                               [True, False]))
+
+
+@pytest.mark.parametrize("i", range(len(FIRST)))
+def test_first_call_bitwise_sklearn(i):
+    """The first call (an unfitted estimator) through the kernels: every attribute scikit-learn's
+    first ``partial_fit`` sets, bitwise, and the random state after it; then a second call."""
+    from dask_kernels.learn.state import get_state
+
+    loss, dtype, n_classes, random_state, shuffle = FIRST[i]
+    X, y = _data(classes=n_classes, dtype=dtype, seed=i)
+    classes = np.arange(n_classes)
+
+    def make():
+        rs = np.random.RandomState(5) if random_state == "instance" else random_state
+        return SGDClassifier(loss=loss, learning_rate="optimal" if i % 3 else "constant", eta0=0.05, alpha=1e-3,
+                             shuffle=shuffle, random_state=rs)
+
+    ref, fast = make(), make()
+    for a, b in ((0, 100), (100, 240)):
+        np.random.seed(a)
+        ref.partial_fit(X[a:b], y[a:b], classes=classes)
+        ref_global = np.random.get_state()
+        np.random.seed(a)
+        assert sgd_fast.applies(fast, X[a:b], y[a:b], classes=classes)
+        sgd_fast.partial_fit(fast, X[a:b], y[a:b], classes=classes, threads=1 + i % 2)
+        _same(ref, fast)
+        assert sorted(vars(ref)) == sorted(vars(fast))
+        rs, fs = get_state(ref), get_state(fast)
+        assert rs[1] == fs[1] and rs[0].keys() == fs[0].keys()
+        assert all(rs[0][k].tobytes() == fs[0][k].tobytes() and rs[0][k].dtype == fs[0][k].dtype for k in rs[0])
+        if random_state is None:
+            assert _states_equal(ref_global, np.random.get_state())
+        elif random_state == "instance":
+            assert _states_equal(ref.random_state.get_state(), fast.random_state.get_state())
+
+
+def test_first_call_refused_as_sklearn_leaves_the_estimator_as_sklearn_does():
+    """A first call scikit-learn refuses (a label outside ``classes``, rows that are not finite)
+    raises its error and leaves the estimator as scikit-learn's call leaves it (no primed
+    attribute behind)."""
+    X, y = _data()
+    bad_label = y.copy()
+    bad_label[7] = 9
+    nan = X.copy()
+    nan[3, 1] = np.nan
+    for rows, labels in ((X, bad_label), (nan, y)):
+        ref, est = SGDClassifier(random_state=0), SGDClassifier(random_state=0)
+        with pytest.raises(ValueError) as want:
+            ref.partial_fit(rows, labels, classes=np.arange(4))
+        assert sgd_fast.applies(est, rows, labels, classes=np.arange(4))
+        with pytest.raises(ValueError) as got:
+            sgd_fast.partial_fit(est, rows, labels, classes=np.arange(4))
+        assert str(got.value) == str(want.value)
+        assert sorted(vars(est)) == sorted(vars(ref)) and not hasattr(est, "coef_")
+    est = SGDClassifier(random_state=0)
+    assert sgd_fast.takes_rows(est) and not sgd_fast.applies(est, X, y)  # classes needed on a first call

@@ -141,7 +141,7 @@ def test_what_the_indexed_path_does_not_take(monkeypatch):
 
     est = fitted()
     assert sgd_fast.takes_rows(est) and sgd_fast.applies(est, step, y[rows], classes=classes)
-    assert not sgd_fast.takes_rows(SGDClassifier())  # unfitted: its first call is scikit-learn's
+    assert sgd_fast.takes_rows(SGDClassifier())  # unfitted: its first call is primed (test_sgd_fast.py)
     assert not sgd_fast.takes_rows(fitted(average=True)) and not sgd_fast.takes_rows(fitted(Perceptron))
     assert not sgd_fast.applies(est, X.step_rows(rows, np.float32), y[rows], classes=classes)  # coef_ float64
     assert not sgd_fast.applies(est, StepRows(X.base, np.array([0, X.base.shape[0]]), np.float64), y[:2])
@@ -186,7 +186,9 @@ def test_step_features_gathers_where_rows_are_not_kept_in_one_array():
     plain = _Window(X.parts)  # blocks read for one window, not kept
     F, _, _ = step_features(src, plain, y, rows, est)
     assert isinstance(F, np.ndarray) and F.tobytes() == whole[rows].astype(np.float64).tobytes()
-    F, _, _ = step_features(src, X, y, rows, SGDClassifier())  # not fitted yet
+    F, _, _ = step_features(src, X, y, rows, SGDClassifier())  # not fitted yet: its first call is primed
+    assert isinstance(F, StepRows) and F.dtype == np.float64
+    F, _, _ = step_features(src, X, y, rows, SGDClassifier(average=True))  # a configuration not replicated
     assert isinstance(F, np.ndarray)
     F, _, _ = step_features(src, X, y, rows, Perceptron().partial_fit(whole[:20], y[:20] % 4, classes=range(4)))
     assert isinstance(F, np.ndarray)
@@ -216,7 +218,7 @@ def test_fit_incremental_same_model(monkeypatch, dtype, validation, shuffle):
 
     kinds = _spy(monkeypatch)
     indexed = fit()
-    assert kinds.count(StepRows) >= 12, kinds  # 16 steps: the first is scikit-learn's, then one gathered
+    assert kinds == [StepRows] * 16, kinds  # every step, the first one too (primed, not scikit-learn's)
     monkeypatch.setattr(sgd_fast, "ROWS", False)
     del kinds[:]
     gathered = fit()
@@ -273,3 +275,20 @@ def test_keep_frees_each_read_block_once_kept():
     assert parts == [] and alive == [4, 3, 2, 1] and all(r() is None for r in refs)
     assert [kept.offsets[b] for b in (7, 5, 6, 4)] == [0, 50, 100, 150]
     assert [kept[b][0][0, 0] for b in (7, 5, 6, 4)] == [0, 1, 2, 3]
+
+
+@pytest.mark.parametrize("n_classes", [2, 4])
+def test_first_call_reads_in_place(n_classes):
+    """An unfitted estimator's first call on a step's rows in place: scikit-learn's first call
+    on the gathered rows, bitwise (the model in the step's dtype, float64)."""
+    X, y, whole = _kept(np.float32)
+    y = y % n_classes
+    rows = np.random.default_rng(2).permutation(whole.shape[0])[:70]
+    classes = np.arange(n_classes)
+    ref = SGDClassifier(random_state=4).partial_fit(whole[rows].astype(np.float64), y[rows], classes=classes)
+    fast = SGDClassifier(random_state=4)
+    step = X.step_rows(rows, np.float64)
+    assert sgd_fast.applies(fast, step, y[rows], classes=classes)
+    sgd_fast.partial_fit(fast, step, y[rows], classes=classes, threads=2)
+    _same(ref, fast)
+    assert fast.coef_.dtype == np.float64 and sorted(vars(ref)) == sorted(vars(fast))

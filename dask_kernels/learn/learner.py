@@ -24,7 +24,7 @@ Costs the learner would otherwise pay on every step, removed where that is exact
   (``BlockSource.finite``) the check runs under ``sklearn.config_context(assume_finite=True)``.
   Raw rows given without a map, and stores read unverified, keep it.
 
-* **scikit-learn's SGD loop.** A fitted SGDClassifier on dense rows trains through
+* **scikit-learn's SGD loop.** An SGDClassifier (fitted, or its first call) on dense rows trains through
   :mod:`.sgd_fast`, a Numba replica of the loop that gives bitwise the same model with up to
   four classes per core (one-vs-rest groups on the same threads); every other call is
   ``estimator.partial_fit``.
@@ -122,7 +122,7 @@ def _threaded(F: Any, fit_args: dict, threads: int) -> bool:
 def partial_fit(estimator: Any, F: Any, y: Any, fit_args: dict, *, threads: int = 1, finite: bool = False) -> None:
     """``estimator.partial_fit(F[, y], **fit_args)`` (``y`` None: unsupervised) on ``threads``
     one-vs-rest threads (:class:`PoolBackend`) when that pays (:data:`MIN_THREADED_WORK`), without the finite check if
-    ``finite`` (see the module docstring). A fitted SGDClassifier on dense rows takes the bitwise
+    ``finite`` (see the module docstring). An SGDClassifier on dense rows (fitted, or its first call) takes the bitwise
     replica :mod:`.sgd_fast` where it :func:`~.sgd_fast.applies` (``F`` may then be a step's
     rows where they are kept, :class:`._gather.StepRows`: gathered for any other call)."""
     classes = fit_args.get("classes")

@@ -2,12 +2,13 @@
 model, several one-vs-rest classes per core.
 
 :func:`applies` says when the replica is exact: scikit-learn :data:`VERIFIED` (the versions
-whose ``_plain_sgd`` the kernels were checked against), an already fitted ``SGDClassifier``
-(the first call goes through scikit-learn and sets up the attributes) with loss
+whose ``_plain_sgd`` the kernels were checked against), an ``SGDClassifier`` (fitted, or
+before its first call with ``classes``: set up as scikit-learn sets it up, :func:`_prime`;
+the model is then in the dtype of the first call's rows, as scikit-learn's) with loss
 ``log_loss``, ``hinge``, ``squared_hinge``, ``perceptron`` or ``modified_huber``, penalty
 ``l2`` or None, learning rate ``constant``, ``optimal`` or ``invscaling``, ``average=False``,
 ``class_weight=None``, ``early_stopping=False``, ``verbose=0``; dense C-ordered rows in the
-dtype of ``coef_``, or a step's rows named in the array that keeps them
+dtype of ``coef_`` (of a first call: float32 or float64), or a step's rows named in the array that keeps them
 (:class:`._gather.StepRows`: float32 or float64, each value converted to the dtype of
 ``coef_`` as it is read, the same values as ``astype``'s; no gathered copy of the step), no
 ``sample_weight``. Anything else goes to ``estimator.partial_fit`` unchanged (a
@@ -78,11 +79,19 @@ def _params_ok(estimator: Any) -> bool:
                 or p.get("verbose") != 0)
 
 
+def _first_call(estimator: Any) -> bool:
+    """``estimator`` has no fitted attributes: its first ``partial_fit`` call sets them up
+    (:func:`_prime`)."""
+    return "coef_" not in estimator.__dict__ and "classes_" not in estimator.__dict__
+
+
 def takes_rows(estimator: Any) -> bool:
     """Whether steps for ``estimator`` may be prepared as :class:`._gather.StepRows` (read in
-    place by :func:`partial_fit`): a fitted estimator :func:`applies` to by its parameters
-    (a call it then does not apply to gathers them: the same model, the old cost)."""
-    return ROWS and _params_ok(estimator) and isinstance(estimator.__dict__.get("coef_"), np.ndarray)
+    place by :func:`partial_fit`): an estimator :func:`applies` to by its parameters, fitted or
+    before its first call (a call it then does not apply to gathers them: the same model, the
+    old cost)."""
+    return ROWS and _params_ok(estimator) and (isinstance(estimator.__dict__.get("coef_"), np.ndarray)
+                                               or _first_call(estimator))
 
 
 def applies(estimator: Any, X: Any, y: Any, sample_weight: Any = None, classes: Any = None) -> bool:
@@ -91,6 +100,8 @@ def applies(estimator: Any, X: Any, y: Any, sample_weight: Any = None, classes: 
     :class:`._gather.StepRows`: on its gathered rows)."""
     if sample_weight is not None or not _params_ok(estimator):
         return False
+    if _first_call(estimator):  # primed by partial_fit (scikit-learn needs the classes then)
+        return classes is not None and _rows_ok(X, None) and _labels_ok(X, y)
     p = estimator.__dict__
     coef, intercept, fitted = p.get("coef_"), p.get("intercept_"), p.get("classes_")
     if not (isinstance(coef, np.ndarray) and isinstance(intercept, np.ndarray) and isinstance(fitted, np.ndarray)
@@ -99,23 +110,64 @@ def applies(estimator: Any, X: Any, y: Any, sample_weight: Any = None, classes: 
             and coef.dtype in _RESET and len(fitted) >= 2
             and coef.shape[0] == (1 if len(fitted) == 2 else len(fitted)) and intercept.shape == (coef.shape[0],)):
         return False
-    if isinstance(X, StepRows):
-        src, at = X.src, X.at
-        if not (isinstance(src, np.ndarray) and src.ndim == 2 and src.dtype in _RESET and src.flags.c_contiguous
-                and X.dtype == coef.dtype and at.ndim == 1 and at.size >= 1
-                and 0 <= at.min() and at.max() < src.shape[0]):
-            return False
-    elif not (isinstance(X, np.ndarray) and X.ndim == 2 and X.dtype == coef.dtype and X.flags.c_contiguous):
-        return False
-    if not (X.shape[0] >= 1 and X.shape[1] == coef.shape[1] == p.get("n_features_in_")):
-        return False
-    if not (isinstance(y, np.ndarray) and y.shape == (X.shape[0],) and y.dtype.kind in "biufU"):
+    if not (_rows_ok(X, coef.dtype) and X.shape[1] == coef.shape[1] == p.get("n_features_in_")
+            and _labels_ok(X, y)):
         return False
     if classes is not None:
         from sklearn.utils.multiclass import unique_labels
 
-        if not np.array_equal(fitted, unique_labels(classes)):
+        # the classes fit_incremental passes every call are classes_ itself (sorted, distinct:
+        # then unique_labels gives them back; 0.4 ms a call), anything else is checked as
+        # scikit-learn checks it
+        same = (isinstance(classes, np.ndarray) and classes.dtype == fitted.dtype and classes.shape == fitted.shape
+                and np.array_equal(classes, fitted))
+        if not (same or np.array_equal(fitted, unique_labels(classes))):
             return False  # scikit-learn raises
+    return True
+
+
+def _rows_ok(X: Any, dtype: np.dtype | None) -> bool:
+    """Dense C-ordered float rows in ``dtype`` (None: float32 or float64, as a first call
+    takes them), or a :class:`._gather.StepRows` of them; at least one."""
+    if isinstance(X, StepRows):
+        src, at = X.src, X.at
+        if not (isinstance(src, np.ndarray) and src.ndim == 2 and src.dtype in _RESET and src.flags.c_contiguous
+                and at.ndim == 1 and at.size >= 1 and 0 <= at.min() and at.max() < src.shape[0]):
+            return False
+    elif not (isinstance(X, np.ndarray) and X.ndim == 2 and X.flags.c_contiguous):
+        return False
+    return (X.dtype in _RESET if dtype is None else X.dtype == dtype) and X.shape[0] >= 1
+
+
+def _labels_ok(X: Any, y: Any) -> bool:
+    return isinstance(y, np.ndarray) and y.shape == (X.shape[0],) and y.dtype.kind in "biufU"
+
+
+def _prime(estimator: Any, X: np.ndarray | StepRows, y: np.ndarray, classes: Any) -> bool:
+    """Set up a first call's attributes as scikit-learn's first ``partial_fit`` sets them
+    before it trains (``classes_``, ``n_features_in_``, the loss, zero ``coef_`` and
+    ``intercept_`` in the rows' dtype, ``t_ = 1``), so the kernels make the first call too.
+
+    They are taken from a clone (its own seed: the estimator's random state is not drawn from)
+    fitted on one row, then the learned values are reset to the untrained ones; False (nothing
+    set) if the clone's call fails: scikit-learn then makes the call and raises what it raises."""
+    from sklearn.base import clone
+
+    probe = clone(estimator).set_params(random_state=0)
+    row = np.ascontiguousarray((X.src[X.at[:1]] if isinstance(X, StepRows) else X[:1]), dtype=X.dtype)
+    try:
+        probe.partial_fit(row, y[:1], classes=classes)
+    except Exception:  # noqa: BLE001 - scikit-learn's own call raises it again, on the estimator
+        return False
+    params = estimator.get_params(deep=False)
+    coef = probe.coef_
+    if not (isinstance(coef, np.ndarray) and coef.ndim == 2 and coef.dtype == X.dtype):
+        return False
+    learned = ("coef_", "intercept_", "t_", "n_iter_")
+    estimator.__dict__.update((k, v) for k, v in vars(probe).items() if k not in params and k not in learned)
+    estimator.coef_ = np.zeros(coef.shape, dtype=coef.dtype)  # _allocate_parameter_mem's
+    estimator.intercept_ = np.zeros(coef.shape[0], dtype=coef.dtype)
+    estimator.t_ = 1.0
     return True
 
 
@@ -176,15 +228,19 @@ def partial_fit(estimator: Any, X: np.ndarray | StepRows, y: np.ndarray, classes
                 threads: int = 1, finite: bool = False) -> Any:
     """``estimator.partial_fit(X, y, classes=classes)``, bitwise, where :func:`applies`
     (the caller checks it; ``X`` a :class:`._gather.StepRows`: on its gathered rows);
-    ``finite``: X is known finite (else it is checked, as scikit-learn does). Returns the
-    estimator."""
+    ``finite``: X is known finite (else it is checked, as scikit-learn does); an estimator
+    not yet fitted is set up as scikit-learn's first call sets it up (:func:`_prime`), and
+    left as it was if scikit-learn then makes the call. Returns the estimator."""
     _validate(estimator)
+    pristine = dict(estimator.__dict__) if _first_call(estimator) else None
+    if pristine is not None and not _prime(estimator, X, y, classes):
+        return _sklearn(estimator, X, y, classes, pristine)
     coef, fitted = estimator.coef_, estimator.classes_
     src, at = (X.src, X.at) if isinstance(X, StepRows) else (X, np.empty(0, np.int64))
     if (not finite and not np.isfinite(src[at] if at.size else src).all()
             or y.dtype.kind == "f" and not np.isfinite(y).all()
             or not np.isin(y, fitted).all()):  # a label outside classes_ would train as a negative
-        return _sklearn(estimator, X, y, classes)  # scikit-learn raises
+        return _sklearn(estimator, X, y, classes, pristine)  # scikit-learn raises
     n, n_fits = X.shape[0], coef.shape[0]
     saved = _rng_state(estimator)
     seeds = _seeds(estimator, n_fits)
@@ -222,7 +278,7 @@ def partial_fit(estimator: Any, X: np.ndarray | StepRows, y: np.ndarray, classes
         coef[...] = backup
         if saved is not None:
             saved[0].set_state(saved[1])
-        return _sklearn(estimator, X, y, classes)
+        return _sklearn(estimator, X, y, classes, pristine)
     if n_fits == 1:
         estimator.intercept_ = np.atleast_1d(float(b[0]))
     else:
@@ -232,6 +288,11 @@ def partial_fit(estimator: Any, X: np.ndarray | StepRows, y: np.ndarray, classes
     return estimator
 
 
-def _sklearn(estimator: Any, X: np.ndarray | StepRows, y: np.ndarray, classes: Any) -> Any:
-    """scikit-learn's own ``partial_fit`` (on the gathered rows of a ``StepRows``)."""
+def _sklearn(estimator: Any, X: np.ndarray | StepRows, y: np.ndarray, classes: Any,
+             pristine: dict | None = None) -> Any:
+    """scikit-learn's own ``partial_fit`` (on the gathered rows of a ``StepRows``); on the
+    estimator as it was before :func:`_prime` if it was primed (``pristine``)."""
+    if pristine is not None:
+        estimator.__dict__.clear()
+        estimator.__dict__.update(pristine)
     return estimator.partial_fit(X.gather() if isinstance(X, StepRows) else X, y, classes=classes)

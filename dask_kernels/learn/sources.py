@@ -18,6 +18,8 @@ read-ahead buffer small.
 from __future__ import annotations
 
 import copy
+import os
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -228,24 +230,70 @@ class StoreSource(BlockSource):
                                  "feature rows: labels are misaligned with the features")
             self.has_labels = True
         self.bounds = _bounds(self.n_rows, block_rows, feats.chunks[0] if block_rows is None else None)
+        self._blocks_are_stored = None  # see _direct
 
     def read(self, i, rows=None):
         import dask
 
-        a, b = self.bounds[i]
-        # one compute: the row slice spans every column chunk, so whole rows come back
-        parts = (self.features[a:b],) + ((self.labels[a:b],) if self.has_labels else ())
-        got = dask.compute(*parts, scheduler=self.scheduler)
-        X = np.asarray(got[0])
-        y = np.asarray(got[1]) if self.has_labels else None
+        if self._direct():
+            X, y = self._read_direct([i])[0]
+        else:
+            a, b = self.bounds[i]
+            # one compute: the row slice spans every column chunk, so whole rows come back
+            parts = (self.features[a:b],) + ((self.labels[a:b],) if self.has_labels else ())
+            got = dask.compute(*parts, scheduler=self.scheduler)
+            X = np.asarray(got[0])
+            y = np.asarray(got[1]) if self.has_labels else None
         if rows is not None:
             X = X[rows]
             y = None if y is None else y[rows]
         return X, y
 
+    def _direct(self) -> bool:
+        """The store reads its own blocks (``read_block``, checked as its dask arrays check
+        them) and the reads would run in this process: the source's arrays are the store's
+        own, as :func:`~dask_kernels.open_store` made them (their ``dk-store-<array>-`` keys:
+        not mapped, sliced or joined with appended segments), its blocks are the stored ones,
+        and the scheduler is dask's threaded or synchronous one (never a distributed client's)."""
+        import dask.base
+        import dask.local
+        import dask.threaded
+
+        if self._blocks_are_stored is None:
+            blocks = getattr(self.store, "blocks", None)
+            own = all(str(getattr(a, "name", "")).startswith(f"dk-store-{name}-")
+                      for name, a in (("features", self.features), ("labels", self.labels)) if a is not None)
+            self._blocks_are_stored = (own and callable(getattr(self.store, "read_block", None)) and callable(blocks)
+                                       and [tuple(b) for b in blocks()] == [tuple(b) for b in self.bounds])
+        scheduler = dask.base.get_scheduler(scheduler=self.scheduler)
+        return self._blocks_are_stored and scheduler in (None, dask.threaded.get, dask.local.get_sync)
+
+    def _read_direct(self, blocks: list[int]) -> list[tuple]:
+        """``[(features, labels or None)]`` of whole stored blocks from ``store.read_block``:
+        the same checked arrays as a dask compute of the rows, without the graph and the copy
+        dask makes of a single chunk (~6 ms of CPU per 10 MB block); blocks in parallel on
+        as many threads as dask's threaded scheduler would take, in this thread if synchronous."""
+        import dask.base
+        import dask.local
+
+        def one(i: int) -> tuple:
+            got = self.store.read_block(int(i))
+            return np.asarray(got["features"]), (np.asarray(got["labels"]) if self.has_labels else None)
+
+        workers = min(len(blocks), os.cpu_count() or 1)
+        if workers <= 1 or dask.base.get_scheduler(scheduler=self.scheduler) is dask.local.get_sync:
+            return [one(i) for i in blocks]
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            return list(pool.map(one, blocks))
+
     def read_blocks(self, blocks, rows):
         import dask
 
+        if self._direct():
+            out = []
+            for (X, y), r in zip(self._read_direct(blocks), rows):
+                out.append((X, y) if r is None else (X[r], None if y is None else y[r]))
+            return out
         # one compute for all the blocks: the scheduler reads their chunks in parallel
         parts = []
         for i in blocks:
