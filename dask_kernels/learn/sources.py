@@ -252,7 +252,7 @@ class StoreSource(BlockSource):
     def _direct(self) -> bool:
         """The store reads its own blocks (``read_block``, checked as its dask arrays check
         them) and the reads would run in this process: the source's arrays are the store's
-        own, as :func:`~dask_kernels.open_store` made them (their ``dk-store-<array>-`` keys:
+        own, as :func:`~dask_kernels.open_store` made them (``is_stored_array``:
         not mapped, sliced or joined with appended segments), its blocks are the stored ones,
         and the scheduler is dask's threaded or synchronous one (never a distributed client's)."""
         import dask.base
@@ -261,7 +261,9 @@ class StoreSource(BlockSource):
 
         if self._blocks_are_stored is None:
             blocks = getattr(self.store, "blocks", None)
-            own = all(str(getattr(a, "name", "")).startswith(f"dk-store-{name}-")
+            from ..pipeline.store import is_stored_array
+
+            own = all(is_stored_array(a, name)
                       for name, a in (("features", self.features), ("labels", self.labels)) if a is not None)
             self._blocks_are_stored = (own and callable(getattr(self.store, "read_block", None)) and callable(blocks)
                                        and [tuple(b) for b in blocks()] == [tuple(b) for b in self.bounds])

@@ -131,10 +131,21 @@ def _read_block(reader, name, i, verify):
     return reader.read(name, i, verify)
 
 
+def _array_key(name, tag):
+    return f"dk-store-{name}-{tag}"
+
+
+def is_stored_array(arr, name: str) -> bool:
+    """True when ``arr`` is a store's own ``name`` array as :func:`open_store` made it (one
+    chunk per stored block), not mapped, sliced or joined with appended segments: its key
+    is the store's."""
+    return str(getattr(arr, "name", "")).startswith(_array_key(name, ""))
+
+
 def _verified_array(reader, name, arr, tag, verify):
     from dask.highlevelgraph import HighLevelGraph
 
-    key = f"dk-store-{name}-{tag}"
+    key = _array_key(name, tag)
     n_blocks, block_rows, n_rows = reader.info["n_blocks"], reader.info["block_rows"], reader.info["n_rows"]
     rest = (0,) * (arr.ndim - 1)
     dsk = {(key, i) + rest: (_read_block, reader, name, i, verify) for i in range(n_blocks)}
@@ -250,7 +261,7 @@ class FeatureStore:
         if self.format >= 2:
             return _verified_array(self._reader, name, arr, tag, self.verify)
         meta = np.empty((0,) * arr.ndim, dtype=arr.dtype)
-        return da.from_array(arr, chunks=arr.chunks, name=f"dk-store-{name}-{tag}", meta=meta)
+        return da.from_array(arr, chunks=arr.chunks, name=_array_key(name, tag), meta=meta)
 
     @property
     def feature_map(self):
