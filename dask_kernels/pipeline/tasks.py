@@ -178,25 +178,23 @@ def write_dense_chunk(x: np.ndarray, *cols: np.ndarray, job: dict, names: tuple[
 
 
 def featurize_dense_chunk(x: np.ndarray, *cols: np.ndarray, job: dict, names: tuple[str, ...],
-                          block_info: list[dict] | None = None) -> np.ndarray:
+                          block_info: list[dict] | None = None) -> tuple[int, dict, int]:
     """map_blocks task of a sharded store's block of dense rows (fused with their read): its
-    ``(i, arrays, input digest)`` in a (1, 1) object array, for :func:`write_shard`. A shard's
-    blocks are featurized by tasks of one block each (as many as an unsharded store's, so the
-    workers finish together) and only its writing is one task."""
+    ``(i, arrays, input digest)`` for :func:`write_shard`. A shard's blocks are featurized by
+    tasks of one block each (as many as an unsharded store's, so the workers finish together)
+    and only its writing is one task. A tuple, not an array: dask sizes it by its arrays (a
+    worker's memory accounting sees the block), and nothing concatenates it."""
     i = block_info[0]["chunk-location"][0]
     g = _store_arrays(job["path"], json.dumps(job["storage_options"], sort_keys=True), job["run"])
     [(_, pieces)] = _pieces(x, cols, names, i, x.shape[0])
-    out = np.empty((1, 1), dtype=object)
-    out[0, 0] = (i, *_block_arrays(job, i, pieces, g))  # job['expect'] is empty: never None
-    return out
+    return (i, *_block_arrays(job, i, pieces, g))  # job["expect"] is empty: never None
 
 
-def write_shard(job: dict, featurized: list[np.ndarray]) -> np.ndarray:
+def write_shard(job: dict, featurized: list[tuple[int, dict, int]]) -> np.ndarray:
     """Write one shard whole from its blocks' :func:`featurize_dense_chunk` results, then their
     done records (one writer per shard). Returns a (1, 1) count of blocks written."""
-    got = [r[0, 0] for r in featurized]
     g = _store_arrays(job["path"], json.dumps(job["storage_options"], sort_keys=True), job["run"])
-    n = _write(job, [i for i, _, _ in got], [(arrays, d) for _, arrays, d in got], g)
+    n = _write(job, [i for i, _, _ in featurized], [(arrays, d) for _, arrays, d in featurized], g)
     return np.full((1, 1), n, dtype=np.int64)
 
 
