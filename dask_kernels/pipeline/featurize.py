@@ -407,7 +407,7 @@ def _dense_writes(X, job, labels, row_ids, pending, run):
 def _shard_writes(args, job, names, pending, run):
     """A (1, 1) status per pending shard: each shard's blocks are featurized by one task per block
     (fused with the read of its rows), then written by one task. One task per shard for all of
-    it would need the shard's rows as one chunk (dask's rechunk copies them: ~9 ms per block) and
+    it would need the shard's rows as one chunk (dask's rechunk copies them: 7-9 CPU-ms per block) and
     leave coarse tasks, 8x longer, so a worker slowed down by other load finishes a whole shard
     after the other (what made the cost of sharding vary between runs)."""
     from dask.highlevelgraph import HighLevelGraph
@@ -418,7 +418,7 @@ def _shard_writes(args, job, names, pending, run):
                            name=f"dk-featurize-{run}")
     k, name = job["shard_blocks"], f"dk-write-{run}"
     writer = dict(job, arrays=None, plan=None)  # the writer featurizes nothing
-    dsk = {(name, j, 0): (write_shard, writer, [(blocks.name, i, 0) for i in range(s * k, min((s + 1) * k, n_blocks))])
+    dsk = {(name, j, 0): (write_shard, writer, [(blocks.name, i, 0) for i in range(s * k, min(s * k + k, n_blocks))])
            for j, s in enumerate(pending)}
     graph = HighLevelGraph.from_collections(name, dsk, dependencies=[blocks])
     return da.Array(graph, name, ((1,) * len(pending), (1,)), meta=np.empty((0, 0), np.int64))
