@@ -145,3 +145,23 @@ def test_sharded_store_on_worker_processes_matches_the_unsharded_one(tmp_path, l
     assert s.run_stats == {"computed": 16, "skipped": 0} and _objects(s.path, "features") == 4
     assert np.array_equal(s.features.compute(), REF) and np.array_equal(s.labels.compute(), Y)
     assert open_store(s.path).verify_blocks() == {}
+
+
+def test_changed_input_row_rewrites_only_its_shard_whole(tmp_path):
+    """Resuming on a changed input keeps the whole-shard task: the shard holding the changed
+    block is recomputed and rewritten whole, the other shards are kept byte for byte."""
+    from dask_kernels.io import read_npy
+
+    f = str(tmp_path / "x.npy")
+    np.save(f, X)
+    p = str(tmp_path / "s.zarr")
+    featurize(read_npy(f, block_rows=10), G, store=p, shards=8, progress=False)
+    before = _files(p, "features")
+    X2 = X.copy()
+    X2[205] += 1.0  # block 20: shard 2 (blocks 16..23)
+    np.save(f, X2)
+    s = featurize(read_npy(f, block_rows=10), G, store=p, shards=8, progress=False)
+    assert s.run_stats == {"computed": 8, "skipped": 32}
+    after = _files(p, "features")
+    assert {k for k in before if before[k] != after[k]} == {os.path.join("2", "0")}
+    assert np.array_equal(open_store(p).features.compute(), G.transform(X2))
