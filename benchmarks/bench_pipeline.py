@@ -47,6 +47,10 @@ Rows are MNIST-like: 784 float32 values, ~20% nonzero. GCWS k=256, b=8 (uint8 co
   step also alone), and the kernel on its rows. With the .npy
   path's ratio r (everything but reading) the Parquet ratio can reach at most
   1 / (1 / r + decode / kernel): the bound any pyarrow-based reader has on this file.
+* sharding CPU per block (last): in this process on the synchronous scheduler, process time (Zarr's
+  codec threads included), 16 blocks into a store sharded 8 blocks per shard and into one
+  object per block, alternating, best of ``--repeats``: what a shard's writing costs beyond its
+  blocks', apart from how the cluster's scheduler places the tasks.
 * peak RSS per worker: psutil samples every 20 ms during the runs, minus the worker's idle RSS
   (the largest over the runs).
 """
@@ -357,10 +361,39 @@ def print_formats(n, rates, objects, kernel, workers):
           + ", ".join(f"{v:.1f}" for v in os.getloadavg()) + ")")
 
 
+def shard_cpu(npy, gcws, tmp, repeats, n_blocks=16):
+    """CPU per block of featurizing into a store sharded 8 blocks per shard and into one object
+    per block, in this process on the synchronous scheduler (process time: Zarr's codec threads
+    included; the first ``n_blocks`` blocks of the formats table's rows, alternating, best of
+    ``repeats`` each). What a shard's writing costs beyond its blocks', without the cluster's
+    scheduling (how the shards' tasks fall on the workers). Returns ``{shards: seconds per block}``."""
+    import dask
+
+    from dask_kernels import featurize
+    from dask_kernels.io import read_npy
+
+    block_rows = -(-np.load(npy, mmap_mode="r").shape[0] // 64)
+    X = read_npy(npy, block_rows=block_rows)[:n_blocks * block_rows]
+    best = {None: np.inf, 8: np.inf}
+    with dask.config.set(scheduler="synchronous"):
+        for _ in range(repeats):
+            for shards in best:
+                out = os.path.join(tmp, f"cpu-{shards}.zarr")
+                shutil.rmtree(out, ignore_errors=True)
+                t0 = time.process_time()
+                featurize(X, gcws, store=out, progress=False, shards=shards)
+                best[shards] = min(best[shards], (time.process_time() - t0) / n_blocks)
+                shutil.rmtree(out, ignore_errors=True)
+    return best
+
+
 def formats_table(npy, gcws, workers, tmp, repeats):
     n, rates, objects, kernel = formats(npy, gcws, workers, tmp, repeats)
     print_formats(n, rates, objects, kernel, workers)
     print_parquet_cpu(*parquet_cpu(gcws, tmp, repeats), rates, kernel)
+    cpu = shard_cpu(npy, gcws, tmp, repeats)
+    print(f"Sharding CPU per block in one process (synchronous scheduler, process time, best of each): one object "
+          f"per block {cpu[None] * 1e3:.1f} ms, shards=8 {cpu[8] * 1e3:.1f} ms ({cpu[8] / cpu[None] - 1:+.1%})")
 
 
 def main():

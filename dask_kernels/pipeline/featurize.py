@@ -33,7 +33,8 @@ from .segments import add_segment, segment_path
 from .store import BlockReader, open_store
 from .append import append_target
 from .fingerprint import differences, fingerprint_hash, input_fingerprint, job_fingerprint, job_key, stable_part
-from .tasks import transform_chunk, transform_part, verify_block, write_blocks, write_dense_chunk
+from .tasks import (featurize_dense_chunk, transform_chunk, transform_part, verify_block, write_blocks,
+                    write_dense_chunk, write_shard)
 
 if TYPE_CHECKING:  # names used only in annotations
     from ..maps.base import FeatureMap
@@ -337,7 +338,7 @@ def featurize(X: Any, feature_map: FeatureMap, *, labels: Any = None, row_ids: A
            "checks": checks, "expect": expect, "input_check": _input_identity(kind, src) if checks else None,
            "shard_blocks": k, "arrays": arrays, "plan": kernel_plan}
     if kind == "dense":
-        tasks = _dense_writes(src, job, block_rows * k, labels, row_ids, pending_shards, run)
+        tasks = _dense_writes(src, job, labels, row_ids, pending_shards, run)
     else:
         pieces = _block_pieces(src, block_rows, n_rows, labels, row_ids, from_source)
         tasks = [dask.delayed(write_blocks, pure=False)(
@@ -378,24 +379,49 @@ def _lazy(kind, src, spec_json, width, out_dtype, arrays=None, plan=None):
     return da.concatenate(blocks) if blocks else da.empty((0, width), dtype=out_dtype)
 
 
-def _dense_writes(X, job, block_rows, labels, row_ids, pending, run):
-    """One fused read-featurize-write task per pending block (or shard: ``block_rows`` is then the
-    shard's rows) of dense rows (a 1-element list)."""
+def _dense_writes(X, job, labels, row_ids, pending, run):
+    """The write tasks of dense rows (a 1-element list): one fused read-featurize-write task per
+    pending block; for a sharded store, one fused read-featurize task per block of the pending
+    shards and one write task per shard (see :func:`_shard_writes`)."""
     if not pending:
         return []
+    k, rows = job["shard_blocks"], job["block_rows"]
+    split = k > 1 and not job["expect"]  # resuming a changed input: whole-shard tasks (see write_blocks)
     X, labels = read_together(X, labels)  # a Parquet partition's rows and labels: one read
-    X = X.rechunk({0: block_rows, 1: -1})
+    X = X.rechunk({0: rows if split else rows * k, 1: -1})
     args, names = [X], []
     for name, col in (("labels", labels), ("row_ids", row_ids)):
         if col is not None:
             args.append(col.rechunk((X.chunks[0],))[:, None])
             names.append(name)
+    if split:
+        return [_shard_writes(args, job, tuple(names), pending, run)]
     # a (1, 1) status per block, not drop_axis=1: dropping an axis makes dask concatenate along it,
     # which copies every block of rows (one chunk or not) before this task sees it
     status = da.map_blocks(write_dense_chunk, *args, job=job, names=tuple(names), dtype=np.int64,
                            chunks=((1,) * X.numblocks[0], (1,)), meta=np.empty((0, 0), np.int64),
                            name=f"dk-write-{run}")
     return [status.blocks[np.asarray(pending)]]
+
+
+def _shard_writes(args, job, names, pending, run):
+    """A (1, 1) status per pending shard: each shard's blocks are featurized by one task per block
+    (fused with the read of its rows), then written by one task. One task per shard for all of
+    it would need the shard's rows as one chunk (dask's rechunk copies them: 7-9 CPU-ms per block) and
+    leave coarse tasks, 8x longer, so a worker slowed down by other load finishes a whole shard
+    after the other (what made the cost of sharding vary between runs)."""
+    from dask.highlevelgraph import HighLevelGraph
+
+    n_blocks = args[0].numblocks[0]
+    blocks = da.map_blocks(featurize_dense_chunk, *args, job=job, names=names, dtype=object,
+                           chunks=((1,) * n_blocks, (1,)), meta=np.empty((0, 0), object),
+                           name=f"dk-featurize-{run}")
+    k, name = job["shard_blocks"], f"dk-write-{run}"
+    writer = dict(job, arrays=None, plan=None)  # the writer featurizes nothing
+    dsk = {(name, j, 0): (write_shard, writer, [(blocks.name, i, 0) for i in range(s * k, min(s * k + k, n_blocks))])
+           for j, s in enumerate(pending)}
+    graph = HighLevelGraph.from_collections(name, dsk, dependencies=[blocks])
+    return da.Array(graph, name, ((1,) * len(pending), (1,)), meta=np.empty((0, 0), np.int64))
 
 
 def _block_pieces(src, block_rows, n_rows, labels, row_ids, labels_from_source):

@@ -128,17 +128,23 @@ def write_blocks(job: dict, blocks: list[tuple[int, list]]) -> int:
     """Featurize consecutive store blocks ``[(i, pieces), ...]`` (one block, or every block of one
     shard: a shard is one object, written whole by one task) and write them, then their done
     records. Returns the number of blocks written (0: every block's input rows were unchanged)."""
-    checks, path, options = job["checks"], job["path"], job["storage_options"]
-    g = _store_arrays(path, json.dumps(options, sort_keys=True), job["run"])
+    g = _store_arrays(job["path"], json.dumps(job["storage_options"], sort_keys=True), job["run"])
     got = [_block_arrays(job, i, p, g) for i, p in blocks]
     if all(r is None for r in got):
         return 0
     if any(r is None for r in got):  # part of a shard changed: the shard is rewritten whole
         again = dict(job, expect={})
         got = [r if r is not None else _block_arrays(again, i, p, g) for r, (i, p) in zip(got, blocks)]
+    return _write(job, [i for i, _ in blocks], got, g)
+
+
+def _write(job, ids, got, g):
+    """Write consecutive store blocks ``ids`` (``got``: their ``(arrays, input digest)``), then their
+    done records; the lease is checked before each. Returns the number of blocks written."""
+    checks, path, options = job["checks"], job["path"], job["storage_options"]
     if checks and job["input_check"] is not None:
         job["input_check"].check()  # still the file the job started on: no mix of old and new rows
-    first, last = blocks[0][0], blocks[-1][0]
+    first, last = ids[0], ids[-1]
     start, stop = first * job["block_rows"], min((last + 1) * job["block_rows"], job["n_rows"])
     if checks:
         check_lease(path, options, job["lease"], f"about to write block {first}"
@@ -148,11 +154,18 @@ def write_blocks(job: dict, blocks: list[tuple[int, list]]) -> int:
         g[name][start:stop] = parts[0] if len(parts) == 1 else np.concatenate(parts)
     records = np.concatenate([
         make_record(i, arrays["features"].shape[0], job["lease"], job["key"], arrays, in_digest, checked=checks)
-        for (i, _), (arrays, in_digest) in zip(blocks, got)])
+        for i, (arrays, in_digest) in zip(ids, got)])
     if checks:
         check_lease(path, options, job["lease"], f"writing block {first}" + (f"..{last}" if last > first else ""))
     g["done"][first:last + 1] = records
-    return len(blocks)
+    return len(ids)
+
+
+def _pieces(x, cols, names, first, rows):
+    """``[(i, pieces), ...]`` of the store blocks in ``x``, rows of consecutive blocks from ``first``."""
+    col = dict(zip(names, (c[:, 0] for c in cols)))
+    return [(first + j, [(x, col.get("labels"), None, col.get("row_ids"), a, min(a + rows, x.shape[0]))])
+            for j, a in enumerate(range(0, x.shape[0], rows))]
 
 
 def write_dense_chunk(x: np.ndarray, *cols: np.ndarray, job: dict, names: tuple[str, ...],
@@ -160,13 +173,28 @@ def write_dense_chunk(x: np.ndarray, *cols: np.ndarray, job: dict, names: tuple[
     """map_blocks form of :func:`write_blocks` for dense rows (``x``: the rows of one block, or
     of one shard): dask fuses it with the read of the rows into one task (no hand-over)."""
     s = block_info[0]["chunk-location"][0]
-    k, rows = job["shard_blocks"], job["block_rows"]
-    col = dict(zip(names, (c[:, 0] for c in cols)))
-    blocks = []
-    for j, a in enumerate(range(0, x.shape[0], rows)):
-        b = min(a + rows, x.shape[0])
-        blocks.append((s * k + j, [(x, col.get("labels"), None, col.get("row_ids"), a, b)]))
-    n = write_blocks(job, blocks)
+    n = write_blocks(job, _pieces(x, cols, names, s * job["shard_blocks"], job["block_rows"]))
+    return np.full((1, 1), n, dtype=np.int64)
+
+
+def featurize_dense_chunk(x: np.ndarray, *cols: np.ndarray, job: dict, names: tuple[str, ...],
+                          block_info: list[dict] | None = None) -> tuple[int, dict, int]:
+    """map_blocks task of a sharded store's block of dense rows (fused with their read): its
+    ``(i, arrays, input digest)`` for :func:`write_shard`. A shard's blocks are featurized by
+    tasks of one block each (as many as an unsharded store's, so the workers finish together)
+    and only its writing is one task. A tuple, not an array: dask sizes it by its arrays (a
+    worker's memory accounting sees the block), and nothing concatenates it."""
+    i = block_info[0]["chunk-location"][0]
+    g = _store_arrays(job["path"], json.dumps(job["storage_options"], sort_keys=True), job["run"])
+    [(_, pieces)] = _pieces(x, cols, names, i, x.shape[0])
+    return (i, *_block_arrays(job, i, pieces, g))  # job["expect"] is empty: never None
+
+
+def write_shard(job: dict, featurized: list[tuple[int, dict, int]]) -> np.ndarray:
+    """Write one shard whole from its blocks' :func:`featurize_dense_chunk` results, then their
+    done records (one writer per shard). Returns a (1, 1) count of blocks written."""
+    g = _store_arrays(job["path"], json.dumps(job["storage_options"], sort_keys=True), job["run"])
+    n = _write(job, [i for i, _, _ in featurized], [(arrays, d) for _, arrays, d in featurized], g)
     return np.full((1, 1), n, dtype=np.int64)
 
 
