@@ -101,6 +101,11 @@ def _store_arrays(path, storage_options_json, run):
     return {name: g[name].with_config({"write_empty_chunks": True}) for name in g.array_keys()}
 
 
+def _job_arrays(job):
+    """:func:`_store_arrays` of the store a job writes."""
+    return _store_arrays(job["path"], json.dumps(job["storage_options"], sort_keys=True), job["run"])
+
+
 def _input_digest(X):
     """64-bit digest of a block of input rows as read (recorded in the block's done record)."""
     return csr_digest(X) if sp.issparse(X) else digest(np.asarray(X))
@@ -128,7 +133,7 @@ def write_blocks(job: dict, blocks: list[tuple[int, list]]) -> int:
     """Featurize consecutive store blocks ``[(i, pieces), ...]`` (one block, or every block of one
     shard: a shard is one object, written whole by one task) and write them, then their done
     records. Returns the number of blocks written (0: every block's input rows were unchanged)."""
-    g = _store_arrays(job["path"], json.dumps(job["storage_options"], sort_keys=True), job["run"])
+    g = _job_arrays(job)
     got = [_block_arrays(job, i, p, g) for i, p in blocks]
     if all(r is None for r in got):
         return 0
@@ -185,7 +190,7 @@ def featurize_dense_chunk(x: np.ndarray, *cols: np.ndarray, job: dict, names: tu
     and only its writing is one task. A tuple, not an array: dask sizes it by its arrays (a
     worker's memory accounting sees the block), and nothing concatenates it."""
     i = block_info[0]["chunk-location"][0]
-    g = _store_arrays(job["path"], json.dumps(job["storage_options"], sort_keys=True), job["run"])
+    g = _job_arrays(job)
     [(_, pieces)] = _pieces(x, cols, names, i, x.shape[0])
     return (i, *_block_arrays(job, i, pieces, g))  # job["expect"] is empty: never None
 
@@ -193,7 +198,7 @@ def featurize_dense_chunk(x: np.ndarray, *cols: np.ndarray, job: dict, names: tu
 def write_shard(job: dict, featurized: list[tuple[int, dict, int]]) -> np.ndarray:
     """Write one shard whole from its blocks' :func:`featurize_dense_chunk` results, then their
     done records (one writer per shard). Returns a (1, 1) count of blocks written."""
-    g = _store_arrays(job["path"], json.dumps(job["storage_options"], sort_keys=True), job["run"])
+    g = _job_arrays(job)
     n = _write(job, [i for i, _, _ in featurized], [(arrays, d) for _, arrays, d in featurized], g)
     return np.full((1, 1), n, dtype=np.int64)
 
