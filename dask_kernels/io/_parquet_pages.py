@@ -1,0 +1,743 @@
+"""Numba decoder for the common kind of Parquet column chunk: the fast path of ``read_parquet``.
+
+It decodes, straight into row-major output, flat ``FLOAT`` and ``DOUBLE`` columns (required or
+optional) whose pages are PLAIN or dictionary-encoded (``PLAIN_DICTIONARY``/``RLE_DICTIONARY``),
+data page v1 or v2, uncompressed or Snappy: what pyarrow, pandas, Spark and dask write by
+default. Anything else, and anything inconsistent (a page header it cannot parse, a size or an
+index out of range, a value count that does not add up to the row group), makes it give up on
+the row group, and pyarrow reads it instead: pyarrow either reads what this decoder does not
+(other encodings and codecs, nested columns) or raises its own error for a damaged file. So this
+module never decides what is an error, only how fast the common case goes. Every read and write
+is bounds-checked (a damaged file must not make it touch memory outside its buffers), and what it
+allocates is bounded by the row group's row count, never by a size a page header claims.
+
+The format (Apache Parquet's ``parquet.thrift`` and its encodings page): a column chunk is an
+optional dictionary page followed by data pages; each page is a Thrift compact-protocol
+``PageHeader`` followed by the page's bytes. Definition levels and dictionary indices use the
+RLE/bit-packing hybrid; values are little-endian IEEE 754.
+"""
+
+import sys
+
+import numpy as np
+from llvmlite import ir
+from numba import njit, types
+from numba.extending import intrinsic
+
+#: The decoder reads little-endian values with native loads; elsewhere pyarrow reads everything.
+NATIVE = sys.byteorder == "little"
+
+#: status codes of :func:`decode_row_group` (0 = decoded); each names why it gave up, for tests
+OK, BAD_HEADER, UNSUPPORTED, BAD_PAGE, BAD_SNAPPY, BAD_LEVELS, BAD_INDEX, BAD_COUNT = 0, -1, -2, -3, -4, -5, -6, -7
+
+# physical types (parquet.thrift Type) and codecs (CompressionCodec) this decoder reads
+FLOAT, DOUBLE = 4, 5
+UNCOMPRESSED, SNAPPY = 0, 1
+
+# page header fields, as :func:`_page_header` fills them (index into its int64 array)
+(_TYPE, _USIZE, _CSIZE, _NVALUES, _ENCODING, _DEF_ENCODING, _REP_ENCODING, _V2_NULLS, _V2_ROWS, _V2_DEF_LEN,
+ _V2_REP_LEN, _V2_COMPRESSED, _SUBHEADER) = range(13)
+_N_FIELDS = 13
+_ABSENT = -(1 << 62)  # a slot no field filled (every field is an i32 or a boolean)
+_DATA_PAGE, _DICTIONARY_PAGE, _DATA_PAGE_V2 = 0, 2, 3
+_PLAIN, _PLAIN_DICTIONARY, _RLE, _RLE_DICTIONARY = 0, 2, 3, 8
+_GROUP = 16
+_STRUCT, _LIST, _MAP, _ONE_BYTE = 12, 9, 11, 100  # _skip's stack entries; a boolean element
+_MAX_DEPTH = 16  # Thrift structs nested deeper than any page header field: a damaged header
+
+
+@intrinsic
+def _load64(typingctx, arr, index):
+    """The 8 bytes ``arr[index:index + 8]`` of a uint8 array as one native (little-endian)
+    uint64, unaligned; the caller checks that they are inside the array."""
+    if not (isinstance(arr, types.Array) and arr.ndim == 1 and arr.dtype == types.uint8):
+        return None
+
+    def codegen(context, builder, sig, args):
+        ary = context.make_array(sig.args[0])(context, builder, args[0])
+        ptr = builder.bitcast(builder.gep(ary.data, [args[1]], inbounds=True), ir.IntType(64).as_pointer())
+        return builder.load(ptr, align=1)
+
+    return types.uint64(arr, types.intp), codegen
+
+
+@intrinsic
+def _store64(typingctx, arr, index, value):
+    """``arr[index:index + 8]`` = the 8 bytes of uint64 ``value`` (native order, unaligned); the
+    caller checks that they are inside the array."""
+    if not (isinstance(arr, types.Array) and arr.ndim == 1 and arr.dtype == types.uint8 and arr.mutable):
+        return None
+
+    def codegen(context, builder, sig, args):
+        ary = context.make_array(sig.args[0])(context, builder, args[0])
+        ptr = builder.bitcast(builder.gep(ary.data, [args[1]], inbounds=True), ir.IntType(64).as_pointer())
+        builder.store(args[2], ptr, align=1)
+        return context.get_dummy_value()
+
+    return types.void(arr, types.intp, types.uint64), codegen
+
+
+@intrinsic
+def _store_row_nt(typingctx, out, index, cols, row, n):
+    """``out[index + j] = cols[j * n + row]`` for j < 16 (flat arrays, one dtype) as one
+    non-temporal vector store: 16 float32 (one cache line) or 16 float64 (two), written without
+    first reading the lines into the cache. ``out[index]`` must start a cache line."""
+    if not (isinstance(out, types.Array) and isinstance(cols, types.Array) and out.dtype == cols.dtype
+            and out.dtype in (types.float32, types.float64) and out.mutable):
+        return None
+
+    def codegen(context, builder, sig, args):
+        o = context.make_array(sig.args[0])(context, builder, args[0])
+        c = context.make_array(sig.args[2])(context, builder, args[2])
+        vty = ir.VectorType(context.get_value_type(sig.args[0].dtype), _GROUP)
+        vec = ir.Constant(vty, ir.Undefined)
+        for j in range(_GROUP):
+            at = builder.add(args[3], builder.mul(args[4], ir.Constant(args[4].type, j)))
+            vec = builder.insert_element(vec, builder.load(builder.gep(c.data, [at], inbounds=True)),
+                                         ir.Constant(ir.IntType(32), j))
+        ptr = builder.bitcast(builder.gep(o.data, [args[1]], inbounds=True), vty.as_pointer())
+        store = builder.store(vec, ptr, align=64)
+        store.set_metadata("nontemporal", builder.module.add_metadata([ir.Constant(ir.IntType(32), 1)]))
+        return context.get_dummy_value()
+
+    return types.void(out, types.intp, cols, types.intp, types.intp), codegen
+
+
+@intrinsic
+def _fence(typingctx):
+    """A full memory fence: the non-temporal stores before it are visible to every thread."""
+
+    def codegen(context, builder, sig, args):
+        builder.fence("seq_cst")
+        return context.get_dummy_value()
+
+    return types.void(), codegen
+
+
+@njit(nogil=True, cache=True)
+def _varint(buf, p, end):
+    """``(value, next position)`` of the ULEB128 integer at ``p``; position -1 if malformed."""
+    value = np.uint64(0)
+    shift = 0
+    while p < end and shift < 64:
+        b = buf[p]
+        p += 1
+        value |= np.uint64(b & 0x7F) << np.uint64(shift)
+        if b < 0x80:
+            return value, p
+        shift += 7
+    return np.uint64(0), -1
+
+
+@njit(nogil=True, cache=True)
+def _zigzag(buf, p, end):
+    """``(signed value, next position)`` of a Thrift compact integer (zigzag ULEB128)."""
+    u, p = _varint(buf, p, end)
+    return np.int64(u >> np.uint64(1)) ^ -np.int64(u & np.uint64(1)), p
+
+
+@njit(nogil=True, cache=True)
+def _skip(buf, p, end, ttype):
+    """Position after a Thrift compact value of type ``ttype`` at ``p`` (-1 if malformed).
+
+    Iterative, with a stack of the containers it is inside (Numba's cached code cannot recurse):
+    a struct reads field headers up to its stop byte, a list or a map counts down its elements
+    (their booleans take a byte, :data:`_ONE_BYTE`, unlike a boolean field's)."""
+    kinds = np.empty(_MAX_DEPTH, np.int64)  # _STRUCT, _LIST or _MAP
+    left = np.empty(_MAX_DEPTH, np.int64)  # elements still to skip (a map's keys and values)
+    types = np.empty((_MAX_DEPTH, 2), np.int64)  # a list's element type; a map's value, key types
+    depth = 0
+    t = np.int64(ttype)
+    while True:
+        if p < 0 or p > end:
+            return -1
+        if t == 1 or t == 2:  # a boolean field: the value is in the type
+            pass
+        elif t == 3 or t == _ONE_BYTE:
+            p += 1
+        elif t == 4 or t == 5 or t == 6:  # i16, i32, i64
+            _, p = _varint(buf, p, end)
+        elif t == 7:  # double
+            p += 8
+        elif t == 8:  # binary: length, bytes
+            n, p = _varint(buf, p, end)
+            if p < 0 or n > np.uint64(end - p):
+                return -1
+            p += np.int64(n)
+        elif t == 9 or t == 10 or t == 11 or t == 12:  # list, set, map, struct
+            if depth == _MAX_DEPTH:
+                return -1
+            if t == 12:
+                kinds[depth] = _STRUCT
+            elif t == 11:  # size, then key and value types in a byte (absent when empty)
+                n, p = _varint(buf, p, end)
+                if p < 0 or n > np.uint64(end - p):
+                    return -1
+                kinds[depth], left[depth] = _MAP, 2 * np.int64(n)
+                if n > 0:
+                    if p >= end:
+                        return -1
+                    types[depth, 1], types[depth, 0] = buf[p] >> 4, buf[p] & 0x0F
+                    p += 1
+            else:  # size and element type in a byte, the size in a varint if it is 15
+                if p >= end:
+                    return -1
+                b = buf[p]
+                p += 1
+                n = np.uint64(b >> 4)
+                if n == 15:
+                    n, p = _varint(buf, p, end)
+                    if p < 0 or n > np.uint64(end - p):
+                        return -1
+                kinds[depth], left[depth], types[depth, 0] = _LIST, np.int64(n), b & 0x0F
+            depth += 1
+        else:
+            return -1
+        if p < 0 or p > end:
+            return -1
+        # the next value: the innermost container's next field or element
+        while True:
+            if depth == 0:
+                return p
+            k = depth - 1
+            if kinds[k] == _STRUCT:
+                if p >= end:
+                    return -1
+                b = buf[p]
+                p += 1
+                if b == 0:
+                    depth -= 1
+                    continue
+                if b >> 4 == 0:  # a long-form field id follows
+                    _, p = _zigzag(buf, p, end)
+                t = np.int64(b & 0x0F)
+                break
+            if left[k] == 0:
+                depth -= 1
+                continue
+            left[k] -= 1
+            t = types[k, left[k] % 2] if kinds[k] == _MAP else types[k, 0]
+            if t == 1 or t == 2:
+                t = _ONE_BYTE
+            break
+
+
+@njit(nogil=True, cache=True)
+def _field(buf, p, end, last):
+    """``(position after it, field id, type)`` of the field header at ``p`` in a Thrift struct
+    whose previous field was ``last``; the id is 0 at the struct's stop byte, the position -1 if
+    malformed."""
+    if p < 0 or p >= end:
+        return -1, 0, 0
+    b = buf[p]
+    p += 1
+    if b == 0:
+        return p, 0, 0
+    if b >> 4 == 0:  # a long-form field id follows
+        fid, p = _zigzag(buf, p, end)
+        return p, fid, b & 0x0F
+    return p, last + (b >> 4), b & 0x0F
+
+
+@njit(nogil=True, cache=True)
+def _value(buf, p, end, t, h, slot):
+    """Read the field value of type ``t`` at ``p`` into ``h[slot]`` when ``slot >= 0`` and ``t`` is
+    the slot's type (a boolean for :data:`_V2_COMPRESSED`, else an i32 in its range), else skip
+    it, as Thrift's generated readers do with a field of an unexpected type; returns the
+    position after it (-1 if malformed)."""
+    if slot == _V2_COMPRESSED and (t == 1 or t == 2):  # a boolean field: the value is in the type
+        h[slot] = 1 if t == 1 else 0
+        return p
+    if slot >= 0 and slot != _V2_COMPRESSED and t == 5:
+        value, p = _zigzag(buf, p, end)
+        if value < -(1 << 31) or value >= 1 << 31:
+            return -1
+        h[slot] = value
+        return p
+    return _skip(buf, p, end, t)
+
+
+@njit(nogil=True, cache=True)
+def _struct_fields(buf, p, end, h, kind):
+    """Read the fields of the page header's struct ``kind`` (field 5, 7 or 8 of ``PageHeader``) at
+    ``p`` into their :func:`_page_header` slots (other fields skipped); returns the position
+    after it, or -1."""
+    fid = 0
+    while True:
+        p, fid, t = _field(buf, p, end, fid)
+        if p < 0 or fid == 0:
+            return p
+        slot = -1
+        if kind == 5:  # DataPageHeader
+            slot = (_NVALUES if fid == 1 else _ENCODING if fid == 2 else _DEF_ENCODING if fid == 3 else
+                    _REP_ENCODING if fid == 4 else -1)
+        elif kind == 7:  # DictionaryPageHeader
+            slot = _NVALUES if fid == 1 else _ENCODING if fid == 2 else -1
+        else:  # DataPageHeaderV2
+            slot = (_NVALUES if fid == 1 else _V2_NULLS if fid == 2 else _V2_ROWS if fid == 3 else
+                    _ENCODING if fid == 4 else _V2_DEF_LEN if fid == 5 else _V2_REP_LEN if fid == 6 else
+                    _V2_COMPRESSED if fid == 7 else -1)
+        p = _value(buf, p, end, t, h, slot)
+
+
+@njit(nogil=True, cache=True)
+def _page_header(buf, p, end, h):
+    """Parse the ``PageHeader`` at ``p`` into ``h`` (see the ``_TYPE``... slots); returns the
+    position of the page's bytes, or -1 if it is malformed or lacks a field parquet.thrift
+    requires (a page of type DATA_PAGE, DICTIONARY_PAGE or DATA_PAGE_V2 needs that header and
+    only that one, with its required fields, and non-negative counts)."""
+    for f in range(_N_FIELDS):
+        h[f] = _ABSENT
+    h[_V2_COMPRESSED] = 1  # parquet.thrift's default
+    h[_SUBHEADER] = 0  # which of the fields 5, 7, 8 (bits 5, 7, 8) were read
+    fid = 0
+    while True:
+        p, fid, t = _field(buf, p, end, fid)
+        if p < 0:
+            return -1
+        if fid == 0:
+            break
+        if (fid == 5 or fid == 7 or fid == 8) and t == 12:
+            h[_SUBHEADER] |= 1 << fid
+            p = _struct_fields(buf, p, end, h, fid)
+        else:  # type, uncompressed_page_size, compressed_page_size: slots 0, 1, 2
+            p = _value(buf, p, end, t, h, fid - 1 if 1 <= fid <= 3 else -1)
+    if h[_TYPE] == _ABSENT or h[_USIZE] == _ABSENT or h[_CSIZE] == _ABSENT:
+        return -1
+    if h[_TYPE] == _DATA_PAGE:
+        need = (_NVALUES, _ENCODING, _DEF_ENCODING, _REP_ENCODING)
+        sub = 5
+    elif h[_TYPE] == _DICTIONARY_PAGE:
+        need = (_NVALUES, _ENCODING, _NVALUES, _ENCODING)
+        sub = 7
+    elif h[_TYPE] == _DATA_PAGE_V2:
+        need = (_NVALUES, _ENCODING, _V2_DEF_LEN, _V2_REP_LEN)
+        sub = 8
+        if h[_V2_NULLS] < 0 or h[_V2_ROWS] < 0 or h[_V2_NULLS] > h[_NVALUES] or h[_V2_ROWS] != h[_NVALUES]:
+            return -1  # (absent is negative too)
+    else:
+        return p  # a page type this decoder does not read: the caller gives up
+    if h[_SUBHEADER] != 1 << sub:
+        return -1
+    for f in need:
+        if h[f] == _ABSENT:
+            return -1
+    return p
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _copy(src, p, dst, q, length):
+    """``dst[q:q + length] = src[p:p + length]`` 8 bytes at a time (it may write up to 15 bytes
+    past ``q + length``: ``dst`` has room); the tail byte by byte where ``src`` ends sooner. With
+    ``src is dst`` the ranges must be at least 8 bytes apart (``p + 8 <= q``): each 8 bytes read
+    are then final before they are read."""
+    if length <= 16 and p + 16 <= len(src):  # most Snappy elements: two loads, two stores
+        _store64(dst, q, _load64(src, p))
+        _store64(dst, q + 8, _load64(src, p + 8))
+        return
+    i = 0
+    while i < length and p + i + 8 <= len(src):
+        _store64(dst, q + i, _load64(src, p + i))
+        i += 8
+    while i < length:
+        dst[q + i] = src[p + i]
+        i += 1
+
+
+@njit(nogil=True, cache=True)
+def _snappy(src, p, end, dst, size):
+    """Decompress the Snappy block ``src[p:end]`` into ``dst[:size]`` (``dst`` has 16 bytes more,
+    which it may overwrite); False if malformed or if it does not hold exactly ``size`` bytes."""
+    n, p = _varint(src, p, end)
+    if p < 0 or n != np.uint64(size) or len(dst) < size + 16:
+        return False
+    q = 0
+    while p < end:
+        tag = src[p]
+        p += 1
+        kind = tag & 3
+        if kind == 0:  # literal
+            length = np.int64(tag >> 2) + 1
+            if length > 60:  # its length - 1 in the next length - 60 bytes
+                extra = length - 60
+                if p + extra > end:
+                    return False
+                length = 0
+                for i in range(extra):
+                    length |= np.int64(src[p + i]) << (8 * i)
+                length += 1
+                p += extra
+            if length > end - p or length > size - q:
+                return False
+            _copy(src, p, dst, q, length)
+            p += length
+            q += length
+            continue
+        if kind == 1:  # copy, 11-bit offset
+            if p >= end:
+                return False
+            length = np.int64((tag >> 2) & 7) + 4
+            offset = (np.int64(tag >> 5) << 8) | np.int64(src[p])
+            p += 1
+        elif kind == 2:  # copy, 16-bit offset
+            if p + 2 > end:
+                return False
+            length = np.int64(tag >> 2) + 1
+            offset = np.int64(src[p]) | (np.int64(src[p + 1]) << 8)
+            p += 2
+        else:  # copy, 32-bit offset
+            if p + 4 > end:
+                return False
+            length = np.int64(tag >> 2) + 1
+            offset = 0
+            for i in range(4):
+                offset |= np.int64(src[p + i]) << (8 * i)
+            p += 4
+        if offset <= 0 or offset > q or length > size - q:
+            return False
+        if offset >= 8:
+            _copy(dst, q - offset, dst, q, length)
+        else:  # overlapping: the run repeats, byte by byte
+            for i in range(length):
+                dst[q + i] = dst[q - offset + i]
+        q += length
+    return q == size
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _put(out, i, value, table):
+    """``out[i] = value``, or ``table[value]`` (a dictionary); False if it is outside the table.
+    Numba compiles the ``table is None`` branch away."""
+    if table is None:
+        out[i] = value
+        return True
+    v = np.int64(value)  # < 2**32: exact, and compared as an integer (uint64 against int64 goes via float)
+    if v >= len(table):
+        return False
+    out[i] = table[v]
+    return True
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _unpack_groups(buf, p, width, out, i, groups, table):
+    """``groups`` groups of 8 bit-packed values of ``width`` bits at ``p`` into ``out[i:]`` (via
+    ``table``, see :func:`_put`), each value from one unaligned 64-bit load (the caller checks
+    that the loads stay in ``buf``); False if a value is outside the table."""
+    mask = (np.uint64(1) << np.uint64(width)) - np.uint64(1)
+    for g in range(groups):
+        base = p + g * width
+        for t in range(8):
+            bit = t * width
+            if not _put(out, i + 8 * g + t, (_load64(buf, base + (bit >> 3)) >> np.uint64(bit & 7)) & mask, table):
+                return False
+    return True
+
+
+@njit(nogil=True, cache=True)
+def _unpack(buf, p, run_bytes, width, out, i, take, table):
+    """``take`` values of a bit-packed run (``run_bytes`` bytes at ``p``, ``width`` in 1..32 bits,
+    LSB first) into ``out[i:i + take]`` (via ``table``, see :func:`_put`); False if a value is
+    outside the table."""
+    # whole groups whose last load (at byte (7 * width) >> 3 of the group, 8 bytes) is in buf;
+    # bytes past the run are masked off
+    groups = min(take // 8, max(0, (len(buf) - 8 - ((7 * width) >> 3) - p) // width + 1))
+    if not _unpack_groups(buf, p, width, out, i, groups, table):
+        return False
+    mask = (np.uint64(1) << np.uint64(width)) - np.uint64(1)
+    for k in range(8 * groups, take):  # the rest, byte by byte (a value spans at most 5 bytes)
+        bit = k * width
+        byte = p + (bit >> 3)
+        word = np.uint64(0)
+        for b in range(byte, min(byte + 5, p + run_bytes)):
+            word |= np.uint64(buf[b]) << np.uint64(8 * (b - byte))
+        if not _put(out, i + k, (word >> np.uint64(bit & 7)) & mask, table):
+            return False
+    return True
+
+
+@njit(nogil=True, cache=True)
+def _hybrid(buf, p, end, width, out, table):
+    """Decode ``len(out)`` values of the RLE/bit-packing hybrid at ``p`` (``width`` bits each,
+    at most 32) into ``out``, each value ``v`` as itself or, given a ``table`` (a dictionary),
+    as ``table[v]``; returns the position after the last run read, or -1 (malformed, or a value
+    outside the table)."""
+    n = len(out)
+    nbytes = (width + 7) // 8
+    mask = (np.uint64(1) << np.uint64(width)) - np.uint64(1)
+    i = 0
+    while i < n:
+        header, p = _varint(buf, p, end)
+        if p < 0:
+            return -1
+        count = np.int64(header >> np.uint64(1))
+        if count <= 0:
+            return -1
+        if header & np.uint64(1):  # bit-packed: count groups of 8 values, LSB first
+            run_bytes = count * width
+            if (width > 0 and count > end - p) or run_bytes > end - p:  # (count bounds the product)
+                return -1
+            take = min(count * 8, n - i)
+            if width == 0:
+                for k in range(take):
+                    if not _put(out, i + k, np.uint64(0), table):
+                        return -1
+            elif not _unpack(buf, p, run_bytes, width, out, i, take, table):
+                return -1
+            p += run_bytes
+            i += take
+        else:  # a run: one value repeated count times
+            if p + nbytes > end:
+                return -1
+            value = np.uint64(0)
+            for b in range(nbytes):
+                value |= np.uint64(buf[p + b]) << np.uint64(8 * b)
+            if value > mask:  # wider than the bit width (say a definition level of 2 in 1 bit)
+                return -1
+            p += nbytes
+            take = min(count, n - i)
+            if not _put(out, i, value, table):
+                return -1
+            out[i + 1:i + take].fill(out[i])
+            i += take
+    return p
+
+
+@njit(nogil=True, cache=True)
+def _copy_values(values, out):
+    """``out[:len(values)] = values`` (a loop: Numba compiles slice assignment far slower)."""
+    for i in range(len(values)):
+        out[i] = values[i]
+
+
+@njit(nogil=True, cache=True)
+def _spread(values, col, present):
+    """``values`` into the rows of ``col`` where ``present``, in order."""
+    if len(values) == len(col):  # no nulls
+        for r in range(len(col)):
+            col[r] = values[r]
+        return
+    k = 0
+    for r in range(len(col)):
+        if present[r]:
+            col[r] = values[k]
+            k += 1
+
+
+@njit(nogil=True, cache=True)
+def _plain(buf, p, end, count, physical, col, present):
+    """``count`` PLAIN values at ``p`` into the rows of ``col`` where ``present``; False if the
+    page is too short."""
+    if count * (4 if physical == FLOAT else 8) > end - p:
+        return False
+    if physical == FLOAT:
+        _spread(buf[p:p + 4 * count].view(np.float32), col, present)
+    else:
+        _spread(buf[p:p + 8 * count].view(np.float64), col, present)
+    return True
+
+
+@njit(nogil=True, cache=True)
+def _dictionary(buf, p, end, count, dictionary, col, present, spare):
+    """``count`` dictionary indices (a bit-width byte, then the hybrid) at ``p``, looked up, into
+    the rows of ``col`` where ``present`` (via ``spare`` when some are not); False if malformed
+    or an index is outside the dictionary."""
+    if count == 0:
+        return True
+    if p >= end or buf[p] > 32:
+        return False
+    if count == len(col):  # no nulls: straight into the column
+        return _hybrid(buf, p + 1, end, buf[p], col, dictionary) >= 0
+    values = spare[:count]
+    if _hybrid(buf, p + 1, end, buf[p], values, dictionary) < 0:
+        return False
+    _spread(values, col, present)
+    return True
+
+
+@njit(nogil=True, cache=True)
+def _page(data, d, d_end, buf, levels, levels_end, h, physical, max_def, col, row, present, spare, dictionary,
+          n_dict):
+    """Decode one page's (decompressed) bytes ``data[d:d_end]`` whose header is ``h``: a
+    dictionary page into ``dictionary`` (returns its size), a data page into ``col[row:]``
+    (returns 0); a v2 page's levels are ``buf[levels:levels_end]``. Negative: why it gave up."""
+    ptype, nvalues = h[_TYPE], h[_NVALUES]
+    if ptype == _DICTIONARY_PAGE:
+        if physical == FLOAT:
+            _copy_values(data[d:d + 4 * nvalues].view(np.float32), dictionary)
+        else:
+            _copy_values(data[d:d + 8 * nvalues].view(np.float64), dictionary)
+        return nvalues
+    # definition levels (max_def is 0 or 1: a flat column)
+    mask = present[row:row + nvalues]
+    count = nvalues
+    if max_def == 1:
+        if ptype == _DATA_PAGE:
+            if h[_DEF_ENCODING] != _RLE:
+                return UNSUPPORTED
+            if d + 4 > d_end:
+                return BAD_LEVELS
+            length = (np.int64(data[d]) | (np.int64(data[d + 1]) << 8) | (np.int64(data[d + 2]) << 16)
+                      | (np.int64(data[d + 3]) << 24))
+            if length > d_end - d - 4:
+                return BAD_LEVELS
+            if _hybrid(data, d + 4, d + 4 + length, 1, mask, None) < 0:
+                return BAD_LEVELS
+            d += 4 + length
+        elif _hybrid(buf, levels, levels_end, 1, mask, None) < 0:
+            return BAD_LEVELS
+        count = 0
+        for r in range(nvalues):
+            count += mask[r]
+        if ptype == _DATA_PAGE_V2 and nvalues - count != h[_V2_NULLS]:  # the header disagrees
+            return BAD_LEVELS
+    else:
+        if ptype == _DATA_PAGE_V2 and (levels_end != levels or h[_V2_NULLS] != 0):
+            return BAD_LEVELS
+        mask.fill(1)
+    out = col[row:row + nvalues]
+    if h[_ENCODING] == _PLAIN:
+        ok = _plain(data, d, d_end, count, physical, out, mask)
+    else:
+        ok = _dictionary(data, d, d_end, count, dictionary[:n_dict], out, mask, spare)
+    if not ok:
+        return BAD_PAGE
+    if count < nvalues:
+        for r in range(nvalues):
+            if not mask[r]:
+                out[r] = np.nan
+    return 0
+
+
+@njit(nogil=True, cache=True)
+def _column(buf, start, end, physical, codec, max_def, col, present, spare, scratch, pages, dictionary):
+    """Decode one column chunk ``buf[start:end]`` into ``col`` (one value per row; NaN for a
+    null); returns :data:`OK` or why it gave up. Compressed pages are decompressed into
+    ``scratch`` and read through ``pages``, its read-only view."""
+    n = len(col)
+    h = np.empty(_N_FIELDS, np.int64)
+    width = 4 if physical == FLOAT else 8
+    n_dict = -1
+    row = 0
+    p = start
+    while row < n:
+        q = _page_header(buf, p, end, h)
+        if q < 0:
+            return BAD_HEADER
+        usize, csize, nvalues, ptype = h[_USIZE], h[_CSIZE], h[_NVALUES], h[_TYPE]
+        if csize < 0 or csize > end - q or usize < 0 or nvalues < 0:
+            return BAD_PAGE
+        body, body_end = q, q + csize
+        p = body_end
+        if ptype == _DICTIONARY_PAGE:
+            if n_dict >= 0 or (h[_ENCODING] != _PLAIN and h[_ENCODING] != _PLAIN_DICTIONARY):
+                return UNSUPPORTED
+            if nvalues > len(dictionary) or usize != nvalues * width:  # at most one entry per row
+                return BAD_PAGE
+        elif ptype == _DATA_PAGE or ptype == _DATA_PAGE_V2:
+            if nvalues > n - row:
+                return BAD_COUNT
+            if h[_ENCODING] != _PLAIN and h[_ENCODING] != _PLAIN_DICTIONARY and h[_ENCODING] != _RLE_DICTIONARY:
+                return UNSUPPORTED
+            if h[_ENCODING] != _PLAIN and n_dict < 0:
+                return BAD_PAGE
+        else:
+            return UNSUPPORTED
+        # levels: v1 has them inside the (compressed) body, v2 before it, uncompressed
+        levels, levels_end = body, body
+        if ptype == _DATA_PAGE_V2:
+            if h[_V2_REP_LEN] != 0 or h[_V2_DEF_LEN] < 0 or h[_V2_DEF_LEN] > csize:
+                return UNSUPPORTED if h[_V2_REP_LEN] > 0 else BAD_PAGE
+            levels_end = body + h[_V2_DEF_LEN]
+            body = levels_end
+            usize -= h[_V2_DEF_LEN]
+            if usize < 0:
+                return BAD_PAGE
+        compressed = codec == SNAPPY and (ptype != _DATA_PAGE_V2 or h[_V2_COMPRESSED] != 0)
+        if compressed:
+            if usize > len(scratch) - 16:  # more than any valid page of this row group's rows holds
+                return BAD_PAGE
+            if not _snappy(buf, body, body_end, scratch, usize):
+                return BAD_SNAPPY
+            status = _page(pages, 0, usize, buf, levels, levels_end, h, physical, max_def, col, row, present,
+                           spare, dictionary, n_dict)
+        else:
+            if usize != body_end - body:
+                return BAD_PAGE
+            status = _page(buf, body, body_end, buf, levels, levels_end, h, physical, max_def, col, row, present,
+                           spare, dictionary, n_dict)
+        if status < 0:
+            return status
+        if ptype == _DICTIONARY_PAGE:
+            n_dict = status
+        else:
+            row += nvalues
+    return OK
+
+
+def decode_row_group(buf, starts, ends, physical, codecs, max_defs, out, lines):
+    """Decode the column chunks ``buf[starts[j]:ends[j]]`` into ``out[:, j]`` (one row group of
+    ``len(out)`` rows, float32 output only from ``FLOAT`` columns); returns ``(status, column)``:
+    ``(OK, -1)``, or why it gave up and on which column.
+
+    :data:`_GROUP` columns at a time are decoded into contiguous columns, then written into the
+    rows together: a cache line per row instead of one per value. With ``lines`` (every row of
+    ``out`` starts a cache line: see :func:`~._parquet_direct.line_aligned`), as non-temporal
+    stores of whole lines, which the CPU need not read first (1.1 against 3.4 ms for a block of
+    7,032 x 784 float32, measured).
+
+    The buffers the pages are read from (``buf`` and the decompressed pages) are passed to the
+    kernels as read-only arrays: one compiled version of each, where a writable and a read-only
+    buffer would each need their own (this module's compile time is most of its cost on first
+    use)."""
+    n = len(out)
+    # a valid page of at most n values: 8 bytes a value, levels at most 2 bytes a value (runs of
+    # one), the 4-byte level length and run headers; Snappy writes up to 16 bytes past the end
+    scratch = np.empty(18 * n + 128, np.uint8)
+    return _decode_row_group(_read_only(buf), starts, ends, physical, codecs, max_defs, out, lines, scratch,
+                             _read_only(scratch))
+
+
+def _read_only(a):
+    if not a.flags.writeable:
+        return a
+    view = a.view()
+    view.flags.writeable = False
+    return view
+
+
+@njit(nogil=True, cache=True)
+def _decode_row_group(buf, starts, ends, physical, codecs, max_defs, out, lines, scratch, pages):
+    """:func:`decode_row_group`, given ``scratch`` for decompressed pages and ``pages``, a
+    read-only view of it."""
+    group = _GROUP
+    n, m = out.shape
+    cols = np.empty((min(group, m), n), out.dtype)
+    present = np.empty(n, np.uint8)
+    spare = np.empty(n, out.dtype)  # a page's values before they are spread around its nulls
+    dictionary = np.empty(n, out.dtype)  # at most one distinct value per row
+    for a in range(0, m, group):
+        k = min(group, m - a)
+        for j in range(k):
+            if codecs[a + j] != UNCOMPRESSED and codecs[a + j] != SNAPPY:
+                return UNSUPPORTED, a + j
+            if (physical[a + j] != FLOAT and physical[a + j] != DOUBLE) or max_defs[a + j] > 1:
+                return UNSUPPORTED, a + j
+            if physical[a + j] == DOUBLE and out.itemsize == 4:  # float32 rows hold FLOAT columns only
+                return UNSUPPORTED, a + j
+            if starts[a + j] < 0 or ends[a + j] > len(buf) or starts[a + j] > ends[a + j]:
+                return BAD_PAGE, a + j
+            status = _column(buf, starts[a + j], ends[a + j], physical[a + j], codecs[a + j], max_defs[a + j],
+                             cols[j], present, spare, scratch, pages, dictionary)
+            if status != OK:
+                return status, a + j
+        flat_out, flat_cols = out.reshape(-1), cols.reshape(-1)  # flat: no index wrap-around per value
+        if lines and k == group:
+            for r in range(n):
+                _store_row_nt(flat_out, r * m + a, flat_cols, r, n)
+        else:
+            for r in range(n):
+                base = r * m + a
+                for j in range(k):
+                    flat_out[base + j] = flat_cols[j * n + r]
+    _fence()
+    return OK, -1
