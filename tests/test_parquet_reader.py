@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from dask_kernels import GCWS, featurize, read_parquet
-from dask_kernels.io import tabular
+from dask_kernels.io import _parquet_direct, tabular
 
 RNG = np.random.default_rng(11)
 
@@ -108,24 +108,43 @@ def test_mixed_column_types_take_the_general_path(tmp_path):
     assert R.dtype == np.float64 and np.array_equal(R, want)
 
 
-@pytest.fixture
-def row_group_reads(monkeypatch):
-    """Records the columns of every pyarrow read of row groups (one per open file and task)."""
+@pytest.fixture(params=["direct", "pyarrow"])
+def row_group_reads(monkeypatch, request):
+    """Records the columns of every read of row groups (one per open file and task): pyarrow's,
+    and the direct decoder's as ``["direct", *columns]``; run with the direct decoder on and off
+    (``request.param``)."""
     calls = []
-    real = pq.ParquetFile.read_row_groups
+    real_pyarrow, real_direct = pq.ParquetFile.read_row_groups, _parquet_direct.read_rows
 
     def counting(self, row_groups, columns=None, **kwargs):
         calls.append(list(columns))
-        return real(self, row_groups, columns=columns, **kwargs)
+        return real_pyarrow(self, row_groups, columns=columns, **kwargs)
+
+    def counting_direct(fs, path, meta, groups, columns, *args):
+        rows = real_direct(fs, path, meta, groups, columns, *args)
+        if rows is not None:
+            calls.append(["direct", *columns])
+        return rows
 
     monkeypatch.setattr(pq.ParquetFile, "read_row_groups", counting)
+    monkeypatch.setattr(_parquet_direct, "read_rows", counting_direct)
+    monkeypatch.setattr(_parquet_direct, "ENABLED", request.param == "direct")
     return calls
 
 
+def _one_read_per_partition(reads, features, label):
+    """The reads of a partition's features and label: decoded directly, then the label alone
+    through pyarrow, or both in one pyarrow read."""
+    if reads and reads[0][0] == "direct":
+        return [["direct", *features], [label]]
+    return [[*features, label]]
+
+
 def test_featurize_with_a_label_reads_each_partition_once(tmp_path, row_group_reads):
-    """Rows and labels of one partition come from one open and one read of its row groups (the
-    features and the label column together), not one per array; the store holds the same
-    features and labels. The labels alone still read only the label column."""
+    """Rows and labels of one partition come from one task: one read of its row groups (the
+    features and the label column together through pyarrow; or the features decoded directly and
+    the label column alone), not one task per array; the store holds the same features and
+    labels. The labels alone still read only the label column."""
     X = (RNG.random((250, 6)) * (RNG.random((250, 6)) < 0.5)).astype(np.float32)
     labels = np.arange(250) % 3
     t = pa.table({**{f"c{j}": X[:, j] for j in range(6)}, "y": labels})
@@ -135,7 +154,7 @@ def test_featurize_with_a_label_reads_each_partition_once(tmp_path, row_group_re
     m = GCWS(n_components=16, seed=0).fit(X[:1])
     with dask.config.set(scheduler="synchronous"):
         store = featurize(R, m, labels=y, store=str(tmp_path / "s.zarr"), block_rows=100, progress=False)
-    assert row_group_reads == [[f"c{j}" for j in range(6)] + ["y"]] * 3
+    assert row_group_reads == _one_read_per_partition(row_group_reads, [f"c{j}" for j in range(6)], "y") * 3
     assert np.array_equal(store.features[:].compute(), m.transform_block(X))
     assert np.array_equal(np.asarray(store.labels[:].compute()), labels)
 
@@ -164,8 +183,8 @@ def test_read_together_keeps_keys_and_leaves_other_inputs_alone(tmp_path):
 
 def test_training_from_parquet_reads_each_block_once(tmp_path, row_group_reads):
     """fit_incremental on read_parquet rows and labels reads a block's feature columns and label
-    column in one read of its row groups (they were two: the rows, then the label column alone),
-    and trains the same model as from the same rows and labels in memory."""
+    column in one task (they were two tasks: the rows, then the label column alone), and trains
+    the same model as from the same rows and labels in memory."""
     from sklearn.linear_model import SGDClassifier
 
     from dask_kernels import fit_incremental
@@ -181,8 +200,8 @@ def test_training_from_parquet_reads_each_block_once(tmp_path, row_group_reads):
               early_stopping=False, classes=[0, 1])
     with dask.config.set(scheduler="synchronous"):
         model = fit_incremental(SGDClassifier(random_state=0), R, y, **kw)
-    features_and_label = [f"c{j}" for j in range(6)] + ["y"]
-    assert len(row_group_reads) >= 3 and all(cols == features_and_label for cols in row_group_reads)
+    one = _one_read_per_partition(row_group_reads, [f"c{j}" for j in range(6)], "y")
+    assert len(row_group_reads) >= 3 * len(one) and row_group_reads == one * (len(row_group_reads) // len(one))
     want = fit_incremental(SGDClassifier(random_state=0), dask.array.from_array(X, chunks=80),
                            dask.array.from_array(labels, chunks=80), **kw)
     assert np.array_equal(model.predict(X), want.predict(X))
