@@ -43,6 +43,7 @@ _DATA_PAGE, _DICTIONARY_PAGE, _DATA_PAGE_V2 = 0, 2, 3
 _PLAIN, _PLAIN_DICTIONARY, _RLE, _RLE_DICTIONARY = 0, 2, 3, 8
 _GROUP = 16
 _STRUCT, _LIST, _MAP, _ONE_BYTE = 12, 9, 11, 100  # _skip's stack entries; a boolean element
+_POPCOUNT = np.array([bin(i).count("1") for i in range(256)], np.int64)
 _MAX_DEPTH = 16  # Thrift structs nested deeper than any page header field: a damaged header
 
 
@@ -456,50 +457,71 @@ def _unpack(buf, p, run_bytes, width, out, i, take, table):
 
 
 @njit(nogil=True, cache=True)
-def _hybrid(buf, p, end, width, out, table):
-    """Decode ``len(out)`` values of the RLE/bit-packing hybrid at ``p`` (``width`` bits each,
-    at most 32) into ``out``, each value ``v`` as itself or, given a ``table`` (a dictionary),
-    as ``table[v]``; returns the position after the last run read, or -1 (malformed, or a value
-    outside the table)."""
-    n = len(out)
+def _hybrid(buf, p, end, width, n, out, table):
+    """Decode ``n`` values of the RLE/bit-packing hybrid at ``p`` (``width`` bits each, at most
+    32) into ``out``, each value ``v`` as itself or, given a ``table`` (a dictionary), as
+    ``table[v]``; returns ``(position after the last run read, ones)``, position -1 if malformed
+    or a value is outside the table. Without ``out`` (None: definition levels, ``width`` 1)
+    nothing is written and ``ones`` counts the levels that are 1 (so a page without nulls
+    never needs its levels written out); otherwise ``ones`` is 0."""
     nbytes = (width + 7) // 8
     mask = (np.uint64(1) << np.uint64(width)) - np.uint64(1)
+    ones = 0
     i = 0
     while i < n:
         header, p = _varint(buf, p, end)
         if p < 0:
-            return -1
+            return -1, 0
         count = np.int64(header >> np.uint64(1))
         if count <= 0:
-            return -1
+            return -1, 0
         if header & np.uint64(1):  # bit-packed: count groups of 8 values, LSB first
             run_bytes = count * width
             if (width > 0 and count > end - p) or run_bytes > end - p:  # (count bounds the product)
-                return -1
+                return -1, 0
             take = min(count * 8, n - i)
-            if width == 0:
+            if out is None:
+                if width != 1:
+                    return -1, 0
+                ones += _ones(buf, p, take)
+            elif width == 0:
                 for k in range(take):
                     if not _put(out, i + k, np.uint64(0), table):
-                        return -1
+                        return -1, 0
             elif not _unpack(buf, p, run_bytes, width, out, i, take, table):
-                return -1
+                return -1, 0
             p += run_bytes
             i += take
         else:  # a run: one value repeated count times
             if p + nbytes > end:
-                return -1
+                return -1, 0
             value = np.uint64(0)
             for b in range(nbytes):
                 value |= np.uint64(buf[p + b]) << np.uint64(8 * b)
             if value > mask:  # wider than the bit width (say a definition level of 2 in 1 bit)
-                return -1
+                return -1, 0
             p += nbytes
             take = min(count, n - i)
-            if not _put(out, i, value, table):
-                return -1
-            out[i + 1:i + take].fill(out[i])
+            if out is None:
+                ones += np.int64(value) * take
+            else:
+                if not _put(out, i, value, table):
+                    return -1, 0
+                out[i + 1:i + take].fill(out[i])
             i += take
-    return p
+    return p, ones
+
+
+@njit(nogil=True, cache=True)
+def _ones(buf, p, take):
+    """How many of the first ``take`` bits at ``buf[p]`` (LSB first) are set."""
+    ones = 0
+    full = take // 8
+    for b in range(full):
+        ones += _POPCOUNT[buf[p + b]]
+    if take % 8:
+        ones += _POPCOUNT[buf[p + full] & ((1 << (take % 8)) - 1)]
+    return ones
 
 
 @njit(nogil=True, cache=True)
@@ -546,12 +568,25 @@ def _dictionary(buf, p, end, count, dictionary, col, present, spare):
     if p >= end or buf[p] > 32:
         return False
     if count == len(col):  # no nulls: straight into the column
-        return _hybrid(buf, p + 1, end, buf[p], col, dictionary) >= 0
+        return _hybrid(buf, p + 1, end, buf[p], count, col, dictionary)[0] >= 0
     values = spare[:count]
-    if _hybrid(buf, p + 1, end, buf[p], values, dictionary) < 0:
+    if _hybrid(buf, p + 1, end, buf[p], count, values, dictionary)[0] < 0:
         return False
     _spread(values, col, present)
     return True
+
+
+@njit(nogil=True, cache=True)
+def _levels(buf, p, end, mask):
+    """How many of a page's ``len(mask)`` definition levels (width 1, at ``buf[p:end]``) are 1,
+    or -1 if malformed; ``mask`` gets them only when some are 0 (a null)."""
+    n = len(mask)
+    q, ones = _hybrid(buf, p, end, 1, n, None, None)
+    if q < 0:
+        return -1
+    if ones < n and _hybrid(buf, p, end, 1, n, mask, None)[0] < 0:
+        return -1
+    return ones
 
 
 @njit(nogil=True, cache=True)
@@ -580,14 +615,12 @@ def _page(data, d, d_end, buf, levels, levels_end, h, physical, max_def, col, ro
                       | (np.int64(data[d + 3]) << 24))
             if length > d_end - d - 4:
                 return BAD_LEVELS
-            if _hybrid(data, d + 4, d + 4 + length, 1, mask, None) < 0:
-                return BAD_LEVELS
+            count = _levels(data, d + 4, d + 4 + length, mask)
             d += 4 + length
-        elif _hybrid(buf, levels, levels_end, 1, mask, None) < 0:
+        else:
+            count = _levels(buf, levels, levels_end, mask)
+        if count < 0:
             return BAD_LEVELS
-        count = 0
-        for r in range(nvalues):
-            count += mask[r]
         if ptype == _DATA_PAGE_V2 and nvalues - count != h[_V2_NULLS]:  # the header disagrees
             return BAD_LEVELS
     else:
