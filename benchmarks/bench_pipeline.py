@@ -23,7 +23,9 @@ Rows are MNIST-like: 784 float32 values, ~20% nonzero. GCWS k=256, b=8 (uint8 co
 * input formats and store layouts (the last table; ``--formats-only`` runs just it): on one
   LocalCluster of single-threaded worker processes, alternating, best of ``--repeats`` each:
   the .npy path (the peer) in 64 blocks, the same rows as a Parquet file through
-  ``read_parquet``, and the .npy into a store sharded 8 blocks per shard (``shards=8``) next to
+  ``read_parquet`` (its direct decoder: column chunks decoded by Numba straight into rows) and
+  through ``read_parquet`` with that decoder switched off on the workers ("parquet, pyarrow":
+  pyarrow decodes, then the columns become rows, as before the decoder), and the .npy into a store sharded 8 blocks per shard (``shards=8``) next to
   one object per block (``shards=None``); "read only" rows time reading the same partitions on
   the workers without featurizing. The Parquet file is written with pyarrow's defaults, which
   are what pandas' ``to_parquet``, dask's and pyarrow's writers give a user: Snappy compression,
@@ -42,11 +44,12 @@ Rows are MNIST-like: 784 float32 values, ~20% nonzero. GCWS k=256, b=8 (uint8 co
   as each end-to-end row). Targets: Parquet end-to-end >= 70% of the
   kernel-only rate; sharding costs <= 5% and cuts the object count 8x.
 * Parquet CPU per block (after that table): in this process, thread time, interleaved, best of
-  each, on 4 of the file's row groups: pyarrow decoding a row group alone (what any reader built
-  on pyarrow pays), ``read_parquet``'s task for it called as a worker calls it (its columns-to-rows
-  step also alone), and the kernel on its rows. With the .npy
-  path's ratio r (everything but reading) the Parquet ratio can reach at most
-  1 / (1 / r + decode / kernel): the bound any pyarrow-based reader has on this file.
+  each, on 4 of the file's row groups: ``read_parquet``'s task for it called as a worker calls it
+  (the direct decoder), the same task's pyarrow path (decode, then columns to rows), pyarrow
+  decoding the row group alone (what any reader built on pyarrow pays), the columns-to-rows step
+  alone, and the kernel on its rows. With the .npy path's ratio r (everything but reading) the
+  Parquet ratio can reach at most 1 / (1 / r + read / kernel): printed for this reader and for
+  any reader that decodes through pyarrow.
 * sharding CPU per block (last): in this process on the synchronous scheduler, process time (Zarr's
   codec threads included), 16 blocks into a store sharded 8 blocks per shard and into one
   object per block, alternating, best of ``--repeats``: what a shard's writing costs beyond its
@@ -251,6 +254,12 @@ def _objects(path, array="features"):
     return sum(len(files) for _, _, files in os.walk(os.path.join(path, array, "c")))
 
 
+def _set_direct(on):
+    from dask_kernels.io import _parquet_direct
+
+    _parquet_direct.ENABLED = on
+
+
 def formats(npy, gcws, workers, tmp, repeats):
     """Rates (rows/s) of the .npy path, the Parquet path, and sharded vs unsharded stores.
 
@@ -265,10 +274,20 @@ def formats(npy, gcws, workers, tmp, repeats):
 
     pq_path = os.path.join(tmp, "rows.parquet")
     make_parquet(npy, pq_path, block_rows)
+    def parquet(out):
+        return featurize(read_parquet(pq_path, block_rows=block_rows), gcws, store=out, progress=False, shards=None)
+
+    def parquet_pyarrow(out):  # the same, with the workers' direct decoder switched off
+        client.run(_set_direct, False)
+        try:
+            return parquet(out)
+        finally:
+            client.run(_set_direct, True)
+
     runs = {
         "npy": lambda out: featurize(read_npy(npy, block_rows=block_rows), gcws, store=out, progress=False, shards=None),
-        "parquet": lambda out: featurize(read_parquet(pq_path, block_rows=block_rows), gcws, store=out,
-                                         progress=False, shards=None),
+        "parquet": parquet,
+        "parquet, pyarrow": parquet_pyarrow,
         "npy, shards=8": lambda out: featurize(read_npy(npy, block_rows=block_rows), gcws, store=out,
                                                progress=False, shards=8),
         "npy, read only": lambda out: read_only(read_npy(npy, block_rows=block_rows)),
@@ -311,7 +330,7 @@ def parquet_cpu(gcws, tmp, repeats):
     import pyarrow.parquet as pq
 
     from dask_kernels import read_parquet
-    from dask_kernels.io import tabular
+    from dask_kernels.io import _parquet_direct, tabular
 
     path = os.path.join(tmp, "rows.parquet")
     f = pq.ParquetFile(path)
@@ -323,6 +342,7 @@ def parquet_cpu(gcws, tmp, repeats):
     gcws.transform_block(blocks[0][:10])
     runs = {"decode": lambda i: f.read_row_groups([i], use_threads=False),
             "read_parquet": lambda i: task(*parts[i]),
+            "pyarrow path": lambda i: task.rows(task.table(*parts[i], task.columns), parts[i][2]),
             "to_rows": lambda i: task.rows(tables[i], parts[i][2]),
             "kernel": lambda i: gcws.transform_block(blocks[i])}
     best = {k: np.inf for k in runs}
@@ -332,19 +352,20 @@ def parquet_cpu(gcws, tmp, repeats):
                 t0 = time.thread_time()
                 run(i)
                 best[k] = min(best[k], time.thread_time() - t0)
-    return best["decode"], best["read_parquet"], best["to_rows"], best["kernel"]
+    assert _parquet_direct.last_outcome["outcome"] == "decoded", _parquet_direct.last_outcome
+    return best["decode"], best["read_parquet"], best["pyarrow path"], best["to_rows"], best["kernel"]
 
 
-def print_parquet_cpu(decode, reader, to_rows, kernel, rates, kernel_rate):
+def print_parquet_cpu(decode, reader, pyarrow_path, to_rows, kernel, rates, kernel_rate):
     npy = rates["npy"] / kernel_rate
-    print(f"Parquet CPU per block in one process (thread time, best of each): pyarrow "
-          f"decode alone {decode * 1e3:.1f} ms, read_parquet's task {reader * 1e3:.1f} ms (of which columns to "
-          f"rows {to_rows * 1e3:.1f} ms), kernel {kernel * 1e3:.1f} ms; "
-          f"decode / kernel = {decode / kernel:.2f}, read_parquet / kernel = {reader / kernel:.2f}")
+    print(f"Parquet CPU per block in one process (thread time, best of each): read_parquet's task "
+          f"{reader * 1e3:.1f} ms (its direct decoder); with pyarrow instead {pyarrow_path * 1e3:.1f} ms (pyarrow's "
+          f"decode alone {decode * 1e3:.1f} ms, columns to rows {to_rows * 1e3:.1f} ms); kernel {kernel * 1e3:.1f} ms; "
+          f"read_parquet / kernel = {reader / kernel:.2f}, pyarrow decode / kernel = {decode / kernel:.2f}")
     print(f"  -> with the .npy path's other costs ({npy:.2f} of kernel-only), Parquet end-to-end can reach at most "
-          f"1 / (1 / {npy:.2f} + {decode / kernel:.2f}) = {1 / (1 / npy + decode / kernel):.2f} of kernel-only "
-          f"with any reader that decodes through pyarrow; this reader: "
-          f"1 / (1 / {npy:.2f} + {reader / kernel:.2f}) = {1 / (1 / npy + reader / kernel):.2f}")
+          f"1 / (1 / {npy:.2f} + {reader / kernel:.2f}) = {1 / (1 / npy + reader / kernel):.2f} of kernel-only "
+          f"with this reader; any reader that decodes through pyarrow: "
+          f"1 / (1 / {npy:.2f} + {decode / kernel:.2f}) = {1 / (1 / npy + decode / kernel):.2f}")
 
 
 def print_formats(n, rates, objects, kernel, workers):
