@@ -778,12 +778,18 @@ def test_page_headers_pyarrow_refuses_are_not_decoded(tmp_path, damage, version)
                    data_page_version=version)
     raw, fields = _header_fields(path)
     damage(raw, fields)
+    _assert_both_refuse(path, raw, "page header")
+
+
+def _assert_both_refuse(path, raw, match):
+    """Write ``raw`` to ``path``: pyarrow refuses it with an error matching ``match``, and so does
+    the task (its fast path gives up, then pyarrow raises)."""
     with open(path, "wb") as f:
         f.write(raw)
     task, parts = _reader(read_parquet(path))
-    with pytest.raises(OSError, match="page header"):
+    with pytest.raises(OSError, match=match):
         task.table(*parts[0], task.columns)  # pyarrow refuses the file
-    with pytest.raises(OSError, match="page header"):
+    with pytest.raises(OSError, match=match):
         task(*parts[0])
 
 
@@ -800,13 +806,7 @@ def test_definition_levels_above_the_maximum_are_not_decoded(tmp_path):
     _, body = _thrift_struct(raw, pq.ParquetFile(path).metadata.row_group(0).column(0).data_page_offset)
     assert raw[body:body + 8] == bytes([4, 0, 0, 0, 0x03, 0xF8, 0x40, 0x01])  # levels 0 0 0 1 1 1 1 1, 32 x 1
     raw[body + 7] = 2  # the run of 32 levels 1: levels 2
-    with open(path, "wb") as f:
-        f.write(raw)
-    task, parts = _reader(read_parquet(path))
-    with pytest.raises(OSError, match="Malformed levels"):
-        task.table(*parts[0], task.columns)  # pyarrow refuses the file
-    with pytest.raises(OSError, match="Malformed levels"):
-        task(*parts[0])
+    _assert_both_refuse(path, raw, "Malformed levels")
     assert _parquet_direct.last_outcome["outcome"].startswith("status "), _parquet_direct.last_outcome
 
 
