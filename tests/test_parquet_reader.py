@@ -205,3 +205,25 @@ def test_training_from_parquet_reads_each_block_once(tmp_path, row_group_reads):
     want = fit_incremental(SGDClassifier(random_state=0), dask.array.from_array(X, chunks=80),
                            dask.array.from_array(labels, chunks=80), **kw)
     assert np.array_equal(model.predict(X), want.predict(X))
+
+
+def test_a_stored_dataframe_index_is_not_a_feature(tmp_path):
+    """pandas stores a non-range index as a column (``__index_level_0__``, or its name) and dask's
+    to_parquet stores ``__null_dask_index__``: listed in the file's pandas metadata as the index,
+    they are not features by default (they were: a row's position became a feature). Named in
+    ``columns=``, an index column is read like any other."""
+    import dask.dataframe as dd
+    import pandas as pd
+
+    X = RNG.random((40, 3))
+    df = pd.DataFrame(X, columns=["a", "b", "c"], index=np.arange(100, 140))
+    df.to_parquet(tmp_path / "pandas.parquet")
+    named = df.rename_axis("id")
+    named.to_parquet(tmp_path / "named.parquet")
+    dd.from_pandas(df.reset_index(drop=True), npartitions=2).to_parquet(tmp_path / "dask")
+    for path in (tmp_path / "pandas.parquet", tmp_path / "named.parquet", tmp_path / "dask"):
+        R = read_parquet(str(path))
+        assert R.shape == (40, 3), path
+        assert np.array_equal(R.compute(), X), path
+    R = read_parquet(str(tmp_path / "named.parquet"), columns=["id", "a"])
+    assert np.array_equal(R.compute(), np.column_stack([np.arange(100, 140), X[:, 0]]))

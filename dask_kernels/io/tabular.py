@@ -304,12 +304,21 @@ def _array(name, parts, storage_options, columns, dtype, column=False):
     return da.Array(HighLevelGraph.from_collections(name, dsk, dependencies=[]), name, chunks, meta=meta)
 
 
+def _index_columns(schema):
+    """Columns holding the DataFrame index that pandas or dask stored with the data
+    (``__index_level_0__``, dask's ``__null_dask_index__``, a named index), from the pandas
+    metadata in the file's schema: an index is not a feature."""
+    meta = schema.pandas_metadata or {}
+    return {c for c in meta.get("index_columns", []) if isinstance(c, str)}  # a RangeIndex is a dict
+
+
 def _pick_columns(schema, columns, label, where):
     names = list(schema.names)
     if label is not None and label not in names:
         raise ValueError(f"{where}: label column {label!r} not found (columns: {names[:20]})")
     if columns is None:
-        columns = [n for n in names if n != label and _numeric_kind(schema.field(n).type)]
+        index = _index_columns(schema)
+        columns = [n for n in names if n != label and n not in index and _numeric_kind(schema.field(n).type)]
         if not columns:
             raise ValueError(f"{where}: no numeric columns besides the label")
     else:
@@ -344,7 +353,9 @@ def read_parquet(path: str, *, columns: list[str] | None = None, label: str | No
         A file, a folder of ``*.parquet`` files, a glob, or a list; local or fsspec URL
         (``s3://...``), readable by every worker.
     columns : list of str, optional
-        Feature columns, in this order. Default: every numeric column except ``label``.
+        Feature columns, in this order. Default: every numeric column except ``label`` and the
+        DataFrame index pandas or dask stored as a column (``__index_level_0__``,
+        ``__null_dask_index__`` or a named index, as the file's pandas metadata lists them).
     label : str, optional
         Label column, returned as a second array chunked like the rows.
     block_rows : int, optional
