@@ -439,7 +439,7 @@ def test_decode_row_group_writes_its_rows_and_nothing_else(tmp_path, case):
     fs = fsspec.filesystem("file")
     for g in range(meta.num_row_groups):
         rows = meta.row_group(g).num_rows
-        starts, ends, codecs = _parquet_direct._layout(meta, g, index)
+        starts, ends, codecs = _parquet_direct._layout(meta.row_group(g), index)
         buf, starts, ends = _parquet_direct._fetch(fs, path, starts, ends, os.path.getsize(path))
         want = tabular._to_rows(pq.ParquetFile(path).read_row_group(g, columns=columns), rows, dtype)
         for lines in (True, False):
@@ -580,7 +580,7 @@ for path in manifest["files"]:
     # 1. every row group straight through the decoder, as read_rows calls it, into rows with a
     #    sentinel row before and after (a write outside the output would change them)
     for g in range(meta.num_row_groups):
-        layout = direct._layout(meta, g, index)
+        layout = direct._layout(meta.row_group(g), index)
         buf, starts, ends = direct._fetch(fs, path, layout[0], layout[1], size)
         rows = meta.row_group(g).num_rows
         big = direct._aligned_empty((rows + 2, len(columns)), dtype)

@@ -82,10 +82,9 @@ def _columns(meta, columns, dtype):
     return [p[0] for p in picked], physical, np.array([p[2] for p in picked], np.int64)
 
 
-def _layout(meta, group, leaves):
-    """``(starts, ends, codecs)`` of the row group's column chunks for the leaf indices
+def _layout(rg, leaves):
+    """``(starts, ends, codecs)`` of row group ``rg``'s column chunks for the leaf indices
     ``leaves`` (file offsets), or None if a chunk uses a codec the decoder does not read."""
-    rg = meta.row_group(group)
     starts, ends, codecs = (np.empty(len(leaves), np.int64) for _ in range(3))
     for j, i in enumerate(leaves):
         c = rg.column(i)
@@ -165,11 +164,12 @@ def read_rows(fs, path, meta, groups, columns, n, dtype, size):
     out = _aligned_empty((n, len(columns)), dtype)
     row = 0
     for g in groups:
-        rows = meta.row_group(g).num_rows
+        rg = meta.row_group(g)
+        rows = rg.num_rows
         if row + rows > n:
             last_outcome["outcome"] = "row count"
             return None
-        layout = _layout(meta, g, index)
+        layout = _layout(rg, index)
         if layout is None:
             last_outcome["outcome"] = "codec"
             return None

@@ -28,7 +28,7 @@ from numba.extending import intrinsic
 NATIVE = sys.byteorder == "little"
 
 #: status codes of :func:`decode_row_group` (0 = decoded); each names why it gave up, for tests
-OK, BAD_HEADER, UNSUPPORTED, BAD_PAGE, BAD_SNAPPY, BAD_LEVELS, BAD_INDEX, BAD_COUNT = 0, -1, -2, -3, -4, -5, -6, -7
+OK, BAD_HEADER, UNSUPPORTED, BAD_PAGE, BAD_SNAPPY, BAD_LEVELS, BAD_COUNT = 0, -1, -2, -3, -4, -5, -7
 
 # physical types (parquet.thrift Type) and codecs (CompressionCodec) this decoder reads
 FLOAT, DOUBLE = 4, 5
@@ -146,7 +146,7 @@ def _skip(buf, p, end, ttype):
     (their booleans take a byte, :data:`_ONE_BYTE`, unlike a boolean field's)."""
     kinds = np.empty(_MAX_DEPTH, np.int64)  # _STRUCT, _LIST or _MAP
     left = np.empty(_MAX_DEPTH, np.int64)  # elements still to skip (a map's keys and values)
-    types = np.empty((_MAX_DEPTH, 2), np.int64)  # a list's element type; a map's value, key types
+    elements = np.empty((_MAX_DEPTH, 2), np.int64)  # a list's element type; a map's value, key types
     depth = 0
     t = np.int64(ttype)
     while True:
@@ -178,7 +178,7 @@ def _skip(buf, p, end, ttype):
                 if n > 0:
                     if p >= end:
                         return -1
-                    types[depth, 1], types[depth, 0] = buf[p] >> 4, buf[p] & 0x0F
+                    elements[depth, 1], elements[depth, 0] = buf[p] >> 4, buf[p] & 0x0F
                     p += 1
             else:  # size and element type in a byte, the size in a varint if it is 15
                 if p >= end:
@@ -190,7 +190,7 @@ def _skip(buf, p, end, ttype):
                     n, p = _varint(buf, p, end)
                     if p < 0 or n > np.uint64(end - p):
                         return -1
-                kinds[depth], left[depth], types[depth, 0] = _LIST, np.int64(n), b & 0x0F
+                kinds[depth], left[depth], elements[depth, 0] = _LIST, np.int64(n), b & 0x0F
             depth += 1
         else:
             return -1
@@ -217,7 +217,7 @@ def _skip(buf, p, end, ttype):
                 depth -= 1
                 continue
             left[k] -= 1
-            t = types[k, left[k] % 2] if kinds[k] == _MAP else types[k, 0]
+            t = elements[k, left[k] % 2] if kinds[k] == _MAP else elements[k, 0]
             if t == 1 or t == 2:
                 t = _ONE_BYTE
             break
@@ -309,7 +309,7 @@ def _page_header(buf, p, end, h):
         need = (_NVALUES, _ENCODING, _DEF_ENCODING, _REP_ENCODING)
         sub = 5
     elif h[_TYPE] == _DICTIONARY_PAGE:
-        need = (_NVALUES, _ENCODING, _NVALUES, _ENCODING)
+        need = (_NVALUES, _ENCODING, _NVALUES, _ENCODING)  # two fields, repeated: one tuple type
         sub = 7
     elif h[_TYPE] == _DATA_PAGE_V2:
         need = (_NVALUES, _ENCODING, _V2_DEF_LEN, _V2_REP_LEN)
@@ -535,8 +535,7 @@ def _copy_values(values, out):
 def _spread(values, col, present):
     """``values`` into the rows of ``col`` where ``present``, in order."""
     if len(values) == len(col):  # no nulls
-        for r in range(len(col)):
-            col[r] = values[r]
+        _copy_values(values, col)
         return
     k = 0
     for r in range(len(col)):
