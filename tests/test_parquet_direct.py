@@ -911,3 +911,17 @@ def test_a_null_read_by_the_fast_path_is_refused_naming_file_row_and_column(tmp_
             featurize(read_parquet(path, block_rows=30), m, store=str(tmp_path / "s.zarr"), progress=False)
     assert (e.value.row, e.value.column) == (61, 2)
     assert "decoded" in read_rows_outcomes and set(read_rows_outcomes) == {"decoded"}, read_rows_outcomes
+
+
+def test_a_big_endian_host_reads_through_pyarrow(tmp_path, monkeypatch):
+    """The decoder loads Parquet's little-endian values with native loads: on a big-endian host
+    (``NATIVE`` False) it does not run, and pyarrow reads the same rows."""
+    from dask_kernels.io import _parquet_pages
+
+    x = np.arange(12, dtype=F32).reshape(6, 2)
+    path = str(tmp_path / "t.parquet")
+    pq.write_table(pa.table({"a": x[:, 0], "b": x[:, 1]}), path)
+    monkeypatch.setattr(_parquet_pages, "NATIVE", False)
+    task, parts = _reader(read_parquet(path))
+    assert np.array_equal(task(*parts[0]), x)
+    assert _parquet_direct.last_outcome["outcome"] == "byte order"

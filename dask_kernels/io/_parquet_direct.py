@@ -155,6 +155,9 @@ def read_rows(fs, path, meta, groups, columns, n, dtype, size):
     if not ENABLED:
         last_outcome["outcome"] = "disabled"
         return None
+    if not pages.NATIVE:  # the kernels load little-endian values natively
+        last_outcome["outcome"] = "byte order"
+        return None
     columns, dtype = tuple(columns), np.dtype(dtype)
     picked = _cached(meta, (columns, dtype.str), lambda: _columns(meta, columns, dtype))
     if picked is None:
