@@ -169,6 +169,23 @@ def test_local_cluster_processes(tmp_path, local_cluster):
         assert np.array_equal(s.features.compute(), REF)
 
 
+@pytest.mark.parametrize("shards", [None, 2])
+def test_the_cluster_runs_the_write_tasks_and_nothing_after_them(tmp_path, local_cluster, shards):
+    """featurize hands the scheduler its write tasks themselves: a selection task after each
+    write (what ``status.blocks[pending]`` made), and a task gathering them, took the worker's
+    second queued slot, so every next write waited for a round trip to the scheduler (5 against
+    2 ms between tasks)."""
+    from distributed import get_task_stream
+
+    with Client(local_cluster):
+        with get_task_stream() as ts:
+            s = featurize(da.from_array(X, chunks=(100, 40)), G, store=str(tmp_path / "t.zarr"), progress=False,
+                          shards=shards)
+        assert np.array_equal(s.features.compute(), REF)
+    keys = [str(r["key"]) for r in ts.data]  # the writes (fused with reading their rows), and their aliases
+    assert all("dk-write-" in k or "dk-featurize-" in k for k in keys), keys
+
+
 def test_cli_local_cluster_svmlight(inputs, tmp_path):
     _, svm = inputs
     out = str(tmp_path / "svm.zarr")
