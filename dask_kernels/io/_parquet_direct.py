@@ -18,6 +18,7 @@ import numpy as np
 from fsspec.implementations.local import LocalFileSystem
 
 from . import _parquet_pages as pages
+from . import _reuse as reuse
 
 _PHYSICAL = {"FLOAT": pages.FLOAT, "DOUBLE": pages.DOUBLE}
 _CODECS = {"UNCOMPRESSED": pages.UNCOMPRESSED, "SNAPPY": pages.SNAPPY}
@@ -122,11 +123,10 @@ def _read_ranges(fs, path, spans):
 
 
 def _read_local(fs, path, spans):
-    """:func:`_read_ranges` of a local file, read straight into a NumPy array: NumPy asks the
-    kernel for huge pages for a buffer this size, where a ``bytes`` object's 9 MB (a row group of
-    the benchmark's file) cost 2,200 page faults, ~3.5 of its 5.5 CPU-ms in a Dask worker (whose
-    ``MALLOC_TRIM_THRESHOLD_`` hands freed memory back at once, so every read faults afresh)."""
-    buf = np.empty(sum(b - a for a, b in spans), np.uint8)
+    """:func:`_read_ranges` of a local file, read straight into an array (:mod:`._reuse`'s): a
+    ``bytes`` object's 9 MB (a row group of the benchmark's file) cost 2,200 page faults, ~3.5 of
+    the read's 5.5 CPU-ms in a Dask worker, where every large allocation is freshly mapped."""
+    buf = reuse.empty(sum(b - a for a, b in spans))
     at = 0
     with fs.open(path, "rb") as f:
         for a, b in spans:
@@ -165,13 +165,11 @@ def line_aligned(rows):
 
 
 def _aligned_empty(shape, dtype, align=_LINE):
-    """``np.empty(shape, dtype)`` starting on a cache line: the decoder writes 16 columns of a
-    row at a time, whole cache lines when each row starts one (see :func:`line_aligned`)."""
+    """``np.empty(shape, dtype)`` starting on a cache line (the decoder writes 16 columns of a row
+    at a time, whole cache lines when each row starts one: see :func:`line_aligned`), from
+    :mod:`._reuse`'s pool when it holds a buffer of about that size."""
     dtype = np.dtype(dtype)
-    count = int(np.prod(shape))
-    raw = np.empty(count * dtype.itemsize + align, np.uint8)
-    skip = -raw.ctypes.data % align
-    return raw[skip:skip + count * dtype.itemsize].view(dtype).reshape(shape)
+    return reuse.empty(int(np.prod(shape)) * dtype.itemsize, align).view(dtype).reshape(shape)
 
 
 def read_rows(fs, path, meta, groups, columns, n, dtype, size):
