@@ -47,7 +47,10 @@ def test_alignment_sizes_and_bounds():
     assert len(_reuse._kept) == 0  # outside the kept sizes: never pooled
     arrays = [_reuse.empty(2 * MB) for _ in range(_reuse.MAX_KEPT + 3)]
     del arrays
-    assert len(_reuse._kept) == _reuse.MAX_KEPT  # the pool never holds more
+    assert len(_reuse._kept) == _reuse.MAX_KEPT  # the pool never holds more buffers ...
+    arrays = [_reuse.empty(_reuse.MAX_BYTES) for _ in range(3)]
+    del arrays
+    assert sum(len(b) for b in _reuse._kept) <= _reuse.MAX_KEPT_BYTES  # ... nor more bytes
 
 
 def test_pickled_and_copied_arrays_are_ordinary():

@@ -20,9 +20,9 @@ import collections
 
 import numpy as np
 
-#: Buffers kept at most (two threads' row group and rows), and the size range worth keeping:
-#: below it malloc's own reuse is as good, above it the pool would hold too much memory.
-MAX_KEPT, MIN_BYTES, MAX_BYTES = 4, 1 << 20, 64 << 20
+#: Buffers kept at most (two threads' row group and rows), and bytes kept at most; the size range
+#: worth keeping: below it malloc's own reuse is as good, above it one buffer would hold too much.
+MAX_KEPT, MAX_KEPT_BYTES, MIN_BYTES, MAX_BYTES = 4, 128 << 20, 1 << 20, 64 << 20
 
 _kept: collections.deque = collections.deque()  # appends and pops are atomic: any thread may free
 
@@ -39,7 +39,7 @@ class _Owner:
     def __del__(self):
         try:
             _kept.append(self.buffer)
-            while len(_kept) > MAX_KEPT:
+            while len(_kept) > MAX_KEPT or sum(len(b) for b in list(_kept)) > MAX_KEPT_BYTES:
                 _kept.popleft()
         except Exception:  # at interpreter exit the module may be half torn down: nothing to keep
             pass
