@@ -532,7 +532,11 @@ def _hybrid(buf, p, end, width, n, out, table):
             else:
                 if not _put(out, i, value, table):
                     return -1, 0
-                out[i + 1:i + take].fill(out[i])
+                if take <= 16 and i + 16 <= len(out):  # most runs: 16 stores, no loop to mispredict
+                    for k in range(1, 16):  # past i + take: the next runs write those values again
+                        out[i + k] = out[i]
+                else:
+                    out[i + 1:i + take].fill(out[i])
             i += take
     return p, ones
 
