@@ -27,7 +27,9 @@ Rows are MNIST-like: 784 float32 values, ~20% nonzero. GCWS k=256, b=8 (uint8 co
   through ``read_parquet`` with that decoder switched off on the workers ("parquet, pyarrow":
   pyarrow decodes, then the columns become rows, as before the decoder), and the .npy into a store sharded 8 blocks per shard (``shards=8``) next to
   one object per block (``shards=None``); "read only" rows time reading the same partitions on
-  the workers without featurizing. The Parquet file is written with pyarrow's defaults, which
+  the workers without featurizing. Each row also shows the worker processes' CPU per block (user
+  + system, all their threads: the event loop and Zarr's codec threads too; the least of the
+  runs): what a worker pays for it, apart from the host's other load. The Parquet file is written with pyarrow's defaults, which
   are what pandas' ``to_parquet``, dask's and pyarrow's writers give a user: Snappy compression,
   dictionary encoding (each column chunk's ~1,400 distinct values fit the dictionary: every page
   is dictionary-encoded, the costlier decode; continuous data in row groups far beyond 10^6 rows
@@ -260,6 +262,16 @@ def _set_direct(on):
     _parquet_direct.ENABLED = on
 
 
+def _cpu_seconds():
+    t = os.times()
+    return t.user + t.system
+
+
+def _workers_cpu(client):
+    """CPU seconds (user + system, all threads) the worker processes have used so far."""
+    return sum(client.run(_cpu_seconds).values())
+
+
 def formats(npy, gcws, workers, tmp, repeats):
     """Rates (rows/s) of the .npy path, the Parquet path, and sharded vs unsharded stores.
 
@@ -299,6 +311,7 @@ def formats(npy, gcws, workers, tmp, repeats):
                   overwrite=True, progress=False)
         n = np.load(npy, mmap_mode="r").shape[0]
         best, objects, kernel = {k: np.inf for k in runs}, {}, 0.0
+        cpu = {k: np.inf for k in runs}  # the workers' CPU per block (all their threads), least of the runs
         for _ in range(repeats):
             # the kernel-only rate once per round, beside the round's runs: the ratios' two sides see
             # the same load and are both the best of ``repeats``
@@ -306,16 +319,17 @@ def formats(npy, gcws, workers, tmp, repeats):
             for name, run in runs.items():  # alternating: all see the same machine load
                 out = os.path.join(tmp, f"fmt-{name.replace(' ', '').replace(',', '-')}.zarr")
                 shutil.rmtree(out, ignore_errors=True)
-                t0 = time.perf_counter()
+                c0, t0 = _workers_cpu(client), time.perf_counter()
                 store = run(out)
                 best[name] = min(best[name], time.perf_counter() - t0)
+                cpu[name] = min(cpu[name], (_workers_cpu(client) - c0) / 64)
                 if "read only" not in name:
                     assert store.complete
                     objects[name] = _objects(out)
                     check = store.features[:1000].compute()
                     assert np.array_equal(check, gcws.transform_block(np.load(npy, mmap_mode="r")[:1000]))
                     shutil.rmtree(out, ignore_errors=True)
-    return n, {k: n / v for k, v in best.items()}, objects, kernel
+    return n, {k: n / v for k, v in best.items()}, objects, kernel, cpu
 
 
 def parquet_cpu(gcws, tmp, repeats):
@@ -368,12 +382,13 @@ def print_parquet_cpu(decode, reader, pyarrow_path, to_rows, kernel, rates, kern
           f"1 / (1 / {npy:.2f} + {decode / kernel:.2f}) = {1 / (1 / npy + decode / kernel):.2f}")
 
 
-def print_formats(n, rates, objects, kernel, workers):
+def print_formats(n, rates, objects, kernel, workers, cpu):
     print(f"\ninput formats and store layouts, {workers} workers, {n} rows in 64 blocks of {-(-n // 64)} rows "
-          "(rows/s, best of each):")
-    print(f"{'run':<18} {'end-to-end':>11} {'/ kernel-only':>13} {'feature objects':>15}")
+          "(rows/s, best of each; the workers' CPU per block, all their threads, least of the runs):")
+    print(f"{'run':<18} {'end-to-end':>11} {'/ kernel-only':>13} {'feature objects':>15} {'worker CPU/block':>16}")
     for name, rate in rates.items():
-        print(f"{name:<18} {rate:>11,.0f} {rate / kernel:>13.2f} {objects.get(name, ''):>15}")
+        print(f"{name:<18} {rate:>11,.0f} {rate / kernel:>13.2f} {objects.get(name, ''):>15} "
+              f"{cpu[name] * 1e3:>13.1f} ms")
     print(f"kernel-only (workers): {kernel:,.0f} rows/s; Parquet / .npy end-to-end: "
           f"{rates['parquet'] / rates['npy']:.2f}; sharding cost: {1 - rates['npy, shards=8'] / rates['npy']:.1%}, "
           f"objects {objects['npy']} -> {objects['npy, shards=8']} "
@@ -409,8 +424,8 @@ def shard_cpu(npy, gcws, tmp, repeats, n_blocks=16):
 
 
 def formats_table(npy, gcws, workers, tmp, repeats):
-    n, rates, objects, kernel = formats(npy, gcws, workers, tmp, repeats)
-    print_formats(n, rates, objects, kernel, workers)
+    n, rates, objects, kernel, cpu = formats(npy, gcws, workers, tmp, repeats)
+    print_formats(n, rates, objects, kernel, workers, cpu)
     print_parquet_cpu(*parquet_cpu(gcws, tmp, repeats), rates, kernel)
     cpu = shard_cpu(npy, gcws, tmp, repeats)
     print(f"Sharding CPU per block in one process (synchronous scheduler, process time, best of each): one object "
