@@ -25,6 +25,9 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
 
+from ._bytes import load64, varint
+from ._snappy import decompress as snappy_decompress
+
 #: The decoder reads little-endian values with native loads; elsewhere pyarrow reads everything.
 NATIVE = sys.byteorder == "little"
 
@@ -46,37 +49,6 @@ _GROUP = 16
 _STRUCT, _LIST, _MAP, _ONE_BYTE = 12, 9, 11, 100  # _skip's stack entries; a boolean element
 _POPCOUNT = np.array([bin(i).count("1") for i in range(256)], np.int64)
 _MAX_DEPTH = 16  # Thrift structs nested deeper than any page header field: a damaged header
-
-
-@intrinsic
-def _load64(typingctx, arr, index):
-    """The 8 bytes ``arr[index:index + 8]`` of a uint8 array as one native (little-endian)
-    uint64, unaligned; the caller checks that they are inside the array."""
-    if not (isinstance(arr, types.Array) and arr.ndim == 1 and arr.dtype == types.uint8):
-        return None
-
-    def codegen(context, builder, sig, args):
-        ary = context.make_array(sig.args[0])(context, builder, args[0])
-        ptr = builder.bitcast(builder.gep(ary.data, [args[1]], inbounds=True), ir.IntType(64).as_pointer())
-        return builder.load(ptr, align=1)
-
-    return types.uint64(arr, types.intp), codegen
-
-
-@intrinsic
-def _store64(typingctx, arr, index, value):
-    """``arr[index:index + 8]`` = the 8 bytes of uint64 ``value`` (native order, unaligned); the
-    caller checks that they are inside the array."""
-    if not (isinstance(arr, types.Array) and arr.ndim == 1 and arr.dtype == types.uint8 and arr.mutable):
-        return None
-
-    def codegen(context, builder, sig, args):
-        ary = context.make_array(sig.args[0])(context, builder, args[0])
-        ptr = builder.bitcast(builder.gep(ary.data, [args[1]], inbounds=True), ir.IntType(64).as_pointer())
-        builder.store(args[2], ptr, align=1)
-        return context.get_dummy_value()
-
-    return types.void(arr, types.intp, types.uint64), codegen
 
 
 @intrinsic
@@ -117,24 +89,9 @@ def _fence(typingctx):
 
 
 @njit(nogil=True, cache=True)
-def _varint(buf, p, end):
-    """``(value, next position)`` of the ULEB128 integer at ``p``; position -1 if malformed."""
-    value = np.uint64(0)
-    shift = 0
-    while p < end and shift < 64:
-        b = buf[p]
-        p += 1
-        value |= np.uint64(b & 0x7F) << np.uint64(shift)
-        if b < 0x80:
-            return value, p
-        shift += 7
-    return np.uint64(0), -1
-
-
-@njit(nogil=True, cache=True)
 def _zigzag(buf, p, end):
     """``(signed value, next position)`` of a Thrift compact integer (zigzag ULEB128)."""
-    u, p = _varint(buf, p, end)
+    u, p = varint(buf, p, end)
     return np.int64(u >> np.uint64(1)) ^ -np.int64(u & np.uint64(1)), p
 
 
@@ -158,11 +115,11 @@ def _skip(buf, p, end, ttype):
         elif t == 3 or t == _ONE_BYTE:
             p += 1
         elif t == 4 or t == 5 or t == 6:  # i16, i32, i64
-            _, p = _varint(buf, p, end)
+            _, p = varint(buf, p, end)
         elif t == 7:  # double
             p += 8
         elif t == 8:  # binary: length, bytes
-            n, p = _varint(buf, p, end)
+            n, p = varint(buf, p, end)
             if p < 0 or n > np.uint64(end - p):
                 return -1
             p += np.int64(n)
@@ -172,7 +129,7 @@ def _skip(buf, p, end, ttype):
             if t == 12:
                 kinds[depth] = _STRUCT
             elif t == 11:  # size, then key and value types in a byte (absent when empty)
-                n, p = _varint(buf, p, end)
+                n, p = varint(buf, p, end)
                 if p < 0 or n > np.uint64(end - p):
                     return -1
                 kinds[depth], left[depth] = _MAP, 2 * np.int64(n)
@@ -188,7 +145,7 @@ def _skip(buf, p, end, ttype):
                 p += 1
                 n = np.uint64(b >> 4)
                 if n == 15:
-                    n, p = _varint(buf, p, end)
+                    n, p = varint(buf, p, end)
                     if p < 0 or n > np.uint64(end - p):
                         return -1
                 kinds[depth], left[depth], elements[depth, 0] = _LIST, np.int64(n), b & 0x0F
@@ -328,109 +285,6 @@ def _page_header(buf, p, end, h):
 
 
 @njit(nogil=True, cache=True, inline="always")
-def _copy(src, p, dst, q, length):
-    """``dst[q:q + length] = src[p:p + length]`` 8 bytes at a time (it may write up to 15 bytes
-    past ``q + length``: ``dst`` has room); the tail byte by byte where ``src`` ends sooner. With
-    ``src is dst`` the ranges must be at least 8 bytes apart (``p + 8 <= q``): each 8 bytes read
-    are then final before they are read."""
-    if length <= 16 and p + 16 <= len(src):  # most Snappy elements: two loads, two stores
-        _store64(dst, q, _load64(src, p))
-        _store64(dst, q + 8, _load64(src, p + 8))
-        return
-    i = 0
-    while i < length and p + i + 8 <= len(src):
-        _store64(dst, q + i, _load64(src, p + i))
-        i += 8
-    while i < length:
-        dst[q + i] = src[p + i]
-        i += 1
-
-
-@njit(nogil=True, cache=True)
-def _snappy(src, p, end, dst, size):
-    """Decompress the Snappy block ``src[p:end]`` into ``dst[:size]`` (``dst`` has 16 bytes more,
-    which it may overwrite); False if malformed or if it does not hold exactly ``size`` bytes."""
-    n, p = _varint(src, p, end)
-    if p < 0 or n != np.uint64(size) or len(dst) < size + 16:
-        return False
-    q = 0
-    fast_end = min(end, len(src) - 16) - 5  # below it a tag's 4 offset bytes and a 16-byte load fit
-    while p < end:
-        tag = np.int64(src[p])
-        if p < fast_end:  # the common element, at most 16 bytes, with fewer tests and branches
-            if (tag & 3) == 0:  # a literal
-                length = (tag >> 2) + 1
-                if length <= 16 and length <= size - q and p + 1 + length <= end:
-                    _store64(dst, q, _load64(src, p + 1))
-                    _store64(dst, q + 8, _load64(src, p + 9))
-                    p += 1 + length
-                    q += length
-                    continue
-            else:  # a copy: its length, offset and header from the 4 bytes after the tag
-                word = np.int64(_load64(src, p + 1) & np.uint64(0xFFFFFFFF))
-                if (tag & 3) == 1:
-                    length, offset, header = ((tag >> 2) & 7) + 4, ((tag >> 5) << 8) | (word & 0xFF), 2
-                elif (tag & 3) == 2:
-                    length, offset, header = (tag >> 2) + 1, word & 0xFFFF, 3
-                else:
-                    length, offset, header = (tag >> 2) + 1, word, 5
-                if length <= 16 and 8 <= offset <= q and length <= size - q and p + header <= end:
-                    _store64(dst, q, _load64(dst, q - offset))  # final before the next load reads them
-                    _store64(dst, q + 8, _load64(dst, q - offset + 8))
-                    p += header
-                    q += length
-                    continue
-        p += 1
-        kind = tag & 3
-        if kind == 0:  # literal
-            length = np.int64(tag >> 2) + 1
-            if length > 60:  # its length - 1 in the next length - 60 bytes
-                extra = length - 60
-                if p + extra > end:
-                    return False
-                length = 0
-                for i in range(extra):
-                    length |= np.int64(src[p + i]) << (8 * i)
-                length += 1
-                p += extra
-            if length > end - p or length > size - q:
-                return False
-            _copy(src, p, dst, q, length)
-            p += length
-            q += length
-            continue
-        if kind == 1:  # copy, 11-bit offset
-            if p >= end:
-                return False
-            length = np.int64((tag >> 2) & 7) + 4
-            offset = (np.int64(tag >> 5) << 8) | np.int64(src[p])
-            p += 1
-        elif kind == 2:  # copy, 16-bit offset
-            if p + 2 > end:
-                return False
-            length = np.int64(tag >> 2) + 1
-            offset = np.int64(src[p]) | (np.int64(src[p + 1]) << 8)
-            p += 2
-        else:  # copy, 32-bit offset
-            if p + 4 > end:
-                return False
-            length = np.int64(tag >> 2) + 1
-            offset = 0
-            for i in range(4):
-                offset |= np.int64(src[p + i]) << (8 * i)
-            p += 4
-        if offset <= 0 or offset > q or length > size - q:
-            return False
-        if offset >= 8:
-            _copy(dst, q - offset, dst, q, length)
-        else:  # overlapping: the run repeats, byte by byte
-            for i in range(length):
-                dst[q + i] = dst[q - offset + i]
-        q += length
-    return q == size
-
-
-@njit(nogil=True, cache=True, inline="always")
 def _put(out, i, value, table):
     """``out[i] = value``, or ``table[value]`` (a dictionary); False if it is outside the table.
     Numba compiles the ``table is None`` branch away."""
@@ -454,7 +308,7 @@ def _unpack_groups(buf, p, width, out, i, groups, table):
         base = p + g * width
         for t in range(8):
             bit = t * width
-            if not _put(out, i + 8 * g + t, (_load64(buf, base + (bit >> 3)) >> np.uint64(bit & 7)) & mask, table):
+            if not _put(out, i + 8 * g + t, (load64(buf, base + (bit >> 3)) >> np.uint64(bit & 7)) & mask, table):
                 return False
     return True
 
@@ -494,7 +348,7 @@ def _hybrid(buf, p, end, width, n, out, table):
     ones = 0
     i = 0
     while i < n:
-        header, p = _varint(buf, p, end)
+        header, p = varint(buf, p, end)
         if p < 0:
             return -1, 0
         count = np.int64(header >> np.uint64(1))
@@ -717,7 +571,7 @@ def _column(buf, start, end, physical, codec, max_def, col, present, spare, scra
         if compressed:
             if usize > len(scratch) - 16:  # more than any valid page of this row group's rows holds
                 return BAD_PAGE
-            if not _snappy(buf, body, body_end, scratch, usize):
+            if not snappy_decompress(buf, body, body_end, scratch, usize):
                 return BAD_SNAPPY
             status = _page(pages, 0, usize, buf, levels, levels_end, h, physical, max_def, col, row, present,
                            spare, dictionary, n_dict)

@@ -8,7 +8,7 @@ label column chunked the same way.
   Parquet metadata; a partition is a run of consecutive row groups of one file (about 32 MiB of
   float64 input), read by one task, only the requested columns: flat float columns in the
   encodings and codecs writers use by default (PLAIN or dictionary, uncompressed or Snappy) are
-  decoded from the column chunks' bytes straight into rows (:mod:`._parquet_direct`, 2.6-3.0x
+  decoded from the column chunks' bytes straight into rows (:mod:`._parquet_direct`, about 3x
   faster than decoding with pyarrow and gathering its columns into rows); anything else is
   read with pyarrow, with bitwise the same result. The array is named by the files' paths,
   sizes and modification times, and each task re-checks its file's size and modification time
