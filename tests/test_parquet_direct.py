@@ -386,9 +386,10 @@ def test_a_subset_of_columns_in_another_order_and_a_label(tmp_path):
     Xj, Yj = tabular.read_together(X, Y)
     joint = [layer for name, layer in Xj.dask.layers.items() if name.startswith("parquet-joint-")]
     assert len(joint) == 1
+    reader, mapping = joint[0].indices[0][0], next(iter(joint[0].io_deps.values())).mapping
     start = 0
-    for key in sorted(joint[0], key=lambda k: k[1]):
-        reader, *part = joint[0][key]
+    for key in sorted(mapping):
+        part = mapping[key]
         _parquet_direct.last_outcome["outcome"] = None
         rows, labels = reader(*part)
         assert _parquet_direct.last_outcome["outcome"] == "decoded"

@@ -186,6 +186,38 @@ def test_the_cluster_runs_the_write_tasks_and_nothing_after_them(tmp_path, local
     assert all("dk-write-" in k or "dk-featurize-" in k for k in keys), keys
 
 
+@pytest.mark.parametrize("label", [None, "y"])
+@pytest.mark.parametrize("shards", [None, 2])
+def test_a_parquet_block_is_read_featurized_and_written_by_one_task(tmp_path, local_cluster, label, shards):
+    """featurize of read_parquet (with its label column or not) runs one task per block: the read
+    fused into the write under the write's key. A read layer of plain tasks was fused by dask's
+    low-level fusion, which renames the fused task and leaves an alias task per block (two tasks
+    a block); a label read jointly with the rows was three more (the joint read, an item of it
+    for each of the rows and the label, and the label's reshaping)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from distributed import get_task_stream
+
+    from dask_kernels import read_parquet
+
+    y = np.arange(len(X)) % 3
+    path = str(tmp_path / "t.parquet")
+    pq.write_table(pa.table({**{f"c{j}": X[:, j] for j in range(X.shape[1])}, "y": y}), path, row_group_size=100)
+    columns = [f"c{j}" for j in range(X.shape[1])]
+    read = read_parquet(path, columns=columns, label=label, block_rows=100)
+    rows, labels = read if label else (read, None)
+    with Client(local_cluster):
+        with get_task_stream() as ts:
+            s = featurize(rows, G, labels=labels, store=str(tmp_path / "t.zarr"), progress=False, shards=shards)
+        assert np.array_equal(s.features.compute(), REF)
+        if label:
+            assert np.array_equal(s.labels.compute(), y)
+    keys = [str(r["key"]) for r in ts.data]
+    writes = len(X) // 100 + (0 if shards is None else len(X) // 100 // shards)
+    assert len(keys) == writes, sorted(keys)
+    assert all("dk-write-" in k or "dk-featurize-" in k for k in keys), keys
+
+
 def test_cli_local_cluster_svmlight(inputs, tmp_path):
     _, svm = inputs
     out = str(tmp_path / "svm.zarr")

@@ -22,7 +22,7 @@ from ..blocks import InputValueError, row_bounds, validate_block
 from ..io.dense import file_identity, from_array
 from ..io.sparse import SparsePartitions, from_sparse
 from ..sidecar import graph_arrays, map_arrays, write_group
-from ..io.tabular import as_rows, name_input_error, read_together
+from ..io.tabular import as_rows, name_input_error, read_jointly, read_together
 from . import store as _store  # its _INTEGRITY switch, read at run time (benchmarks turn it off)
 from .creation import create_store
 from .layout import MAX_SHARD_BLOCKS, STORE_FORMAT, open_checked
@@ -387,13 +387,19 @@ def _dense_writes(X, job, labels, row_ids, pending, run):
         return []
     k, rows = job["shard_blocks"], job["block_rows"]
     split = k > 1 and not job["expect"]  # resuming a changed input: whole-shard tasks (see write_blocks)
-    X, labels = read_together(X, labels)  # a Parquet partition's rows and labels: one read
-    X = X.rechunk({0: rows if split else rows * k, 1: -1})
-    args, names = [X], []
+    chunks = da.core.normalize_chunks((rows if split else rows * k, -1), X.shape)
+    # a Parquet partition's rows and labels: one read, in the write task itself when the
+    # partitions are the tasks' blocks (its block is the pair; see write_dense_chunk)
+    joint = read_jointly(X, labels) if labels is not None and X.chunks == chunks else None
+    if joint is None:
+        X, labels = read_together(X, labels)
+        X = X.rechunk(chunks)
+    args, names = [X if joint is None else joint], []
     for name, col in (("labels", labels), ("row_ids", row_ids)):
         if col is not None:
-            args.append(col.rechunk((X.chunks[0],))[:, None])
             names.append(name)
+            if joint is None or name != "labels":
+                args.append(col.rechunk((X.chunks[0],))[:, None])
     if split:
         return _each_block(_shard_writes(args, job, tuple(names), pending, run))
     # a (1, 1) status per block, not drop_axis=1: dropping an axis makes dask concatenate along it,

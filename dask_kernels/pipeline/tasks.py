@@ -166,8 +166,15 @@ def _write(job, ids, got, g):
     return len(ids)
 
 
-def _pieces(x, cols, names, first, rows):
-    """``[(i, pieces), ...]`` of the store blocks in ``x``, rows of consecutive blocks from ``first``."""
+def _pieces(x, cols, names, first, rows=None):
+    """``[(i, pieces), ...]`` of the store blocks in ``x``, ``rows`` rows each (all of ``x``
+    by default), of consecutive blocks from ``first``.
+    ``x`` is the rows, or the pair ``(rows, labels)`` of a joint read (the labels then come
+    first in ``names`` and are not in ``cols``; see :func:`~dask_kernels.io.tabular.read_jointly`)."""
+    if isinstance(x, tuple):
+        x, labels = x
+        cols = (labels[:, None], *cols)
+    rows = max(1, x.shape[0]) if rows is None else rows
     col = dict(zip(names, (c[:, 0] for c in cols)))
     return [(first + j, [(x, col.get("labels"), None, col.get("row_ids"), a, min(a + rows, x.shape[0]))])
             for j, a in enumerate(range(0, x.shape[0], rows))]
@@ -191,7 +198,7 @@ def featurize_dense_chunk(x: np.ndarray, *cols: np.ndarray, job: dict, names: tu
     worker's memory accounting sees the block), and nothing concatenates it."""
     i = block_info[0]["chunk-location"][0]
     g = _job_arrays(job)
-    [(_, pieces)] = _pieces(x, cols, names, i, x.shape[0])
+    [(_, pieces)] = _pieces(x, cols, names, i)
     return (i, *_block_arrays(job, i, pieces, g))  # job["expect"] is empty: never None
 
 
