@@ -145,11 +145,14 @@ def _one_read_per_partition(reads, features, label):
     return [[*features, label]]
 
 
-def test_featurize_with_a_label_reads_each_partition_once(tmp_path, row_group_reads):
+@pytest.mark.parametrize("block_rows, shards", [(100, None), (100, 2), (50, None), (50, 2)])
+def test_featurize_with_a_label_reads_each_partition_once(tmp_path, row_group_reads, block_rows, shards):
     """Rows and labels of one partition come from one task: one read of its row groups (the
     features and the label column together through pyarrow; or the features decoded directly and
-    the label column alone), not one task per array; the store holds the same features and
-    labels. The labels alone still read only the label column."""
+    the label column alone), not one task per array; the store holds the same features, labels
+    and row ids. Store blocks that are the partitions take the pair from the joint read in the
+    write task itself (read_jointly); smaller blocks split the partitions (read_together, then a
+    rechunk). The labels alone still read only the label column."""
     X = (RNG.random((250, 6)) * (RNG.random((250, 6)) < 0.5)).astype(np.float32)
     labels = np.arange(250) % 3
     t = pa.table({**{f"c{j}": X[:, j] for j in range(6)}, "y": labels})
@@ -157,11 +160,14 @@ def test_featurize_with_a_label_reads_each_partition_once(tmp_path, row_group_re
     pq.write_table(t, p, row_group_size=50)
     R, y = read_parquet(p, label="y", block_rows=100)  # 3 partitions of 2 row groups (the last 1)
     m = GCWS(n_components=16, seed=0).fit(X[:1])
+    ids = np.arange(250) * 7 + 10**9
     with dask.config.set(scheduler="synchronous"):
-        store = featurize(R, m, labels=y, store=str(tmp_path / "s.zarr"), block_rows=100, progress=False)
+        store = featurize(R, m, labels=y, row_ids=ids, store=str(tmp_path / "s.zarr"), block_rows=block_rows,
+                          shards=shards, progress=False)
     assert row_group_reads == _one_read_per_partition(row_group_reads, [f"c{j}" for j in range(6)], "y") * 3
     assert np.array_equal(store.features[:].compute(), m.transform_block(X))
     assert np.array_equal(np.asarray(store.labels[:].compute()), labels)
+    assert np.array_equal(np.asarray(store.row_ids[:].compute()), ids)
 
     del row_group_reads[:]
     assert np.array_equal(y.compute(scheduler="synchronous"), labels)
