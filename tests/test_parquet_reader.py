@@ -151,7 +151,7 @@ def test_featurize_with_a_label_reads_each_partition_once(tmp_path, row_group_re
     features and the label column together through pyarrow; or the features decoded directly and
     the label column alone), not one task per array; the store holds the same features, labels
     and row ids. Store blocks that are the partitions take the pair from the joint read in the
-    write task itself (read_jointly); smaller blocks split the partitions (read_together, then a
+    write task itself (row_label_pairs); smaller blocks split the partitions (read_together, then a
     rechunk). The labels alone still read only the label column."""
     X = (RNG.random((250, 6)) * (RNG.random((250, 6)) < 0.5)).astype(np.float32)
     labels = np.arange(250) % 3

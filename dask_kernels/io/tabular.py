@@ -223,14 +223,15 @@ def _joint_layers(X, y):
     return lx, ly, _JointReader(lx[1], ly[1])
 
 
-def read_jointly(X: Any, y: Any) -> Any:
+def row_label_pairs(X: Any, y: Any) -> Any:
     """A dask array of ``X``'s blocks (``(n_blocks, 1)`` of them) whose block i is the tuple
     ``(rows, labels)`` of partition i, read by one task; None unless ``X`` and ``y`` are
     themselves :func:`read_parquet`'s rows and label over the same partitions.
 
-    For a consumer of both (``featurize``'s write tasks): a task reading both, fused into the
-    task that consumes them, where :func:`read_together` leaves one task for the joint read and
-    one for each of X and y taking its item (four per block instead of one).
+    For a consumer of both (``featurize``'s write tasks): one task reading both, fused into the
+    task that consumes the pair, where :func:`read_together` leaves a task for the joint read and
+    one for each of X and y taking its item (with the label's reshaping and the write, five tasks
+    a block instead of one).
     """
     from dask.highlevelgraph import HighLevelGraph
 
@@ -238,7 +239,7 @@ def read_jointly(X: Any, y: Any) -> Any:
     if found is None or found[0][0] != X.name or found[1][0] != y.name:
         return None
     lx, ly, reader = found
-    name = f"parquet-jointly-{_hash(lx[0], ly[0])}"
+    name = f"parquet-pairs-{_hash(lx[0], ly[0])}"
     layer = _read_layer(reader, name, lx[2], 2)
     return da.Array(HighLevelGraph.from_collections(name, layer, dependencies=[]), name, (X.chunks[0], (1,)),
                     meta=np.empty((0, 0), object))

@@ -22,7 +22,7 @@ from ..blocks import InputValueError, row_bounds, validate_block
 from ..io.dense import file_identity, from_array
 from ..io.sparse import SparsePartitions, from_sparse
 from ..sidecar import graph_arrays, map_arrays, write_group
-from ..io.tabular import as_rows, name_input_error, read_jointly, read_together
+from ..io.tabular import as_rows, name_input_error, read_together, row_label_pairs
 from . import store as _store  # its _INTEGRITY switch, read at run time (benchmarks turn it off)
 from .creation import create_store
 from .layout import MAX_SHARD_BLOCKS, STORE_FORMAT, open_checked
@@ -389,8 +389,8 @@ def _dense_writes(X, job, labels, row_ids, pending, run):
     split = k > 1 and not job["expect"]  # resuming a changed input: whole-shard tasks (see write_blocks)
     chunks = da.core.normalize_chunks((rows if split else rows * k, -1), X.shape)
     # a Parquet partition's rows and labels: one read, in the write task itself when the
-    # partitions are the tasks' blocks (its block is the pair; see write_dense_chunk)
-    joint = read_jointly(X, labels) if labels is not None and X.chunks == chunks else None
+    # partitions are the tasks' blocks (the task's block is then the pair; see tasks._pieces)
+    joint = row_label_pairs(X, labels) if labels is not None and X.chunks == chunks else None
     if joint is None:
         X, labels = read_together(X, labels)
         X = X.rechunk(chunks)
