@@ -238,3 +238,23 @@ def test_a_stored_dataframe_index_is_not_a_feature(tmp_path):
         assert np.array_equal(R.compute(), X), path
     R = read_parquet(str(tmp_path / "named.parquet"), columns=["id", "a"])
     assert np.array_equal(R.compute(), np.column_stack([np.arange(100, 140), X[:, 0]]))
+
+
+def test_the_read_layer_is_not_tokenized_part_by_part():
+    """Dask names a Blockwise layer's block arguments by tokenizing them (pickling each object
+    that has no ``__dask_tokenize__``); read_parquet's layer is named by its own name (which
+    hashes every file's path, size and modification time), so building it does not walk its
+    parts (2 s per 100,000 partitions when it did)."""
+    seen = []
+
+    class Counted:
+        def __reduce__(self):
+            seen.append(1)
+            return (Counted, ())
+
+    parts = [("f.parquet", (i,), 10, Counted()) for i in range(100)]
+    A = tabular._array("parquet-test", parts, None, ["a", "b"], np.float32)
+    assert A.numblocks == (100, 1)
+    assert seen == []
+    found = tabular._reader_layer(A)
+    assert found is not None and found[2] == parts
