@@ -10,14 +10,22 @@ from ._bytes import load64, store64, varint
 
 
 @njit(nogil=True, cache=True, inline="always")
+def _copy16(src, p, dst, q):
+    """``dst[q:q + 16] = src[p:p + 16]`` as two 8-byte loads and stores (the caller checks both
+    ranges; with ``src is dst``, ``p + 8 <= q``: the first 8 bytes are final before the second
+    load reads them)."""
+    store64(dst, q, load64(src, p))
+    store64(dst, q + 8, load64(src, p + 8))
+
+
+@njit(nogil=True, cache=True, inline="always")
 def _copy(src, p, dst, q, length):
     """``dst[q:q + length] = src[p:p + length]`` 8 bytes at a time (it may write up to 15 bytes
     past ``q + length``: ``dst`` has room); the tail byte by byte where ``src`` ends sooner. With
     ``src is dst`` the ranges must be at least 8 bytes apart (``p + 8 <= q``): each 8 bytes read
     are then final before they are read."""
     if length <= 16 and p + 16 <= len(src):  # most Snappy elements: two loads, two stores
-        store64(dst, q, load64(src, p))
-        store64(dst, q + 8, load64(src, p + 8))
+        _copy16(src, p, dst, q)
         return
     i = 0
     while i < length and p + i + 8 <= len(src):
@@ -43,8 +51,7 @@ def decompress(src, p, end, dst, size):
             if (tag & 3) == 0:  # a literal
                 length = (tag >> 2) + 1
                 if length <= 16 and length <= size - q and p + 1 + length <= end:
-                    store64(dst, q, load64(src, p + 1))
-                    store64(dst, q + 8, load64(src, p + 9))
+                    _copy16(src, p + 1, dst, q)
                     p += 1 + length
                     q += length
                     continue
@@ -57,8 +64,7 @@ def decompress(src, p, end, dst, size):
                 else:
                     length, offset, header = (tag >> 2) + 1, word, 5
                 if length <= 16 and 8 <= offset <= q and length <= size - q and p + header <= end:
-                    store64(dst, q, load64(dst, q - offset))  # final before the next load reads them
-                    store64(dst, q + 8, load64(dst, q - offset + 8))
+                    _copy16(dst, q - offset, dst, q)
                     p += header
                     q += length
                     continue
