@@ -13,8 +13,8 @@ allocates is bounded by the row group's row count, never by a size a page header
 
 The format (Apache Parquet's ``parquet.thrift`` and its encodings page): a column chunk is an
 optional dictionary page followed by data pages; each page is a Thrift compact-protocol
-``PageHeader`` followed by the page's bytes. Definition levels and dictionary indices use the
-RLE/bit-packing hybrid; values are little-endian IEEE 754.
+``PageHeader`` (parsed by :mod:`._page_header`) followed by the page's bytes. Definition levels
+and dictionary indices use the RLE/bit-packing hybrid; values are little-endian IEEE 754.
 """
 
 import sys
@@ -26,6 +26,8 @@ from numba import njit, types
 from numba.extending import intrinsic
 
 from ._bytes import load64, varint
+from ._page_header import (CSIZE, DATA_PAGE, DATA_PAGE_V2, DEF_ENCODING, DICTIONARY_PAGE, ENCODING, N_FIELDS,
+                           NVALUES, TYPE, USIZE, V2_COMPRESSED, V2_DEF_LEN, V2_NULLS, V2_REP_LEN, page_header)
 from ._snappy import decompress as snappy_decompress
 
 #: The decoder reads little-endian values with native loads; elsewhere pyarrow reads everything.
@@ -38,17 +40,9 @@ OK, BAD_HEADER, UNSUPPORTED, BAD_PAGE, BAD_SNAPPY, BAD_LEVELS, BAD_COUNT = 0, -1
 FLOAT, DOUBLE = 4, 5
 UNCOMPRESSED, SNAPPY = 0, 1
 
-# page header fields, as :func:`_page_header` fills them (index into its int64 array)
-(_TYPE, _USIZE, _CSIZE, _NVALUES, _ENCODING, _DEF_ENCODING, _REP_ENCODING, _V2_NULLS, _V2_ROWS, _V2_DEF_LEN,
- _V2_REP_LEN, _V2_COMPRESSED, _SUBHEADER) = range(13)
-_N_FIELDS = 13
-_ABSENT = -(1 << 62)  # a slot no field filled (every field is an i32 or a boolean)
-_DATA_PAGE, _DICTIONARY_PAGE, _DATA_PAGE_V2 = 0, 2, 3
 _PLAIN, _PLAIN_DICTIONARY, _RLE, _RLE_DICTIONARY = 0, 2, 3, 8
 _GROUP = 16
-_STRUCT, _LIST, _MAP, _ONE_BYTE = 12, 9, 11, 100  # _skip's stack entries; a boolean element
 _POPCOUNT = np.array([bin(i).count("1") for i in range(256)], np.int64)
-_MAX_DEPTH = 16  # Thrift structs nested deeper than any page header field: a damaged header
 
 
 @intrinsic
@@ -86,202 +80,6 @@ def _fence(typingctx):
         return context.get_dummy_value()
 
     return types.void(), codegen
-
-
-@njit(nogil=True, cache=True)
-def _zigzag(buf, p, end):
-    """``(signed value, next position)`` of a Thrift compact integer (zigzag ULEB128)."""
-    u, p = varint(buf, p, end)
-    return np.int64(u >> np.uint64(1)) ^ -np.int64(u & np.uint64(1)), p
-
-
-@njit(nogil=True, cache=True)
-def _skip(buf, p, end, ttype):
-    """Position after a Thrift compact value of type ``ttype`` at ``p`` (-1 if malformed).
-
-    Iterative, with a stack of the containers it is inside (Numba's cached code cannot recurse):
-    a struct reads field headers up to its stop byte, a list or a map counts down its elements
-    (their booleans take a byte, :data:`_ONE_BYTE`, unlike a boolean field's)."""
-    kinds = np.empty(_MAX_DEPTH, np.int64)  # _STRUCT, _LIST or _MAP
-    left = np.empty(_MAX_DEPTH, np.int64)  # elements still to skip (a map's keys and values)
-    elements = np.empty((_MAX_DEPTH, 2), np.int64)  # a list's element type; a map's value, key types
-    depth = 0
-    t = np.int64(ttype)
-    while True:
-        if p < 0 or p > end:
-            return -1
-        if t == 1 or t == 2:  # a boolean field: the value is in the type
-            pass
-        elif t == 3 or t == _ONE_BYTE:
-            p += 1
-        elif t == 4 or t == 5 or t == 6:  # i16, i32, i64
-            _, p = varint(buf, p, end)
-        elif t == 7:  # double
-            p += 8
-        elif t == 8:  # binary: length, bytes
-            n, p = varint(buf, p, end)
-            if p < 0 or n > np.uint64(end - p):
-                return -1
-            p += np.int64(n)
-        elif t == 9 or t == 10 or t == 11 or t == 12:  # list, set, map, struct
-            if depth == _MAX_DEPTH:
-                return -1
-            if t == 12:
-                kinds[depth] = _STRUCT
-            elif t == 11:  # size, then key and value types in a byte (absent when empty)
-                n, p = varint(buf, p, end)
-                if p < 0 or n > np.uint64(end - p):
-                    return -1
-                kinds[depth], left[depth] = _MAP, 2 * np.int64(n)
-                if n > 0:
-                    if p >= end:
-                        return -1
-                    elements[depth, 1], elements[depth, 0] = buf[p] >> 4, buf[p] & 0x0F
-                    p += 1
-            else:  # size and element type in a byte, the size in a varint if it is 15
-                if p >= end:
-                    return -1
-                b = buf[p]
-                p += 1
-                n = np.uint64(b >> 4)
-                if n == 15:
-                    n, p = varint(buf, p, end)
-                    if p < 0 or n > np.uint64(end - p):
-                        return -1
-                kinds[depth], left[depth], elements[depth, 0] = _LIST, np.int64(n), b & 0x0F
-            depth += 1
-        else:
-            return -1
-        if p < 0 or p > end:
-            return -1
-        # the next value: the innermost container's next field or element
-        while True:
-            if depth == 0:
-                return p
-            k = depth - 1
-            if kinds[k] == _STRUCT:
-                if p >= end:
-                    return -1
-                b = buf[p]
-                p += 1
-                if b == 0:
-                    depth -= 1
-                    continue
-                if b >> 4 == 0:  # a long-form field id follows
-                    _, p = _zigzag(buf, p, end)
-                t = np.int64(b & 0x0F)
-                break
-            if left[k] == 0:
-                depth -= 1
-                continue
-            left[k] -= 1
-            t = elements[k, left[k] % 2] if kinds[k] == _MAP else elements[k, 0]
-            if t == 1 or t == 2:
-                t = _ONE_BYTE
-            break
-
-
-@njit(nogil=True, cache=True)
-def _field(buf, p, end, last):
-    """``(position after it, field id, type)`` of the field header at ``p`` in a Thrift struct
-    whose previous field was ``last``; the id is 0 at the struct's stop byte, the position -1 if
-    malformed."""
-    if p < 0 or p >= end:
-        return -1, 0, 0
-    b = buf[p]
-    p += 1
-    if b == 0:
-        return p, 0, 0
-    if b >> 4 == 0:  # a long-form field id follows
-        fid, p = _zigzag(buf, p, end)
-        return p, fid, b & 0x0F
-    return p, last + (b >> 4), b & 0x0F
-
-
-@njit(nogil=True, cache=True)
-def _value(buf, p, end, t, h, slot):
-    """Read the field value of type ``t`` at ``p`` into ``h[slot]`` when ``slot >= 0`` and ``t`` is
-    the slot's type (a boolean for :data:`_V2_COMPRESSED`, else an i32 in its range), else skip
-    it, as Thrift's generated readers do with a field of an unexpected type; returns the
-    position after it (-1 if malformed)."""
-    if slot == _V2_COMPRESSED and (t == 1 or t == 2):  # a boolean field: the value is in the type
-        h[slot] = 1 if t == 1 else 0
-        return p
-    if slot >= 0 and slot != _V2_COMPRESSED and t == 5:
-        value, p = _zigzag(buf, p, end)
-        if value < -(1 << 31) or value >= 1 << 31:
-            return -1
-        h[slot] = value
-        return p
-    return _skip(buf, p, end, t)
-
-
-@njit(nogil=True, cache=True)
-def _struct_fields(buf, p, end, h, kind):
-    """Read the fields of the page header's struct ``kind`` (field 5, 7 or 8 of ``PageHeader``) at
-    ``p`` into their :func:`_page_header` slots (other fields skipped); returns the position
-    after it, or -1."""
-    fid = 0
-    while True:
-        p, fid, t = _field(buf, p, end, fid)
-        if p < 0 or fid == 0:
-            return p
-        slot = -1
-        if kind == 5:  # DataPageHeader
-            slot = (_NVALUES if fid == 1 else _ENCODING if fid == 2 else _DEF_ENCODING if fid == 3 else
-                    _REP_ENCODING if fid == 4 else -1)
-        elif kind == 7:  # DictionaryPageHeader
-            slot = _NVALUES if fid == 1 else _ENCODING if fid == 2 else -1
-        else:  # DataPageHeaderV2
-            slot = (_NVALUES if fid == 1 else _V2_NULLS if fid == 2 else _V2_ROWS if fid == 3 else
-                    _ENCODING if fid == 4 else _V2_DEF_LEN if fid == 5 else _V2_REP_LEN if fid == 6 else
-                    _V2_COMPRESSED if fid == 7 else -1)
-        p = _value(buf, p, end, t, h, slot)
-
-
-@njit(nogil=True, cache=True)
-def _page_header(buf, p, end, h):
-    """Parse the ``PageHeader`` at ``p`` into ``h`` (see the ``_TYPE``... slots); returns the
-    position of the page's bytes, or -1 if it is malformed or lacks a field parquet.thrift
-    requires (a page of type DATA_PAGE, DICTIONARY_PAGE or DATA_PAGE_V2 needs that header and
-    only that one, with its required fields, and non-negative counts)."""
-    for f in range(_N_FIELDS):
-        h[f] = _ABSENT
-    h[_V2_COMPRESSED] = 1  # parquet.thrift's default
-    h[_SUBHEADER] = 0  # which of the fields 5, 7, 8 (bits 5, 7, 8) were read
-    fid = 0
-    while True:
-        p, fid, t = _field(buf, p, end, fid)
-        if p < 0:
-            return -1
-        if fid == 0:
-            break
-        if (fid == 5 or fid == 7 or fid == 8) and t == 12:
-            h[_SUBHEADER] |= 1 << fid
-            p = _struct_fields(buf, p, end, h, fid)
-        else:  # type, uncompressed_page_size, compressed_page_size: slots 0, 1, 2
-            p = _value(buf, p, end, t, h, fid - 1 if 1 <= fid <= 3 else -1)
-    if h[_TYPE] == _ABSENT or h[_USIZE] == _ABSENT or h[_CSIZE] == _ABSENT:
-        return -1
-    if h[_TYPE] == _DATA_PAGE:
-        need = (_NVALUES, _ENCODING, _DEF_ENCODING, _REP_ENCODING)
-        sub = 5
-    elif h[_TYPE] == _DICTIONARY_PAGE:
-        need = (_NVALUES, _ENCODING, _NVALUES, _ENCODING)  # two fields, repeated: one tuple type
-        sub = 7
-    elif h[_TYPE] == _DATA_PAGE_V2:
-        need = (_NVALUES, _ENCODING, _V2_DEF_LEN, _V2_REP_LEN)
-        sub = 8
-        if h[_V2_NULLS] < 0 or h[_V2_ROWS] < 0 or h[_V2_NULLS] > h[_NVALUES] or h[_V2_ROWS] != h[_NVALUES]:
-            return -1  # (absent is negative too)
-    else:
-        return p  # a page type this decoder does not read: the caller gives up
-    if h[_SUBHEADER] != 1 << sub:
-        return -1
-    for f in need:
-        if h[f] == _ABSENT:
-            return -1
-    return p
 
 
 @njit(nogil=True, cache=True, inline="always")
@@ -477,8 +275,8 @@ def _page(data, d, d_end, buf, levels, levels_end, h, physical, max_def, col, ro
     """Decode one page's (decompressed) bytes ``data[d:d_end]`` whose header is ``h``: a
     dictionary page into ``dictionary`` (returns its size), a data page into ``col[row:]``
     (returns 0); a v2 page's levels are ``buf[levels:levels_end]``. Negative: why it gave up."""
-    ptype, nvalues = h[_TYPE], h[_NVALUES]
-    if ptype == _DICTIONARY_PAGE:
+    ptype, nvalues = h[TYPE], h[NVALUES]
+    if ptype == DICTIONARY_PAGE:
         if physical == FLOAT:
             _copy_values(data[d:d + 4 * nvalues].view(np.float32), dictionary)
         else:
@@ -488,8 +286,8 @@ def _page(data, d, d_end, buf, levels, levels_end, h, physical, max_def, col, ro
     mask = present[row:row + nvalues]
     count = nvalues
     if max_def == 1:
-        if ptype == _DATA_PAGE:
-            if h[_DEF_ENCODING] != _RLE:
+        if ptype == DATA_PAGE:
+            if h[DEF_ENCODING] != _RLE:
                 return UNSUPPORTED
             if d + 4 > d_end:
                 return BAD_LEVELS
@@ -503,14 +301,14 @@ def _page(data, d, d_end, buf, levels, levels_end, h, physical, max_def, col, ro
             count = _levels(buf, levels, levels_end, mask)
         if count < 0:
             return BAD_LEVELS
-        if ptype == _DATA_PAGE_V2 and nvalues - count != h[_V2_NULLS]:  # the header disagrees
+        if ptype == DATA_PAGE_V2 and nvalues - count != h[V2_NULLS]:  # the header disagrees
             return BAD_LEVELS
     else:
-        if ptype == _DATA_PAGE_V2 and (levels_end != levels or h[_V2_NULLS] != 0):
+        if ptype == DATA_PAGE_V2 and (levels_end != levels or h[V2_NULLS] != 0):
             return BAD_LEVELS
         mask.fill(1)
     out = col[row:row + nvalues]
-    if h[_ENCODING] == _PLAIN:
+    if h[ENCODING] == _PLAIN:
         ok = _plain(data, d, d_end, count, physical, out, mask)
     else:
         ok = _dictionary(data, d, d_end, count, dictionary[:n_dict], out, mask, spare)
@@ -529,45 +327,45 @@ def _column(buf, start, end, physical, codec, max_def, col, present, spare, scra
     null); returns :data:`OK` or why it gave up. Compressed pages are decompressed into
     ``scratch`` and read through ``pages``, its read-only view."""
     n = len(col)
-    h = np.empty(_N_FIELDS, np.int64)
+    h = np.empty(N_FIELDS, np.int64)
     width = 4 if physical == FLOAT else 8
     n_dict = -1
     row = 0
     p = start
     while row < n:
-        q = _page_header(buf, p, end, h)
+        q = page_header(buf, p, end, h)
         if q < 0:
             return BAD_HEADER
-        usize, csize, nvalues, ptype = h[_USIZE], h[_CSIZE], h[_NVALUES], h[_TYPE]
+        usize, csize, nvalues, ptype = h[USIZE], h[CSIZE], h[NVALUES], h[TYPE]
         if csize < 0 or csize > end - q or usize < 0 or nvalues < 0:
             return BAD_PAGE
         body, body_end = q, q + csize
         p = body_end
-        if ptype == _DICTIONARY_PAGE:
-            if n_dict >= 0 or (h[_ENCODING] != _PLAIN and h[_ENCODING] != _PLAIN_DICTIONARY):
+        if ptype == DICTIONARY_PAGE:
+            if n_dict >= 0 or (h[ENCODING] != _PLAIN and h[ENCODING] != _PLAIN_DICTIONARY):
                 return UNSUPPORTED
             if nvalues > len(dictionary) or usize != nvalues * width:  # at most one entry per row
                 return BAD_PAGE
-        elif ptype == _DATA_PAGE or ptype == _DATA_PAGE_V2:
+        elif ptype == DATA_PAGE or ptype == DATA_PAGE_V2:
             if nvalues > n - row:
                 return BAD_COUNT
-            if h[_ENCODING] != _PLAIN and h[_ENCODING] != _PLAIN_DICTIONARY and h[_ENCODING] != _RLE_DICTIONARY:
+            if h[ENCODING] != _PLAIN and h[ENCODING] != _PLAIN_DICTIONARY and h[ENCODING] != _RLE_DICTIONARY:
                 return UNSUPPORTED
-            if h[_ENCODING] != _PLAIN and n_dict < 0:
+            if h[ENCODING] != _PLAIN and n_dict < 0:
                 return BAD_PAGE
         else:
             return UNSUPPORTED
         # levels: v1 has them inside the (compressed) body, v2 before it, uncompressed
         levels, levels_end = body, body
-        if ptype == _DATA_PAGE_V2:
-            if h[_V2_REP_LEN] != 0 or h[_V2_DEF_LEN] < 0 or h[_V2_DEF_LEN] > csize:
-                return UNSUPPORTED if h[_V2_REP_LEN] > 0 else BAD_PAGE
-            levels_end = body + h[_V2_DEF_LEN]
+        if ptype == DATA_PAGE_V2:
+            if h[V2_REP_LEN] != 0 or h[V2_DEF_LEN] < 0 or h[V2_DEF_LEN] > csize:
+                return UNSUPPORTED if h[V2_REP_LEN] > 0 else BAD_PAGE
+            levels_end = body + h[V2_DEF_LEN]
             body = levels_end
-            usize -= h[_V2_DEF_LEN]
+            usize -= h[V2_DEF_LEN]
             if usize < 0:
                 return BAD_PAGE
-        compressed = codec == SNAPPY and (ptype != _DATA_PAGE_V2 or h[_V2_COMPRESSED] != 0)
+        compressed = codec == SNAPPY and (ptype != DATA_PAGE_V2 or h[V2_COMPRESSED] != 0)
         if compressed:
             if usize > len(scratch) - 16:  # more than any valid page of this row group's rows holds
                 return BAD_PAGE
@@ -582,7 +380,7 @@ def _column(buf, start, end, physical, codec, max_def, col, present, spare, scra
                            spare, dictionary, n_dict)
         if status < 0:
             return status
-        if ptype == _DICTIONARY_PAGE:
+        if ptype == DICTIONARY_PAGE:
             n_dict = status
         else:
             row += nvalues
