@@ -10,17 +10,15 @@
   dictionary indices of bit width 0 (as parquet-mr writes them);
 * what the decoder does not read (integers, booleans, float16, zstd/gzip, BYTE_STREAM_SPLIT)
   goes to pyarrow, with the same result;
-* damaged column chunks (hundreds of seeded mutations, the footer intact) never crash the
-  process nor read or write out of bounds (a run compiled with ``NUMBA_BOUNDSCHECK=1``), and the
-  rows are pyarrow's or pyarrow's error: in subprocesses, so a segfault fails the test; damage
-  pyarrow refuses is refused by the fast path too (page headers missing a required field or
-  with one of another type, negative counts);
+* local files and object stores give the same chunk bytes; threads decoding at once each get
+  their own rows;
 * the kernels loaded from Numba's on-disk cache decode the same bytes;
 * featurize from Parquet through the fast path stores the features of the same rows, and a null
   is still refused naming the file, row and column.
 
-The file fixtures' layout (page counts, encodings, page versions) is checked with a small Thrift
-reader of this file's own, so each case covers what it says it covers.
+Damaged files are tested in test_parquet_damaged.py. The file fixtures' layout (page counts,
+encodings, page versions) is checked with the small Thrift reader of ``_parquet_files``, so each
+case covers what it says it covers.
 """
 
 import json
@@ -36,6 +34,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from _parquet_files import (DATA_V1, DATA_V2, DICT, F32, F64, PLAIN, PLAIN_DICTIONARY, RLE_DICTIONARY, assert_bitwise,
+                           chunk_ranges, column_values, fast_and_pyarrow, file_pages, make_table, parquet_reader,
+                           small_files)
 from dask_kernels import GCWS, featurize, read_parquet
 from dask_kernels.blocks import InputValueError
 from dask_kernels.io import _parquet_direct, tabular
@@ -44,204 +45,28 @@ from dask_kernels.io import _parquet_direct, tabular
 pytestmark = pytest.mark.filterwarnings("ignore:invalid value encountered in cast:RuntimeWarning")
 
 
-# -- helpers ------------------------------------------------------------------------------------
-def _bits(a):
-    """The array's bytes as unsigned integers of its item size (NaN payloads and -0.0 count)."""
-    a = np.ascontiguousarray(a)
-    return a.view({1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[a.dtype.itemsize])
-
-
-def _assert_bitwise(got, want):
-    assert got.dtype == want.dtype and got.shape == want.shape, (got.dtype, got.shape, want.dtype, want.shape)
-    bad = np.argwhere(_bits(got) != _bits(want))
-    assert len(bad) == 0, f"{len(bad)} values differ, first at {bad[0].tolist()}: {got[tuple(bad[0])]!r} " \
-                          f"(bits {_bits(got)[tuple(bad[0])]:#x}) vs {want[tuple(bad[0])]!r} " \
-                          f"(bits {_bits(want)[tuple(bad[0])]:#x})"
-
-
-def _reader(X):
-    """``(task function, parts)`` of a read_parquet array: ``task(*part)`` is what a worker runs."""
-    found = tabular._reader_layer(X)
-    assert found is not None
-    return found[1], found[2]
-
-
-def _fast_and_pyarrow(task, part):
-    """``(rows from the task, rows from the pyarrow path, how the fast path went)``."""
-    _parquet_direct.last_outcome["outcome"] = None
-    got = task(*part)
-    outcome = _parquet_direct.last_outcome["outcome"]
-    want = task.rows(task.table(*part, task.columns), part[2])
-    return got, want, outcome
-
-
-def _varint(b, p):
-    v = s = 0
-    while True:
-        x = b[p]
-        p += 1
-        v |= (x & 0x7F) << s
-        s += 7
-        if x < 0x80:
-            return v, p
-
-
-def _thrift_struct(b, p, path=(), fields=None):
-    """Fields of the Thrift compact struct at ``p`` (the page headers' subset of the protocol):
-    ``({field id: value, sub-structs as dicts}, end)``; with a list ``fields``, also appends
-    ``(id path, position of the field header byte, compact type, position of the value)``."""
-    out, last = {}, 0
-    while True:
-        x = b[p]
-        head = p
-        p += 1
-        if x == 0:
-            return out, p
-        t = x & 0x0F
-        if x >> 4:
-            fid = last + (x >> 4)
-        else:
-            u, p = _varint(b, p)
-            fid = (u >> 1) ^ -(u & 1)
-        last = fid
-        if fields is not None:
-            fields.append((path + (fid,), head, t, p))
-        if t in (1, 2):
-            out[fid] = t == 1
-        elif t in (4, 5, 6):
-            u, p = _varint(b, p)
-            out[fid] = (u >> 1) ^ -(u & 1)
-        elif t == 8:
-            n, p = _varint(b, p)
-            out[fid], p = bytes(b[p:p + n]), p + n
-        elif t == 12:
-            out[fid], p = _thrift_struct(b, p, path + (fid,), fields)
-        else:
-            raise ValueError(f"compact type {t} not expected in a page header")
-
-
-def _chunk_ranges(meta):
-    """``[(row group, column, start, end)]`` file offsets of every column chunk."""
-    out = []
-    for g in range(meta.num_row_groups):
-        for i in range(meta.num_columns):
-            c = meta.row_group(g).column(i)
-            start = c.data_page_offset
-            if c.has_dictionary_page and c.dictionary_page_offset:
-                start = min(start, c.dictionary_page_offset)
-            out.append((g, i, start, start + c.total_compressed_size))
-    return out
-
-
-_DATA_V1, _DICT, _DATA_V2 = 0, 2, 3
-
-
-def _pages(path):
-    """``{(row group, column): [(page type, encoding, values, header start, header end)]}``."""
-    raw = Path(path).read_bytes()
-    out = {}
-    for g, i, start, end in _chunk_ranges(pq.ParquetFile(path).metadata):
-        pages, p = [], start
-        while p < end:
-            h, q = _thrift_struct(raw, p)
-            sub = h.get({_DATA_V1: 5, _DICT: 7, _DATA_V2: 8}[h[1]])
-            enc = sub[4] if h[1] == _DATA_V2 else sub[2]
-            pages.append((h[1], enc, sub[1], p, q))
-            p = q + h[3]
-        assert p == end
-        out[g, i] = pages
-    return out
-
-
-_PLAIN, _PLAIN_DICTIONARY, _RLE_DICTIONARY = 0, 2, 8
-
-# -- data ---------------------------------------------------------------------------------------
-# NaN (quiet, negative, signalling, with a payload), +-inf, -0.0, 0, subnormals, +-max, the smallest
-# normal, 1 (and float32's max and smallest subnormal in float64)
-_SPECIAL32 = np.array([0x7FC00000, 0xFFC00000, 0x7F800001, 0x7FC12345, 0x7F800000, 0xFF800000, 0x80000000, 0,
-                       0x00000001, 0x807FFFFF, 0x7F7FFFFF, 0xFF7FFFFF, 0x00800000, 0x3F800000],
-                      np.uint32).view(np.float32)
-_SPECIAL64 = np.concatenate([
-    np.array([0x7FF8000000000000, 0xFFF8000000000000, 0x7FF0000000000001, 0x7FF8000000012345, 0x7FF0000000000000,
-              0xFFF0000000000000, 0x8000000000000000, 0, 1, 0x800FFFFFFFFFFFFF, 0x7FEFFFFFFFFFFFFF,
-              0xFFEFFFFFFFFFFFFF, 0x0010000000000000], np.uint64).view(np.float64),
-    [np.finfo(np.float32).max, -np.finfo(np.float32).max, float(np.finfo(np.float32).smallest_subnormal)]])
-
-
-def _values(kind, n, dtype, rng):
-    if kind == "random":  # high cardinality: every value distinct, over 10 decades
-        x = rng.standard_normal(n) * 10.0 ** rng.integers(-5, 5, n)
-    elif kind == "runs":  # 80% zeros, a few other values, and long runs (RLE runs of indices)
-        x = rng.choice([1.5, -2.25, 3.0, 7.0], n)
-        x[rng.random(n) < 0.8] = 0
-        x[n // 3:n // 3 + n // 5] = 7.0
-    elif kind == "const":  # one dictionary entry: indices of bit width 0
-        x = np.full(n, 2.5)
-    elif kind == "special":
-        special = _SPECIAL32 if np.dtype(dtype) == np.float32 else _SPECIAL64
-        x = rng.standard_normal(n).astype(dtype)
-        pick = rng.random(n) < 0.5
-        x[pick] = rng.choice(special, int(pick.sum()))
-        x[:len(special)] = special
-        return x
-    else:
-        raise ValueError(kind)
-    return x.astype(dtype)
-
-
-def _nulls(mode, n, rng):
-    if mode in ("none", "required"):
-        return np.zeros(n, bool)
-    if mode == "some":  # scattered, and a run of nulls (RLE levels of both values)
-        m = rng.random(n) < 0.1
-        m[n // 2:n // 2 + n // 8] = True
-        return m
-    if mode == "all":
-        return np.ones(n, bool)
-    raise ValueError(mode)
-
-
-def _table(spec, n, seed):
-    """A table of the columns ``spec`` = [(name, dtype, values kind, nulls mode)], and the rows
-    it holds (NaN for a null) in the dtype read_parquet gives, and where the nulls are."""
-    rng = np.random.default_rng(seed)
-    arrays, fields, rows, nulls = [], [], [], []
-    for name, dtype, kind, mode in spec:
-        x, m = _values(kind, n, dtype, rng), _nulls(mode, n, rng)
-        typ = pa.from_numpy_dtype(dtype)
-        arrays.append(pa.nulls(n, typ) if mode == "all" else pa.array(x, mask=m if m.any() else None, type=typ))
-        fields.append(pa.field(name, typ, nullable=mode != "required"))
-        rows.append(np.where(m, np.nan, x))
-        nulls.append(m)
-    dtype = np.float32 if all(np.dtype(s[1]) == np.float32 for s in spec) else np.float64
-    with np.errstate(invalid="ignore"):  # a float32 signalling NaN into float64
-        rows = np.column_stack([r.astype(dtype) for r in rows])
-    return pa.Table.from_arrays(arrays, schema=pa.schema(fields)), rows, np.column_stack(nulls)
-
-
 def _check(path, rows, nulls, block_rows, columns=None, n_parts=None):
     """Every partition of ``path`` through the fast path: decoded, bitwise pyarrow's rows, NaN
     exactly at the nulls (and NaNs of the data), equal to the rows written; and end to end."""
     X = read_parquet(path, columns=columns, block_rows=block_rows)
-    task, parts = _reader(X)
+    task, parts = parquet_reader(X)
     if n_parts is not None:
         assert len(parts) == n_parts
     got_all = []
     for part in parts:
-        got, want, outcome = _fast_and_pyarrow(task, part)
+        got, want, outcome = fast_and_pyarrow(task, part)
         assert outcome == "decoded", outcome
-        _assert_bitwise(got, want)
+        assert_bitwise(got, want)
         got_all.append(got)
     got = np.concatenate(got_all)
     assert got.dtype == X.dtype == rows.dtype and got.shape == rows.shape
     np.testing.assert_array_equal(np.isnan(got), nulls | np.isnan(rows))
     np.testing.assert_array_equal(got, rows)  # values (NaN equal to NaN, -0.0 to 0.0)
     with dask.config.set(scheduler="synchronous"):
-        _assert_bitwise(X.compute(), got)
+        assert_bitwise(X.compute(), got)
     return got
 
 
-F32, F64 = np.float32, np.float64
 _SMALL_PAGES = dict(data_page_size=128, write_batch_size=8)
 
 # (columns, writer options): each dimension's every value appears at least once
@@ -318,29 +143,29 @@ CASES.update({
 def test_the_fast_path_gives_pyarrows_rows_bitwise(tmp_path, case):
     """500 rows in row groups of 120 read in partitions of 250+ rows: 3 row groups, then 2."""
     spec, options = CASES[case]
-    table, rows, nulls = _table(spec, 500, seed=sorted(CASES).index(case))
+    table, rows, nulls = make_table(spec, 500, seed=sorted(CASES).index(case))
     path = str(tmp_path / "t.parquet")
     pq.write_table(table, path, row_group_size=120, **options)
 
     # the file is what the case says
     meta = pq.ParquetFile(path).metadata
-    pages = _pages(path)
+    pages = file_pages(path)
     kinds = {(t, e) for chunk in pages.values() for t, e, *_ in chunk}
-    data_types = {t for t, _ in kinds if t != _DICT}
-    assert data_types == {_DATA_V2 if options["data_page_version"] == "2.0" else _DATA_V1}
+    data_types = {t for t, _ in kinds if t != DICT}
+    assert data_types == {DATA_V2 if options["data_page_version"] == "2.0" else DATA_V1}
     assert {meta.row_group(0).column(i).compression for i in range(len(spec))} == \
         {"SNAPPY" if options["compression"] == "snappy" else "UNCOMPRESSED"}
     for i, (_, _, _, mode) in enumerate(spec):
         assert meta.schema.column(i).max_definition_level == (0 if mode == "required" else 1)
     if options["use_dictionary"] is False:
-        assert (_DICT, _PLAIN) not in kinds and {e for _, e in kinds} == {_PLAIN}
+        assert (DICT, PLAIN) not in kinds and {e for _, e in kinds} == {PLAIN}
     else:
-        assert any(t == _DICT for t, _ in kinds)
+        assert any(t == DICT for t, _ in kinds)
     if "data_page_size" in options or "max_rows_per_page" in options:
-        assert max(sum(t != _DICT for t, *_ in chunk) for chunk in pages.values()) >= 4
+        assert max(sum(t != DICT for t, *_ in chunk) for chunk in pages.values()) >= 4
     if "dictionary_pagesize_limit" in options:  # a chunk with dictionary pages, then PLAIN ones
-        assert any([e for t, e, *_ in chunk if t != _DICT][0] in (_PLAIN_DICTIONARY, _RLE_DICTIONARY)
-                   and [e for t, e, *_ in chunk if t != _DICT][-1] == _PLAIN for chunk in pages.values())
+        assert any([e for t, e, *_ in chunk if t != DICT][0] in (PLAIN_DICTIONARY, RLE_DICTIONARY)
+                   and [e for t, e, *_ in chunk if t != DICT][-1] == PLAIN for chunk in pages.values())
     if options.get("write_statistics") is False:
         assert meta.row_group(0).column(0).statistics is None
 
@@ -355,7 +180,7 @@ def test_several_files_in_a_folder(tmp_path):
     d.mkdir()
     rows, nulls = [], []
     for k, n in enumerate((130, 90, 200)):
-        table, r, m = _table(spec, n, seed=100 + k)
+        table, r, m = make_table(spec, n, seed=100 + k)
         pq.write_table(table, str(d / f"part-{k}.parquet"), row_group_size=40, compression="snappy",
                        data_page_version=("1.0", "2.0")[k % 2])
         rows.append(r)
@@ -368,7 +193,7 @@ def test_a_subset_of_columns_in_another_order_and_a_label(tmp_path):
     (its own columns only), y through pyarrow, jointly too (read_together, as featurize does)."""
     rng = np.random.default_rng(7)
     n = 300
-    x = {k: _values(kind, n, F32, rng) for k, kind in zip("abcd", ("random", "runs", "special", "special"))}
+    x = {k: column_values(kind, n, F32, rng) for k, kind in zip("abcd", ("random", "runs", "special", "special"))}
     x["b"] = x["b"].astype(F64)  # not selected: the rows stay float32
     y = rng.integers(-5, 5, n)
     m = rng.random(n) < 0.1
@@ -380,7 +205,7 @@ def test_a_subset_of_columns_in_another_order_and_a_label(tmp_path):
     X, Y = read_parquet(path, columns=["d", "a"], label="y", block_rows=140)
     assert X.dtype == np.float32 and Y.dtype == np.int64
     _check(path, want, np.column_stack([np.zeros(n, bool), m]), block_rows=140, columns=["d", "a"], n_parts=3)
-    task, parts = _reader(X)
+    task, parts = parquet_reader(X)
     assert task.columns == ("d", "a")
 
     Xj, Yj = tabular.read_together(X, Y)
@@ -393,27 +218,27 @@ def test_a_subset_of_columns_in_another_order_and_a_label(tmp_path):
         _parquet_direct.last_outcome["outcome"] = None
         rows, labels = reader(*part)
         assert _parquet_direct.last_outcome["outcome"] == "decoded"
-        _assert_bitwise(rows, want[start:start + part[2]])
-        _assert_bitwise(labels, y[start:start + part[2]])
+        assert_bitwise(rows, want[start:start + part[2]])
+        assert_bitwise(labels, y[start:start + part[2]])
         start += part[2]
     assert start == n
     with dask.config.set(scheduler="synchronous"):
         got_x, got_y = dask.compute(Xj, Yj)
-    _assert_bitwise(got_x, want)
-    _assert_bitwise(got_y, y)
+    assert_bitwise(got_x, want)
+    assert_bitwise(got_y, y)
 
     # a float label the default columns leave out
     t2 = pa.table({"a": x["a"], "c": x["c"].astype(F64), "y": y.astype(F64)})
     p2 = str(tmp_path / "t2.parquet")
     pq.write_table(t2, p2, row_group_size=100)
     X2, Y2 = read_parquet(p2, label="y", block_rows=100)
-    task, parts = _reader(X2)
+    task, parts = parquet_reader(X2)
     assert task.columns == ("a", "c")
     for part in parts:
-        got, ref, outcome = _fast_and_pyarrow(task, part)
+        got, ref, outcome = fast_and_pyarrow(task, part)
         assert outcome == "decoded"
-        _assert_bitwise(got, ref)
-    _assert_bitwise(Y2.compute(scheduler="synchronous"), y.astype(F64))
+        assert_bitwise(got, ref)
+    assert_bitwise(Y2.compute(scheduler="synchronous"), y.astype(F64))
 
 
 @pytest.mark.parametrize("case", ["wide-f32-48-dict-snappy-v1", "wide-f64-24-plain-none-v2-small-pages",
@@ -427,7 +252,7 @@ def test_decode_row_group_writes_its_rows_and_nothing_else(tmp_path, case):
     from dask_kernels.io import _parquet_pages as pages
 
     spec, options = CASES[case]
-    table, _, _ = _table(spec, 300, seed=5)
+    table, _, _ = make_table(spec, 300, seed=5)
     path = str(tmp_path / "t.parquet")
     pq.write_table(table, path, row_group_size=130, **options)
     meta = pq.ParquetFile(path).metadata
@@ -451,7 +276,7 @@ def test_decode_row_group_writes_its_rows_and_nothing_else(tmp_path, case):
             status, column = pages.decode_row_group(buf, starts, ends, physical, codecs, max_defs, part,
                                                     lines and _parquet_direct.line_aligned(part))
             assert (status, column) == (pages.OK, -1)
-            _assert_bitwise(part, want)
+            assert_bitwise(part, want)
             assert (big[0] == -7).all() and (big[-1] == -7).all()
 
 
@@ -471,8 +296,8 @@ def test_dictionary_indices_of_bit_width_0(tmp_path, nullable, run):
     pq.write_table(table, path, compression="none", use_dictionary=True, max_rows_per_page=30)
     raw = bytearray(Path(path).read_bytes())
     rewritten = row = 0
-    for typ, enc, values, _, body in _pages(path)[0, 0]:
-        if typ != _DATA_V1:
+    for typ, enc, values, _, body in file_pages(path)[0, 0]:
+        if typ != DATA_V1:
             continue
         if nullable:  # past the definition levels (4-byte length, then the levels)
             body += 4 + int.from_bytes(raw[body:body + 4], "little")
@@ -488,9 +313,9 @@ def test_dictionary_indices_of_bit_width_0(tmp_path, nullable, run):
     assert rewritten == 4
     with open(path, "wb") as f:
         f.write(raw)
-    task, parts = _reader(read_parquet(path))
-    got, want, outcome = _fast_and_pyarrow(task, parts[0])
-    _assert_bitwise(got, want)
+    task, parts = parquet_reader(read_parquet(path))
+    got, want, outcome = fast_and_pyarrow(task, parts[0])
+    assert_bitwise(got, want)
     np.testing.assert_array_equal(got[:, 0], np.where(np.arange(n) % 7 == 3, np.nan, 2.5) if nullable else 2.5)
     if run == "rle":
         assert outcome == "decoded", outcome
@@ -528,270 +353,13 @@ def test_what_the_decoder_does_not_read_goes_to_pyarrow(tmp_path, kind):
     except ValueError as e:  # a column type read_parquet refuses altogether
         assert kind == "float16", e
         pytest.skip(f"read_parquet refuses float16 columns: {e}")
-    task, parts = _reader(X)
+    task, parts = parquet_reader(X)
     for part in parts:
-        got, want, outcome = _fast_and_pyarrow(task, part)
+        got, want, outcome = fast_and_pyarrow(task, part)
         assert outcome is not None and outcome != "decoded", outcome
-        _assert_bitwise(got, want)
+        assert_bitwise(got, want)
     with dask.config.set(scheduler="synchronous"):
-        _assert_bitwise(X.compute(), np.concatenate([_fast_and_pyarrow(task, p)[1] for p in parts]))
-
-
-# -- damaged files: in subprocesses, so that a segfault fails the test instead of killing pytest ----
-_DAMAGED = r'''
-import json, os, sys
-import fsspec, numpy as np, pyarrow.parquet as pq
-from dask_kernels import read_parquet
-from dask_kernels.io import tabular, _parquet_direct as direct, _parquet_pages as pages
-
-with open(sys.argv[1]) as f:
-    manifest = json.load(f)
-if manifest["boundscheck"]:  # the variable took effect: an out-of-bounds index raises
-    import numba
-    assert numba.config.BOUNDSCHECK, "NUMBA_BOUNDSCHECK is not on"
-
-    @numba.njit
-    def _at(a, i):
-        return a[i]
-
-    try:
-        _at(np.zeros(2), 5)
-        raise AssertionError("no IndexError with NUMBA_BOUNDSCHECK=1")
-    except IndexError:
-        pass
-fs = fsspec.filesystem("file")
-statuses, outcomes, aligned = {}, {}, {}
-
-
-def fail(path, what):
-    sys.stderr.write(f"{path} ({manifest['what'].get(path)}): {what}\n")
-    sys.exit(3)
-
-
-for path in manifest["files"]:
-    meta = pq.ParquetFile(path).metadata  # the footer is intact
-    size = os.path.getsize(path)
-    leaves = direct._leaves(meta)
-    columns = list(meta.schema.names)
-    picked = [leaves[c] for c in columns]
-    index = [p[0] for p in picked]
-    physical = np.array([p[1] for p in picked], np.int64)
-    max_defs = np.array([p[2] for p in picked], np.int64)
-    dtype = np.float32 if (physical == pages.FLOAT).all() else np.float64
-    # 1. every row group straight through the decoder, as read_rows calls it, into rows with a
-    #    sentinel row before and after (a write outside the output would change them)
-    for g in range(meta.num_row_groups):
-        layout = direct._layout(meta.row_group(g), index)
-        buf, starts, ends = direct._fetch(fs, path, layout[0], layout[1], size)
-        rows = meta.row_group(g).num_rows
-        big = direct._aligned_empty((rows + 2, len(columns)), dtype)
-        big[:] = 7
-        part = big[1:-1]  # 16 float32 columns: rows of a cache line, non-temporal stores
-        status, column = pages.decode_row_group(buf, starts, ends, physical, layout[2], max_defs, part,
-                                                direct.line_aligned(part))
-        aligned[direct.line_aligned(part)] = aligned.get(direct.line_aligned(part), 0) + 1
-        status, column = int(status), int(column)
-        if not ((status == pages.OK and column == -1) or (status < 0 and 0 <= column < len(columns))):
-            fail(path, f"row group {g}: status {status}, column {column}")
-        if not ((big[0] == 7).all() and (big[-1] == 7).all()):
-            fail(path, f"row group {g}: rows outside the output written")
-        statuses[status] = statuses.get(status, 0) + 1
-        # each chunk alone, in a buffer of exactly its bytes (a read past the chunk's end is out
-        # of bounds there): the same status, and the same values where it decoded
-        for j in range(len(columns)):
-            chunk = np.frombuffer(bytes(buf[starts[j]:ends[j]]), np.uint8)
-            one = np.empty((rows, 1), dtype)
-            alone, _ = pages.decode_row_group(chunk, np.zeros(1, np.int64), np.full(1, len(chunk), np.int64),
-                                              physical[j:j + 1], layout[2][j:j + 1], max_defs[j:j + 1], one, False)
-            expected = pages.OK if status == pages.OK or j < column else status if j == column else None
-            if expected is not None and alone != expected:
-                fail(path, f"row group {g}, column {j} alone: status {alone}, {expected} in the row group")
-            if status == pages.OK and one.tobytes() != np.ascontiguousarray(part[:, j]).tobytes():
-                fail(path, f"row group {g}, column {j} alone: other values than in the row group")
-    # 2. the tasks: pyarrow's rows, or pyarrow's error
-    X = read_parquet(path, block_rows=manifest["block_rows"])
-    _, task, parts, _ = tabular._reader_layer(X)
-    for part in parts:
-        try:
-            want, want_error = task.rows(task.table(*part, task.columns), part[2]), None
-        except Exception as e:
-            want, want_error = None, e
-        direct.last_outcome["outcome"] = None
-        try:
-            got, got_error = task(*part), None
-        except Exception as e:
-            got, got_error = None, e
-        outcome = direct.last_outcome["outcome"]
-        outcomes[outcome == "decoded"] = outcomes.get(outcome == "decoded", 0) + 1
-        if want_error is None:
-            if got_error is not None:
-                fail(path, f"pyarrow reads it, the task raised {got_error!r} ({outcome})")
-            if got.dtype != want.dtype or got.shape != want.shape or got.tobytes() != want.tobytes():
-                fail(path, f"rows differ from pyarrow's ({outcome})")
-        elif got_error is not None:
-            if type(got_error) is not type(want_error) or str(got_error) != str(want_error):
-                fail(path, f"raised {got_error!r}, pyarrow raised {want_error!r} ({outcome})")
-        else:
-            fail(path, f"decoded ({outcome}) rows of a file pyarrow refuses: {want_error!r}")
-kernel = next(f for f in (pages.decode_row_group, getattr(pages, "_decode_row_group", None)) if hasattr(f, "stats"))
-stats = kernel.stats
-print(json.dumps({"statuses": statuses, "decoded": outcomes.get(True, 0),
-                  "aligned": {str(k): v for k, v in aligned.items()},
-                  "not_decoded": outcomes.get(False, 0), "cache_hits": sum(stats.cache_hits.values()),
-                  "cache_misses": sum(stats.cache_misses.values())}))
-'''
-
-def _damage_sources(d, dtype64):
-    """Two small valid files: 16 float32 columns (rows of a cache line: the decoder's non-temporal
-    stores), Snappy dictionary pages v1 (with statistics: headers hold binary fields); and 3
-    columns of PLAIN uncompressed pages v2 (float64 unless ``dtype64`` is False); nulls in both,
-    several pages and row groups."""
-    spec_a = [(f"a{j}", F32, ("runs", "random", "const", "special")[j % 4], ("some", "required")[j % 3 == 2])
-              for j in range(16)]
-    f = F64 if dtype64 else F32
-    spec_b = [("a", f, "random", "some"), ("b", f, "runs", "required"), ("c", f, "special", "some")]
-    a, b = str(d / "a.parquet"), str(d / "b.parquet")
-    pq.write_table(_table(spec_a, 240, seed=1)[0], a, row_group_size=100, compression="snappy", use_dictionary=True,
-                   data_page_version="1.0", max_rows_per_page=40)
-    pq.write_table(_table(spec_b, 240, seed=2)[0], b, row_group_size=100, compression="none", use_dictionary=False,
-                   data_page_version="2.0", max_rows_per_page=40)
-    return [a, b]
-
-
-def _mutations(sources, per_file, seed, out):
-    """``per_file`` damaged copies of each source: bits flipped, bytes set (some in a chunk's last
-    bytes), a page cut short (the rest of its chunk shifted, zeros at the chunk's end), a region
-    zeroed, or garbage to the chunk's end (0x80 or 0xFF: varints that never end); half of them in
-    a page header. Only inside column chunks: the footer stays intact. Returns the manifest."""
-    rng = np.random.default_rng(seed)
-    files, what = [], {}
-    for s, src in enumerate(sources):
-        raw = Path(src).read_bytes()
-        chunks = [(a, b) for _, _, a, b in _chunk_ranges(pq.ParquetFile(src).metadata)]
-        headers = [(h0, h1) for chunk in _pages(src).values() for *_, h0, h1 in chunk]
-        for k in range(per_file):
-            b = bytearray(raw)
-            lo, hi = headers[rng.integers(len(headers))] if k % 2 else chunks[rng.integers(len(chunks))]
-            chunk_end = next(e for a, e in chunks if a <= lo < e)
-            if k % 2:
-                kind = ("flip", "set", "cut", "zero", "end")[(k // 2) % 5]
-            else:
-                kind = ("flip", "set", "cut", "zero", "end", "tail")[(k // 2) % 6]
-            if kind == "tail":  # the chunk's last bytes: a read past its end would follow
-                kind, lo = "set", max(lo, hi - 24)
-            if kind == "flip":
-                for p in rng.integers(lo, hi, rng.integers(1, 4)):
-                    b[p] ^= 1 << int(rng.integers(8))
-            elif kind == "set":
-                for p in rng.integers(lo, hi, rng.integers(1, 4)):
-                    b[p] = int(rng.integers(256))
-            elif kind == "cut":
-                p, cut = int(rng.integers(lo, hi)), int(rng.integers(1, 24))
-                b[p:chunk_end] = (bytes(b[p + cut:chunk_end]) + bytes(cut))[:chunk_end - p]
-            elif kind == "zero":
-                p = int(rng.integers(lo, hi))
-                q = min(chunk_end, p + int(rng.integers(1, 64)))
-                b[p:q] = bytes(q - p)
-            else:  # "end": bytes that never end a varint, from here to the chunk's end
-                p = int(rng.integers(lo, hi))
-                b[p:chunk_end] = bytes([(0x80, 0xFF)[k % 4 // 2]]) * (chunk_end - p)
-            assert len(b) == len(raw) and b[-8:] == raw[-8:]
-            path = os.path.join(out, f"m{s}-{k}.parquet")
-            with open(path, "wb") as f:
-                f.write(bytes(b))
-            files.append(path)
-            what[path] = f"{kind} in {'a page header' if k % 2 else 'a chunk'} of {os.path.basename(src)}"
-    return {"files": files, "what": what, "block_rows": 150}
-
-
-def _run_damaged(tmp_path, per_file, seed, env, dtype64=True):
-    d = tmp_path / "src"
-    d.mkdir()
-    out = tmp_path / "damaged"
-    out.mkdir()
-    manifest = _mutations(_damage_sources(d, dtype64), per_file, seed, str(out))
-    manifest["boundscheck"] = env.get("NUMBA_BOUNDSCHECK") == "1"
-    mpath = str(tmp_path / "manifest.json")
-    with open(mpath, "w") as f:
-        json.dump(manifest, f)
-    r = subprocess.run([sys.executable, "-c", _DAMAGED, mpath], env={**os.environ, **env}, capture_output=True,
-                       text=True, timeout=300)
-    assert r.returncode == 0, f"exit {r.returncode}\n{r.stderr[-3000:]}"
-    report = json.loads(r.stdout.strip().splitlines()[-1])
-    statuses = {int(k): v for k, v in report["statuses"].items()}
-    # the mutations reach both outcomes: some still decode (values changed), most give up
-    assert statuses.get(0, 0) > 0 and sum(v for k, v in statuses.items() if k < 0) > per_file // 2, statuses
-    assert report["decoded"] > 0 and report["not_decoded"] > 0, report
-    assert report["aligned"].get("True", 0) > 0, report  # the 16-column file: non-temporal stores
-    return report
-
-
-def test_damaged_chunks_never_crash_and_give_pyarrows_rows_or_error(tmp_path):
-    """300 damaged copies of each of two files (about 2 s): no crash, every status OK or
-    negative, nothing written outside the output, and each task gives pyarrow's rows or raises
-    pyarrow's error."""
-    _run_damaged(tmp_path, per_file=300, seed=20240611, env={})
-
-
-def test_damaged_chunks_read_nothing_out_of_bounds(tmp_path):
-    """The same with the kernels compiled with bounds checks (a fresh Numba cache, so they are
-    compiled here): an out-of-bounds index inside the decoder raises IndexError, which fails the
-    run. Float32 files only, and no LLVM optimization (the checks are in Numba's IR; it saves a
-    third of the compile): one specialization to compile, about 15 s."""
-    report = _run_damaged(tmp_path, per_file=250, seed=7, dtype64=False,
-                          env={"NUMBA_BOUNDSCHECK": "1", "NUMBA_OPT": "0",
-                               "NUMBA_CACHE_DIR": str(tmp_path / "numba-cache")})
-    assert report["cache_hits"] == 0 and report["cache_misses"] > 0, report  # compiled with bounds checks
-
-
-def _header_fields(path):
-    """``(bytes, {field id path: (header byte position, compact type, value position)})`` of the
-    first data page's header of the file's first column."""
-    raw = bytearray(Path(path).read_bytes())
-    fields = []
-    _thrift_struct(raw, pq.ParquetFile(path).metadata.row_group(0).column(0).data_page_offset, fields=fields)
-    return raw, {f[0]: f[1:] for f in fields}
-
-
-def _rename_rep_encoding(raw, fields):  # DataPageHeader.repetition_level_encoding (required): id 4 -> 8
-    raw[fields[5, 4][0]] += 0x40
-
-
-def _num_values_as_i64(raw, fields):  # DataPageHeader.num_values typed i64 instead of i32
-    raw[fields[5, 1][0]] = (raw[fields[5, 1][0]] & 0xF0) | 6
-
-
-def _negative_num_rows(raw, fields):  # DataPageHeaderV2.num_rows 10 -> -10 (zigzag 20 -> 19)
-    raw[fields[8, 3][2]] -= 1
-
-
-@pytest.mark.parametrize("damage, version", [(_rename_rep_encoding, "1.0"), (_num_values_as_i64, "1.0"),
-                                             (_negative_num_rows, "2.0")],
-                         ids=["v1-without-repetition-level-encoding", "v1-num-values-typed-i64",
-                              "v2-negative-num-rows"])
-def test_page_headers_pyarrow_refuses_are_not_decoded(tmp_path, damage, version):
-    """A page header that pyarrow's Thrift reader refuses (a required field missing or of another
-    type, a negative row count) should make the fast path give up too, so that the task raises
-    pyarrow's error: results must not depend on which path ran."""
-    x = np.arange(10, dtype=F32)
-    path = str(tmp_path / "t.parquet")
-    pq.write_table(pa.table({"a": pa.array(x, mask=x == 3)}), path, use_dictionary=False, compression="none",
-                   data_page_version=version)
-    raw, fields = _header_fields(path)
-    damage(raw, fields)
-    _assert_both_refuse(path, raw, "page header")
-
-
-def _assert_both_refuse(path, raw, match):
-    """Write ``raw`` to ``path``: pyarrow refuses it with an error matching ``match``, and so does
-    the task (its fast path gives up, then pyarrow raises)."""
-    with open(path, "wb") as f:
-        f.write(raw)
-    task, parts = _reader(read_parquet(path))
-    with pytest.raises(OSError, match=match):
-        task.table(*parts[0], task.columns)  # pyarrow refuses the file
-    with pytest.raises(OSError, match=match):
-        task(*parts[0])
+        assert_bitwise(X.compute(), np.concatenate([fast_and_pyarrow(task, p)[1] for p in parts]))
 
 
 def test_a_local_file_and_an_object_store_give_the_same_bytes_or_none_when_short(tmp_path):
@@ -808,7 +376,7 @@ def test_a_local_file_and_an_object_store_give_the_same_bytes_or_none_when_short
     local, memory = fsspec.filesystem("file"), fsspec.filesystem("memory")
     with memory.open("/t.parquet", "wb") as f:
         f.write(raw)
-    ranges = [(s, e) for g, _, s, e in _chunk_ranges(pq.ParquetFile(path).metadata) if g == 1]
+    ranges = [(s, e) for g, _, s, e in chunk_ranges(pq.ParquetFile(path).metadata) if g == 1]
     starts, ends = (np.array(v, np.int64) for v in zip(*ranges))
     gap = _parquet_direct._GAP
     try:
@@ -839,7 +407,7 @@ def test_threads_decoding_at_once_each_get_their_own_rows(tmp_path):
         x = np.round(rng.random((n, 20)), 2).astype(dtype)
         path = str(tmp_path / f"t{k}.parquet")
         pq.write_table(pa.table({f"c{j}": x[:, j] for j in range(20)}), path, row_group_size=group)
-        task, ps = _reader(read_parquet(path, block_rows=group))
+        task, ps = parquet_reader(read_parquet(path, block_rows=group))
         for part in ps:
             parts.append((task, part))
             wants.append(task.rows(task.table(*part, task.columns), part[2]))
@@ -850,24 +418,7 @@ def test_threads_decoding_at_once_each_get_their_own_rows(tmp_path):
 
     with ThreadPoolExecutor(4) as pool:
         for i, got in pool.map(read, range(40 * len(parts))):
-            _assert_bitwise(got, wants[i])
-
-
-def test_definition_levels_above_the_maximum_are_not_decoded(tmp_path):
-    """A definition level above the column's maximum (1) is damage: pyarrow refuses the page
-    ("Malformed levels"), and so must the fast path. (An early decoder took it as a present
-    value counted that many times: it returned these 40 rows shifted by the 3 nulls, no NaN,
-    and 3 rows of padding.)"""
-    path = str(tmp_path / "t.parquet")
-    x = np.arange(1, 41, dtype=F32)
-    pq.write_table(pa.table({"a": pa.array(x, mask=np.arange(40) < 3)}), path, compression="none",
-                   use_dictionary=True)
-    raw = bytearray(Path(path).read_bytes())
-    _, body = _thrift_struct(raw, pq.ParquetFile(path).metadata.row_group(0).column(0).data_page_offset)
-    assert raw[body:body + 8] == bytes([4, 0, 0, 0, 0x03, 0xF8, 0x40, 0x01])  # levels 0 0 0 1 1 1 1 1, 32 x 1
-    raw[body + 7] = 2  # the run of 32 levels 1: levels 2
-    _assert_both_refuse(path, raw, "Malformed levels")
-    assert _parquet_direct.last_outcome["outcome"].startswith("status "), _parquet_direct.last_outcome
+            assert_bitwise(got, wants[i])
 
 
 # -- the kernels loaded from Numba's cache ---------------------------------------------------------
@@ -898,7 +449,7 @@ def test_kernels_loaded_from_numbas_cache_decode_the_same(tmp_path):
     exit cleanly with pyarrow's bytes. Float32 files: one specialization, about 20 s."""
     d = tmp_path / "src"
     d.mkdir()
-    paths = _damage_sources(d, dtype64=False)
+    paths = small_files(d, dtype64=False)
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba-cache")}
     env.pop("NUMBA_BOUNDSCHECK", None)
     env.pop("NUMBA_DISABLE_JIT", None)
@@ -910,11 +461,11 @@ def test_kernels_loaded_from_numbas_cache_decode_the_same(tmp_path):
         reports.append(json.loads(r.stdout.strip().splitlines()[-1]))
         want = []
         for path in paths:
-            task, parts = _reader(read_parquet(path, block_rows=150))
+            task, parts = parquet_reader(read_parquet(path, block_rows=150))
             want += [task.rows(task.table(*p, task.columns), p[2]) for p in parts]
         assert len(reports[-1]["files"]) == len(want) == 4
         for f, w in zip(reports[-1]["files"], want):
-            _assert_bitwise(np.load(f), w)
+            assert_bitwise(np.load(f), w)
             os.remove(f)
     assert reports[0]["cache_misses"] > 0 and reports[0]["cache_hits"] == 0, reports  # compiled
     assert reports[1]["cache_hits"] > 0 and reports[1]["cache_misses"] == 0, reports  # loaded
@@ -940,7 +491,7 @@ def test_featurize_from_the_fast_path(tmp_path, read_rows_outcomes):
     """The store of featurize(read_parquet(...)) holds GCWS's features of the rows pyarrow reads,
     and the labels; every partition came through the fast path."""
     spec = [(f"c{j}", F32, ("runs", "random", "const")[j % 3], "none" if j % 2 else "required") for j in range(6)]
-    table, rows, _ = _table(spec, 400, seed=11)
+    table, rows, _ = make_table(spec, 400, seed=11)
     rows = np.abs(rows)  # GCWS takes nonnegative input
     table = pa.Table.from_arrays([pa.array(rows[:, j]) for j in range(6)] + [pa.array(np.arange(400) % 3)],
                                  schema=table.schema.append(pa.field("y", pa.int64())))
@@ -982,6 +533,6 @@ def test_a_big_endian_host_reads_through_pyarrow(tmp_path, monkeypatch):
     path = str(tmp_path / "t.parquet")
     pq.write_table(pa.table({"a": x[:, 0], "b": x[:, 1]}), path)
     monkeypatch.setattr(_parquet_pages, "NATIVE", False)
-    task, parts = _reader(read_parquet(path))
+    task, parts = parquet_reader(read_parquet(path))
     assert np.array_equal(task(*parts[0]), x)
     assert _parquet_direct.last_outcome["outcome"] == "byte order"
