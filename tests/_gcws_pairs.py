@@ -1,4 +1,4 @@
-"""What the GCWS collision tests share (tests/test_gcws.py for ICWS, tests/test_gcws_dart.py for
+"""What the GCWS collision tests share (tests/maps/test_gcws.py for ICWS, tests/maps/test_gcws_dart.py for
 DartMinHash): pairs of rows of known GMM, the 4.5-sigma binomial bound, the same pair placed near
 dimension 2**31, and a block of rows with zeros."""
 

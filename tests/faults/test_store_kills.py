@@ -7,7 +7,7 @@ then costs the job's time, not an interpreter start); each child leads its own p
 which the kill takes down. On the LocalCluster (started once, worker processes) a kill takes down
 the job's client at a random point; tasks already running on the workers may still finish beside
 the re-run (same job: same bytes). Killing a worker mid-task is
-tests/test_pipeline_cluster.py::test_worker_killed_mid_run_completes_identically.
+tests/pipeline/test_pipeline_cluster.py::test_worker_killed_mid_run_completes_identically.
 """
 
 import os

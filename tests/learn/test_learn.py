@@ -41,7 +41,7 @@ from dask_kernels import GCWS, KernelModel, fit_incremental, load_model
 from dask_kernels.learn import ArraySource, StoreSource
 from dask_kernels.learn.metrics import erp
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def xor_data(n=3000, d=6, seed=0):

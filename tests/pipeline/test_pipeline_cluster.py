@@ -21,7 +21,7 @@ from distributed import Client
 from dask_kernels import GCWS, featurize, open_store
 from dask_kernels.io import read_npy, read_svmlight
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 HERE = os.path.dirname(os.path.abspath(__file__))
 DASK = os.path.join(os.path.dirname(sys.executable), "dask")
 RNG = np.random.default_rng(7)

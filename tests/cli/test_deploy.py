@@ -16,7 +16,7 @@ from dask_kernels import open_store
 from dask_kernels.cli import build_parser
 from dask_kernels.cli.run import load_job, steps
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DEPLOY = os.path.join(ROOT, "deploy")
 SCRIPTS = ["local_job.sh", "featurize_job.sh", "start_scheduler.sh", "start_workers.sh", "slurm_featurize.sbatch"]
 

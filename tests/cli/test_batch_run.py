@@ -11,7 +11,7 @@ from dask_kernels import load_model, open_store
 from dask_kernels.cli import main
 from dask_kernels.cli.run import load_job, steps
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 JOB = """
 [input]
