@@ -72,7 +72,7 @@ def import_graph():
 
 def readme_layers():
     """``{unit: (layer, {imports})}`` from the README table between the layer markers."""
-    with open(os.path.join(ROOT, "README.md")) as f:
+    with open(os.path.join(ROOT, "docs", "guide", "development.md")) as f:
         text = f.read()
     body = text.split("<!-- layers:begin -->")[1].split("<!-- layers:end -->")[0]
     table = {}
