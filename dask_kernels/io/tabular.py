@@ -6,13 +6,13 @@ label column chunked the same way.
 
 * :func:`read_parquet` reads only the files' footers up front: rows per row group come from the
   Parquet metadata; a partition is a run of consecutive row groups of one file (about 32 MiB of
-  float64 input), read by one task, only the requested columns: flat float columns in the
-  encodings and codecs writers use by default (PLAIN or dictionary, uncompressed or Snappy) are
-  decoded from the column chunks' bytes straight into rows (:mod:`._parquet_direct`, about 3x
-  faster than decoding with pyarrow and gathering its columns into rows); anything else is
-  read with pyarrow, with bitwise the same result. The array is named by the files' paths,
-  sizes and modification times, and each task re-checks its file's size and modification time
-  after reading it (a file rewritten mid-job is an error, not a mix of rows).
+  float64 input), read by one task, only the requested columns, by pyarrow (one row group at a
+  time, without pyarrow's thread pool: a task has one core), then copied into rows. pyarrow is
+  the only Parquet decoder: a damaged file gives pyarrow's rows or a
+  :class:`ParquetFormatError` naming the file and row group, never a crash or other rows. The
+  array is named by the files' paths, sizes and modification times, and each task re-checks its
+  file's size and modification time after reading it (a file rewritten mid-job is an
+  :class:`InputChangedError`, not a mix of rows).
 * :func:`from_dataframe` takes any dask DataFrame: partitions become blocks; their lengths are
   computed once (one pass over the data: dask DataFrames do not know them).
 * :func:`read_csv` is dask's CSV reader followed by :func:`from_dataframe`.
@@ -35,6 +35,16 @@ from .dense import default_block_rows
 
 if TYPE_CHECKING:  # names used only in annotations
     import dask.dataframe as dd
+
+
+class ParquetFormatError(ValueError):
+    """A Parquet file that pyarrow cannot read, or whose row groups disagree with its footer;
+    the message names the file and the row group."""
+
+
+#: Bytes of rows a partition may hold: a row group whose footer claims more (a task cannot split
+#: one) is refused when the array is built, before any task allocates for it.
+MAX_PARTITION_BYTES = 16 << 30
 
 
 def _hash(*parts):
@@ -77,7 +87,17 @@ def _footer(url, storage_options):
     except Exception as e:  # noqa: BLE001 - pyarrow raises several types for a bad file
         raise ValueError(f"{url}: not a readable Parquet file ({type(e).__name__}: {e})") from None
     groups = [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
+    for g, rows in enumerate(groups):
+        if rows < 0:
+            raise ParquetFormatError(f"{url}: row group {g}: the footer gives {rows} rows; the file is damaged")
     return meta.schema.to_arrow_schema(), groups, ident
+
+
+@functools.lru_cache(maxsize=64)
+def _leaf_index(url, options_json, size, mtime):
+    """``{column name: leaf index}`` of a file's flat leaves (the index of its column chunks)."""
+    schema = _metadata(url, options_json, size, mtime).schema
+    return {schema.column(i).path: i for i in range(len(schema))}
 
 
 @functools.lru_cache(maxsize=64)
@@ -103,52 +123,60 @@ class _PartReader:
         self.storage_options, self.columns, self.dtype = storage_options, tuple(columns), np.dtype(dtype)
         self.column = column  # one column, returned 1-d (the label)
 
-    def _source(self, url, identity):
-        """``(file system, path, parsed footer)`` of a task's file, the footer as first seen."""
+    def tables(self, url, groups, n, identity, columns):
+        """The row groups' ``columns`` as Arrow tables, one per row group, from the file first
+        seen: each read by pyarrow and checked against the footer (its rows, and each column
+        chunk's value count: a flat column holds one value or null per row)."""
         import fsspec
+        import pyarrow.parquet as pq
 
         options = self.storage_options or {}
         fs, p = fsspec.core.url_to_fs(url, **options)
-        return fs, p, _metadata(url, _options_json(options), identity.size, identity.mtime)
-
-    def table(self, url, groups, n, identity, columns):
-        """The row groups' ``columns`` as an Arrow table of ``n`` rows, from the file first seen."""
-        import pyarrow.parquet as pq
-
-        fs, p, meta = self._source(url, identity)
-        with fs.open(p, "rb") as f:  # one thread: a task has one core (pyarrow's pool would take them all)
-            table = pq.ParquetFile(f, metadata=meta).read_row_groups(list(groups), columns=list(columns),
-                                                                     use_threads=False)
+        key = (url, _options_json(options), identity.size, identity.mtime)
+        meta, leaves = _metadata(*key), _leaf_index(*key)
+        columns = list(columns)
+        chunks = [leaves[c] for c in columns if c in leaves]
+        tables = []
+        with fs.open(p, "rb") as f:
+            reader = pq.ParquetFile(f, metadata=meta)
+            for g in groups:
+                try:
+                    # one thread: a task has one core (pyarrow's pool would take them all)
+                    table = reader.read_row_group(g, columns=columns, use_threads=False)
+                except Exception as e:  # noqa: BLE001 - pyarrow raises OSError, ArrowInvalid, ...
+                    identity.check()  # a file rewritten under the read is that, not damage
+                    raise ParquetFormatError(f"{url}: row group {g}: pyarrow cannot read it ({type(e).__name__}: "
+                                             f"{e})") from None
+                # the columns' metadata only after pyarrow read them: parsing a damaged one
+                # outside a read aborts the process (an uncaught C++ exception in pyarrow)
+                rg = meta.row_group(g)
+                counts = {rg.num_rows, table.num_rows, *(rg.column(i).num_values for i in chunks)}
+                if len(counts) > 1:
+                    identity.check()
+                    raise ParquetFormatError(
+                        f"{url}: row group {g}: its footer gives {rg.num_rows} rows, pyarrow read {table.num_rows}, "
+                        f"its column chunks hold {sorted({rg.column(i).num_values for i in chunks})} values; "
+                        "the file is damaged")
+                tables.append(table)
         identity.check()  # after the read: these rows came from the file first seen
-        if table.num_rows != n:
-            raise InputChangedError(f"{url}: row groups {list(groups)} hold {table.num_rows} rows, the file's "
-                                    f"metadata said {n} when the job started")
-        return table
+        if sum(t.num_rows for t in tables) != n:  # the footer changed since the job started
+            raise InputChangedError(f"{url}: row groups {list(groups)} hold {sum(t.num_rows for t in tables)} rows, "
+                                    f"the file's metadata said {n} when the job started")
+        return tables
 
-    def rows(self, table, n):
-        if table.column_names != list(self.columns):  # a joint read: the label and the features
-            table = table.select(list(self.columns))
-        rows = _to_rows(table, n, self.dtype)
-        return rows[:, 0] if self.column else rows
-
-    def direct(self, url, groups, n, identity):
-        """The rows decoded from the column chunks' bytes (:mod:`._parquet_direct`), or None
-        where that path does not apply (then :meth:`table` reads them with pyarrow)."""
-        from . import _parquet_direct
-
-        if self.column:
-            return None
-        fs, p, meta = self._source(url, identity)
-        rows = _parquet_direct.read_rows(fs, p, meta, groups, self.columns, n, self.dtype, identity.size)
-        if rows is not None:
-            identity.check()  # after the read: these rows came from the file first seen
-        return rows
+    def rows(self, tables, n):
+        """The rows of :meth:`tables`' tables (``n`` in all, checked there), as one array."""
+        out = np.empty((n, len(self.columns)), dtype=self.dtype)
+        start = 0
+        for table in tables:
+            if table.column_names != list(self.columns):  # a joint read: the label and the features
+                table = table.select(list(self.columns))
+            _to_rows(table, out[start:start + table.num_rows])
+            start += table.num_rows
+        return out[:, 0] if self.column else out
 
     def __call__(self, url, groups, n, identity):
-        rows = self.direct(url, groups, n, identity)
-        if rows is not None:
-            return rows
-        return self.rows(self.table(url, groups, n, identity, self.columns), n)
+        return self.rows(self.tables(url, groups, n, identity, self.columns), n)
 
 
 class _JointReader:
@@ -159,11 +187,8 @@ class _JointReader:
         self.x, self.y = x, y
 
     def __call__(self, url, groups, n, identity):
-        rows = self.x.direct(url, groups, n, identity)
-        if rows is not None:  # the label column alone through pyarrow
-            return rows, self.y(url, groups, n, identity)
-        table = self.x.table(url, groups, n, identity, dict.fromkeys((*self.x.columns, *self.y.columns)))
-        return self.x.rows(table, n), self.y.rows(table, n)
+        tables = self.x.tables(url, groups, n, identity, dict.fromkeys((*self.x.columns, *self.y.columns)))
+        return self.x.rows(tables, n), self.y.rows(tables, n)
 
 
 def _call(reader, part):
@@ -330,34 +355,32 @@ def name_input_error(error: Exception, X: Any) -> Exception:
 _COLUMN_BATCH = 64
 
 
-def _to_rows(table, n, dtype):
-    """The table's columns as C-contiguous rows of ``dtype``; nulls become NaN, which input
-    validation refuses naming the row and column.
+def _to_rows(table, out):
+    """Write the table's columns into ``out``, C-contiguous rows (``table.num_rows`` of them);
+    nulls become NaN, which input validation refuses naming the row and column.
 
-    When every column already has ``dtype`` (float32 or float64), Arrow copies each record
+    When every column already has ``out``'s dtype (float32 or float64), Arrow copies each record
     batch into a column-major block in C++ (``to_tensor``) and NumPy transposes it once: 1.7x
     faster than the general path, which pays a Python call per column (784 per block).
     """
     import pyarrow as pa
 
-    out = np.empty((n, table.num_columns), dtype=dtype)
-    want = pa.from_numpy_dtype(dtype)  # once: per column it cost 1.7 ms of a 784-column block
+    want = pa.from_numpy_dtype(out.dtype)  # once: per column it cost 1.7 ms of a 784-column block
     if all(t == want for t in table.schema.types):
         start = 0
         for batch in table.to_batches():
             out[start:start + batch.num_rows] = np.asarray(batch.to_tensor(null_to_nan=True, row_major=False))
             start += batch.num_rows
-        return out
+        return
     # columns of other types (integers, booleans, mixed): _COLUMN_BATCH at a time, gathered
     # contiguously, then written transposed (64 adjacent values per row instead of one: writing
     # column by column into row-major rows touches a new cache line per value, ~1.7x slower)
-    batch = np.empty((min(_COLUMN_BATCH, table.num_columns), n), dtype=dtype)
+    batch = np.empty((min(_COLUMN_BATCH, table.num_columns), table.num_rows), dtype=out.dtype)
     for a in range(0, table.num_columns, _COLUMN_BATCH):
         k = min(_COLUMN_BATCH, table.num_columns - a)
         for j in range(k):
             batch[j] = table.column(a + j).to_numpy(zero_copy_only=False)
         out[:, a:a + k] = batch[:k].T
-    return out
 
 
 def _array(name, parts, storage_options, columns, dtype, column=False):
@@ -411,12 +434,12 @@ def read_parquet(path: str, *, columns: list[str] | None = None, label: str | No
 
     Only the footers are read here (in parallel on the active scheduler): rows per row group come
     from the metadata. A partition is a run of consecutive row groups of one file holding about
-    ``block_rows`` rows, read by one task, only the selected columns: float columns written as
-    pyarrow, pandas, Spark and dask write them by default (PLAIN or dictionary encoding,
-    uncompressed or Snappy) are decoded by a Numba decoder straight into rows, anything else
-    (integer columns, other codecs or encodings) by pyarrow; both give the same rows. A null is read as
-    NaN, which featurizing refuses; into a store, the error names the file and its row there
-    (see :func:`name_input_error`).
+    ``block_rows`` rows, read by one task, only the selected columns, by pyarrow. A null is read
+    as NaN, which featurizing refuses; into a store, the error names the file and its row there
+    (see :func:`name_input_error`). A file pyarrow cannot read, or whose row groups hold other
+    row counts than its footer gives, raises :class:`ParquetFormatError` naming the file and the
+    row group; a row group too large for one task (:data:`MAX_PARTITION_BYTES` of rows) is
+    refused here, before any task runs.
 
     Parameters
     ----------
@@ -441,6 +464,13 @@ def read_parquet(path: str, *, columns: list[str] | None = None, label: str | No
         Float64 (or the columns' common float type), chunked along rows.
     y : dask.array.Array of shape (n_rows,)
         Only when ``label`` is given: ``(X, y)`` is returned.
+
+    Raises
+    ------
+    ParquetFormatError
+        Here or when a task reads its row groups: a damaged file (naming it and the row group).
+    InputChangedError
+        When a task finds its file changed (size or modification time) since this call.
 
     Examples
     --------
@@ -470,6 +500,12 @@ def read_parquet(path: str, *, columns: list[str] | None = None, label: str | No
     for u, (_, groups, ident) in zip(urls, footers):
         run, n = [], 0
         for g, rows in enumerate(groups):
+            if rows * len(columns) * dtype.itemsize > MAX_PARTITION_BYTES:  # bounded: refused before a task allocates
+                raise ParquetFormatError(
+                    f"{u}: row group {g}: its footer gives {rows} rows, {rows * len(columns) * dtype.itemsize / 2**30:.1f} "
+                    f"GiB as rows of {len(columns)} {dtype} columns, more than a task holds "
+                    f"({MAX_PARTITION_BYTES >> 30} GiB; a row group is never split): rewrite the file with smaller row "
+                    "groups (pyarrow: row_group_size=...), or select fewer columns")
             run.append(g)
             n += rows
             if n >= target:

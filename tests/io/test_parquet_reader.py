@@ -11,7 +11,7 @@ import pytest
 from dask._task_spec import DataNode, Task
 
 from dask_kernels import GCWS, featurize, read_parquet
-from dask_kernels.io import _parquet_direct, tabular
+from dask_kernels.io import tabular
 
 RNG = np.random.default_rng(11)
 
@@ -83,8 +83,8 @@ def test_tasks_do_not_carry_the_column_names(tmp_path):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_rows_exact_across_row_groups_with_nulls_refused_by_row_and_column(tmp_path, dtype):
-    """The fast path (every column of the output dtype: Arrow's column-major copy, then one
-    transpose) gives the exact rows across several row groups per partition; a null becomes NaN
+    """The columns-to-rows fast path (every column of the output dtype: Arrow's column-major
+    copy, then one transpose) gives the exact rows across several row groups per partition; a null becomes NaN
     and featurizing refuses it naming the global row and the column."""
     X = (RNG.random((230, 7)) * (RNG.random((230, 7)) < 0.3)).astype(dtype)
     p = _write(str(tmp_path / "t.parquet"), X, row_group_size=30)
@@ -113,43 +113,24 @@ def test_mixed_column_types_take_the_general_path(tmp_path):
     assert R.dtype == np.float64 and np.array_equal(R, want)
 
 
-@pytest.fixture(params=["direct", "pyarrow"])
-def row_group_reads(monkeypatch, request):
-    """Records the columns of every read of row groups (one per open file and task): pyarrow's,
-    and the direct decoder's as ``["direct", *columns]``; run with the direct decoder on and off
-    (``request.param``)."""
+@pytest.fixture
+def row_group_reads(monkeypatch):
+    """Records the columns of every read of a row group (pyarrow's ``read_row_group``)."""
     calls = []
-    real_pyarrow, real_direct = pq.ParquetFile.read_row_groups, _parquet_direct.read_rows
+    real = pq.ParquetFile.read_row_group
 
-    def counting(self, row_groups, columns=None, **kwargs):
+    def counting(self, i, columns=None, **kwargs):
         calls.append(list(columns))
-        return real_pyarrow(self, row_groups, columns=columns, **kwargs)
+        return real(self, i, columns=columns, **kwargs)
 
-    def counting_direct(fs, path, meta, groups, columns, *args):
-        rows = real_direct(fs, path, meta, groups, columns, *args)
-        if rows is not None:
-            calls.append(["direct", *columns])
-        return rows
-
-    monkeypatch.setattr(pq.ParquetFile, "read_row_groups", counting)
-    monkeypatch.setattr(_parquet_direct, "read_rows", counting_direct)
-    monkeypatch.setattr(_parquet_direct, "ENABLED", request.param == "direct")
+    monkeypatch.setattr(pq.ParquetFile, "read_row_group", counting)
     return calls
-
-
-def _one_read_per_partition(reads, features, label):
-    """The reads of a partition's features and label: decoded directly, then the label alone
-    through pyarrow, or both in one pyarrow read."""
-    if reads and reads[0][0] == "direct":
-        return [["direct", *features], [label]]
-    return [[*features, label]]
 
 
 @pytest.mark.parametrize("block_rows, shards", [(100, None), (100, 2), (50, None), (50, 2)])
 def test_featurize_with_a_label_reads_each_partition_once(tmp_path, row_group_reads, block_rows, shards):
-    """Rows and labels of one partition come from one task: one read of its row groups (the
-    features and the label column together through pyarrow; or the features decoded directly and
-    the label column alone), not one task per array; the store holds the same features, labels
+    """Rows and labels of one partition come from one task: one read of each of its row groups
+    (the features and the label column together), not one task per array; the store holds the same features, labels
     and row ids. Store blocks that are the partitions take the pair from the joint read in the
     write task itself (row_label_pairs); smaller blocks split the partitions (read_together, then a
     rechunk). The labels alone still read only the label column."""
@@ -164,14 +145,14 @@ def test_featurize_with_a_label_reads_each_partition_once(tmp_path, row_group_re
     with dask.config.set(scheduler="synchronous"):
         store = featurize(R, m, labels=y, row_ids=ids, store=str(tmp_path / "s.zarr"), block_rows=block_rows,
                           shards=shards, progress=False)
-    assert row_group_reads == _one_read_per_partition(row_group_reads, [f"c{j}" for j in range(6)], "y") * 3
+    assert row_group_reads == [[*(f"c{j}" for j in range(6)), "y"]] * 5  # 5 row groups, each read once
     assert np.array_equal(store.features[:].compute(), m.transform_block(X))
     assert np.array_equal(np.asarray(store.labels[:].compute()), labels)
     assert np.array_equal(np.asarray(store.row_ids[:].compute()), ids)
 
     del row_group_reads[:]
     assert np.array_equal(y.compute(scheduler="synchronous"), labels)
-    assert row_group_reads == [["y"]] * 3
+    assert row_group_reads == [["y"]] * 5
 
 
 def test_read_together_keeps_keys_and_leaves_other_inputs_alone(tmp_path):
@@ -211,8 +192,8 @@ def test_training_from_parquet_reads_each_block_once(tmp_path, row_group_reads):
               early_stopping=False, classes=[0, 1])
     with dask.config.set(scheduler="synchronous"):
         model = fit_incremental(SGDClassifier(random_state=0), R, y, **kw)
-    one = _one_read_per_partition(row_group_reads, [f"c{j}" for j in range(6)], "y")
-    assert len(row_group_reads) >= 3 * len(one) and row_group_reads == one * (len(row_group_reads) // len(one))
+    one = [[*(f"c{j}" for j in range(6)), "y"]]
+    assert len(row_group_reads) >= 6 and row_group_reads == one * len(row_group_reads)
     want = fit_incremental(SGDClassifier(random_state=0), dask.array.from_array(X, chunks=80),
                            dask.array.from_array(labels, chunks=80), **kw)
     assert np.array_equal(model.predict(X), want.predict(X))

@@ -171,36 +171,27 @@ def test_the_next_epochs_first_window_is_read_during_the_epoch_and_changes_nothi
 
 def test_parquet_rows_and_labels_of_a_training_block_are_read_once(tmp_path, monkeypatch):
     # read_parquet(label=...) gives two arrays over the same partitions; a block's rows and its
-    # labels come from one task: the feature columns decoded directly (read_parquet's own
-    # decoder: float columns), then the label column alone through pyarrow, not a task each; the
-    # classes' pass reads the label column alone. Same model as the NumPy rows.
+    # labels come from one task reading each of its row groups once (the feature columns and the
+    # label column together), not a task each; the classes' pass reads the label column alone.
+    # Same model as the NumPy rows.
     import pyarrow as pa
     import pyarrow.parquet as pq
-
-    from dask_kernels.io import _parquet_direct
 
     X, y = _data(600)
     path = str(tmp_path / "t.parquet")
     pq.write_table(pa.table({**{f"c{j}": X[:, j] for j in range(X.shape[1])}, "y": y}), path, row_group_size=100)
     reads = []
-    real, real_direct = pq.ParquetFile.read_row_groups, _parquet_direct.read_rows
-    monkeypatch.setattr(pq.ParquetFile, "read_row_groups",
-                        lambda self, groups, columns=None, **k: reads.append(list(columns)) or
-                        real(self, groups, columns=columns, **k))
-
-    def direct(fs, p, meta, groups, columns, *args):
-        rows = real_direct(fs, p, meta, groups, columns, *args)
-        reads.append(["direct", *columns] if rows is not None else ["not decoded"])
-        return rows
-
-    monkeypatch.setattr(_parquet_direct, "read_rows", direct)
+    real = pq.ParquetFile.read_row_group
+    monkeypatch.setattr(pq.ParquetFile, "read_row_group",
+                        lambda self, g, columns=None, **k: reads.append(list(columns)) or
+                        real(self, g, columns=columns, **k))
     R, labels = dask_kernels.read_parquet(path, label="y", block_rows=200)
     gcws = GCWS(n_components=16, seed=0).fit(X)
     kw = dict(feature_map=gcws, epochs=1, shuffle_window=1, validation_fraction=None, progress=False)
     sgd = lambda: SGDClassifier(loss="log_loss", learning_rate="constant", eta0=0.01, random_state=0)  # noqa: E731
     model = fit_incremental(sgd(), R, labels, **kw)
     features = [f"c{j}" for j in range(X.shape[1])]
-    assert reads == [["y"]] * 3 + [["direct", *features], ["y"]] * 3  # classes; then 3 blocks, one task each
+    assert reads == [["y"]] * 6 + [[*features, "y"]] * 6  # classes; then 3 blocks of 2 row groups, one task each
     ref = fit_incremental(sgd(), X, y, block_rows=200, **kw)
     assert np.array_equal(model.estimator.coef_, ref.estimator.coef_)
 
