@@ -23,35 +23,34 @@ Rows are MNIST-like: 784 float32 values, ~20% nonzero. GCWS k=256, b=8 (uint8 co
 * input formats and store layouts (the last table; ``--formats-only`` runs just it): on one
   LocalCluster of single-threaded worker processes, alternating, best of ``--repeats`` each:
   the .npy path (the peer) in 64 blocks, the same rows as a Parquet file through
-  ``read_parquet`` (its direct decoder: column chunks decoded by Numba straight into rows) and
-  through ``read_parquet`` with that decoder switched off on the workers ("parquet, pyarrow":
-  pyarrow decodes, then the columns become rows, as before the decoder), and the .npy into a store sharded 8 blocks per shard (``shards=8``) next to
+  ``read_parquet`` (pyarrow reads each row group, without its thread pool, then Arrow copies the
+  columns into rows), and the .npy into a store sharded 8 blocks per shard (``shards=8``) next to
   one object per block (``shards=None``); "read only" rows time reading the same partitions on
   the workers without featurizing. Each row also shows the worker processes' CPU per block (user
   + system, all their threads: the event loop and Zarr's codec threads too; the least of the
-  runs): what a worker pays for it, apart from the host's other load. The Parquet file is written with pyarrow's defaults, which
-  are what pandas' ``to_parquet``, dask's and pyarrow's writers give a user: Snappy compression,
-  dictionary encoding (each column chunk's ~1,400 distinct values fit the dictionary: every page
-  is dictionary-encoded, the costlier decode; continuous data in row groups far beyond 10^6 rows
-  would overflow the 1 MiB dictionary page and fall back to the cheaper PLAIN), format 2.6, data
-  page v1, statistics; 784 float32 columns; one row group per block (so its partitions are the
-  .npy path's blocks). Real files have larger row groups (10^5-10^6
-  rows), but past a few thousand rows that does not change pyarrow's cost per row: measured on
-  this data, CPU per row decoding 70,320-row groups equals 7,032-row groups (the full run's); it
-  is about twice as high for the quick run's 1,406-row groups (a fixed ~25 us per column chunk),
-  so the quick run understates Parquet and the full run gives the verdict. The kernel-only rate of that
-  table is ``transform_block`` on exactly the end-to-end rows and blocks (every block, all
-  workers at once, each block copied out of the .npy before its clock starts), with the same
-  map, in the same run, measured once per round of the alternating runs (best of ``--repeats``,
-  as each end-to-end row). Targets: Parquet end-to-end >= 70% of the
-  kernel-only rate; sharding costs <= 5% and cuts the object count 8x.
+  runs): what a worker pays for it, apart from the host's other load. The Parquet file is
+  written with pyarrow's defaults, which are what pandas' ``to_parquet``, dask's and pyarrow's
+  writers give a user: Snappy compression, dictionary encoding (each column chunk's ~1,400
+  distinct values fit the dictionary: every page is dictionary-encoded, the costlier decode),
+  format 2.6, data page v1, statistics; 784 float32 columns; one row group per block (so its
+  partitions are the .npy path's blocks). Past a few thousand rows a row group's size does not
+  change pyarrow's cost per row; the quick run's 1,406-row groups pay about twice as much per
+  row (a fixed ~25 us per column chunk), so the quick run understates Parquet. The kernel-only
+  rate of that table is ``transform_block`` on exactly the end-to-end rows and blocks (every
+  block, all workers at once, each block copied out of the .npy before its clock starts), with
+  the same map, in the same run, measured once per round of the alternating runs (best of
+  ``--repeats``, as each end-to-end row). Targets: sharding costs <= 5% and cuts the object
+  count 8x.
 * Parquet CPU per block (after that table): in this process, thread time, interleaved, best of
-  each, on 4 of the file's row groups: ``read_parquet``'s task for it called as a worker calls it
-  (the direct decoder), the same task's pyarrow path (decode, then columns to rows), pyarrow
-  decoding the row group alone (what any reader built on pyarrow pays), the columns-to-rows step
-  alone, and the kernel on its rows. With the .npy path's ratio r (everything but reading) the
-  Parquet ratio can reach at most 1 / (1 / r + read / kernel): printed for this reader and for
-  any reader that decodes through pyarrow.
+  each, on 4 of the file's row groups: ``read_parquet``'s task called as a worker calls it
+  (open, read each row group, the footer and size/mtime checks, columns to rows), and the
+  alternatives measured for each of its steps: pyarrow's ``read_row_group`` and
+  ``read_row_groups`` (one call for the partition), each with and without pyarrow's thread pool
+  (thread time counts only this thread: the pool's CPU is not in it, which is why a task does not
+  use it: a worker has one core); the columns-to-rows copy as Arrow's column-major ``to_tensor``
+  then one NumPy transpose (what the task does), as Arrow's row-major ``to_tensor``, and as one
+  NumPy copy per column; and the kernel on its rows. With the .npy path's ratio r (everything
+  but reading) the Parquet ratio can reach at most 1 / (1 / r + read / kernel).
 * sharding CPU per block (last): in this process on the synchronous scheduler, process time (Zarr's
   codec threads included), 16 blocks into a store sharded 8 blocks per shard and into one
   object per block, alternating, best of ``--repeats``: what a shard's writing costs beyond its
@@ -256,12 +255,6 @@ def _objects(path, array="features"):
     return sum(len(files) for _, _, files in os.walk(os.path.join(path, array, "c")))
 
 
-def _set_direct(on):
-    from dask_kernels.io import _parquet_direct
-
-    _parquet_direct.ENABLED = on
-
-
 def _cpu_seconds():
     t = os.times()
     return t.user + t.system
@@ -289,17 +282,9 @@ def formats(npy, gcws, workers, tmp, repeats):
     def parquet(out):
         return featurize(read_parquet(pq_path, block_rows=block_rows), gcws, store=out, progress=False, shards=None)
 
-    def parquet_pyarrow(out):  # the same, with the workers' direct decoder switched off
-        client.run(_set_direct, False)
-        try:
-            return parquet(out)
-        finally:
-            client.run(_set_direct, True)
-
     runs = {
         "npy": lambda out: featurize(read_npy(npy, block_rows=block_rows), gcws, store=out, progress=False, shards=None),
         "parquet": parquet,
-        "parquet, pyarrow": parquet_pyarrow,
         "npy, shards=8": lambda out: featurize(read_npy(npy, block_rows=block_rows), gcws, store=out,
                                                progress=False, shards=8),
         "npy, read only": lambda out: read_only(read_npy(npy, block_rows=block_rows)),
@@ -332,19 +317,34 @@ def formats(npy, gcws, workers, tmp, repeats):
     return n, {k: n / v for k, v in best.items()}, objects, kernel, cpu
 
 
+def _rows_column_major(table, out):  # what read_parquet's task does (tabular._to_rows)
+    from dask_kernels.io import tabular
+
+    tabular._to_rows(table, out)
+
+
+def _rows_row_major(table, out):
+    start = 0
+    for batch in table.to_batches():
+        out[start:start + batch.num_rows] = np.asarray(batch.to_tensor(null_to_nan=True, row_major=True))
+        start += batch.num_rows
+
+
+def _rows_per_column(table, out):
+    for j in range(table.num_columns):
+        out[:, j] = table.column(j).to_numpy()
+
+
 def parquet_cpu(gcws, tmp, repeats):
     """CPU per block in this process (thread time, interleaved, best of ``repeats`` x 4 rounds over 4
-    blocks; no cluster, so the machine's other load disturbs it least): pyarrow decoding one row
-    group of the formats table's Parquet file alone (what any reader built on pyarrow pays),
-    ``read_parquet``'s task for the same partition (open, decode, the size/mtime re-check, columns
-    to rows) called as a worker calls it (not through ``compute``, whose scheduler and result
-    handling a worker's fused read-featurize-write task does not pay), its columns-to-rows step
-    alone, and the kernel on it. Returns ``(decode, read_parquet, to_rows, kernel)`` in seconds
-    per block."""
+    blocks; no cluster, so the machine's other load disturbs it least): ``read_parquet``'s task for
+    a partition called as a worker calls it (not through ``compute``, whose scheduler and result
+    handling a worker's fused read-featurize-write task does not pay), the alternatives of each of
+    its steps, and the kernel on its rows. Returns ``{name: seconds per block}``."""
     import pyarrow.parquet as pq
 
     from dask_kernels import read_parquet
-    from dask_kernels.io import _parquet_direct, tabular
+    from dask_kernels.io import tabular
 
     path = os.path.join(tmp, "rows.parquet")
     f = pq.ParquetFile(path)
@@ -352,12 +352,20 @@ def parquet_cpu(gcws, tmp, repeats):
     _, task, parts, _ = tabular._reader_layer(X)  # the tasks' function and arguments, as the graph holds them
     parts = parts[:4]
     blocks = [task(*p) for p in parts]
-    tables = [f.read_row_groups([i], use_threads=False) for i in range(len(parts))]
+    tables = [f.read_row_group(i, use_threads=False) for i in range(len(parts))]
+    out = np.empty_like(blocks[0])
+    for i, table in enumerate(tables):
+        for copy in (_rows_column_major, _rows_row_major, _rows_per_column):
+            copy(table, out)
+            assert np.array_equal(out, blocks[i], equal_nan=True)
     gcws.transform_block(blocks[0][:10])
-    runs = {"decode": lambda i: f.read_row_groups([i], use_threads=False),
-            "read_parquet": lambda i: task(*parts[i]),
-            "pyarrow path": lambda i: task.rows(task.table(*parts[i], task.columns), parts[i][2]),
-            "to_rows": lambda i: task.rows(tables[i], parts[i][2]),
+    runs = {"read_parquet's task": lambda i: task(*parts[i]),
+            "read_row_group": lambda i: f.read_row_group(i, use_threads=False),
+            "read_row_groups([i])": lambda i: f.read_row_groups([i], use_threads=False),
+            "read_row_group, threads": lambda i: f.read_row_group(i, use_threads=True),
+            "to rows: column-major + transpose": lambda i: _rows_column_major(tables[i], out),
+            "to rows: row-major to_tensor": lambda i: _rows_row_major(tables[i], out),
+            "to rows: column by column": lambda i: _rows_per_column(tables[i], out),
             "kernel": lambda i: gcws.transform_block(blocks[i])}
     best = {k: np.inf for k in runs}
     for _ in range(repeats * 4):
@@ -366,20 +374,17 @@ def parquet_cpu(gcws, tmp, repeats):
                 t0 = time.thread_time()
                 run(i)
                 best[k] = min(best[k], time.thread_time() - t0)
-    assert _parquet_direct.last_outcome["outcome"] == "decoded", _parquet_direct.last_outcome
-    return best["decode"], best["read_parquet"], best["pyarrow path"], best["to_rows"], best["kernel"]
+    return best
 
 
-def print_parquet_cpu(decode, reader, pyarrow_path, to_rows, kernel, rates, kernel_rate):
-    npy = rates["npy"] / kernel_rate
-    print(f"Parquet CPU per block in one process (thread time, best of each): read_parquet's task "
-          f"{reader * 1e3:.1f} ms (its direct decoder); with pyarrow instead {pyarrow_path * 1e3:.1f} ms (pyarrow's "
-          f"decode alone {decode * 1e3:.1f} ms, columns to rows {to_rows * 1e3:.1f} ms); kernel {kernel * 1e3:.1f} ms; "
-          f"read_parquet / kernel = {reader / kernel:.2f}, pyarrow decode / kernel = {decode / kernel:.2f}")
+def print_parquet_cpu(best, rates, kernel_rate):
+    npy, reader, kernel = rates["npy"] / kernel_rate, best["read_parquet's task"], best["kernel"]
+    print("Parquet CPU per block in one process (thread time, best of each; 'threads': this thread's "
+          "share only):")
+    for name, seconds in best.items():
+        print(f"  {name:<36} {seconds * 1e3:>7.1f} ms   / kernel {seconds / kernel:>5.2f}")
     print(f"  -> with the .npy path's other costs ({npy:.2f} of kernel-only), Parquet end-to-end can reach at most "
-          f"1 / (1 / {npy:.2f} + {reader / kernel:.2f}) = {1 / (1 / npy + reader / kernel):.2f} of kernel-only "
-          f"with this reader; any reader that decodes through pyarrow: "
-          f"1 / (1 / {npy:.2f} + {decode / kernel:.2f}) = {1 / (1 / npy + decode / kernel):.2f}")
+          f"1 / (1 / {npy:.2f} + {reader / kernel:.2f}) = {1 / (1 / npy + reader / kernel):.2f} of kernel-only")
 
 
 def print_formats(n, rates, objects, kernel, workers, cpu):
@@ -426,7 +431,7 @@ def shard_cpu(npy, gcws, tmp, repeats, n_blocks=16):
 def formats_table(npy, gcws, workers, tmp, repeats):
     n, rates, objects, kernel, cpu = formats(npy, gcws, workers, tmp, repeats)
     print_formats(n, rates, objects, kernel, workers, cpu)
-    print_parquet_cpu(*parquet_cpu(gcws, tmp, repeats), rates, kernel)
+    print_parquet_cpu(parquet_cpu(gcws, tmp, repeats), rates, kernel)
     cpu = shard_cpu(npy, gcws, tmp, repeats)
     print(f"Sharding CPU per block in one process (synchronous scheduler, process time, best of each): one object "
           f"per block {cpu[None] * 1e3:.1f} ms, shards=8 {cpu[8] * 1e3:.1f} ms ({cpu[8] / cpu[None] - 1:+.1%})")

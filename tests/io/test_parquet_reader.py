@@ -276,3 +276,91 @@ def test_a_resumed_parquet_job_with_labels_rewrites_only_the_lost_blocks_bitwise
     assert _chunk_files(tmp_path / "s.zarr" / "features") == stored
     assert np.array_equal(again.features[:].compute(), m.transform_block(X))
     assert np.array_equal(np.asarray(again.labels[:].compute()), labels) and again.verify_blocks() == {}
+
+
+# the float32 and float64 values whose bits must survive: NaN with a payload, +-inf, -0.0,
+# subnormals, the largest values
+_SPECIAL32 = np.array([0x7FC12345, 0xFF800000, 0x7F800000, 0x80000000, 0x00000001, 0x7F7FFFFF, 0xFF7FFFFF],
+                      np.uint32).view(np.float32)
+_SPECIAL64 = np.array([0x7FF8000000012345, 0xFFF0000000000000, 0x7FF0000000000000, 0x8000000000000000, 1,
+                       0x7FEFFFFFFFFFFFFF], np.uint64).view(np.float64)
+
+
+@pytest.mark.parametrize("options", [
+    dict(compression="snappy", use_dictionary=True, data_page_version="1.0"),
+    dict(compression="none", use_dictionary=False, data_page_version="2.0", data_page_size=256),
+    dict(compression="zstd", use_dictionary=["a"], data_page_version="1.0", dictionary_pagesize_limit=256),
+    dict(compression="gzip", use_dictionary=False, use_byte_stream_split=True),
+], ids=["dict-snappy-v1", "plain-none-v2-small-pages", "dict-overflow-zstd", "byte-stream-split-gzip"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_rows_are_the_values_written_bitwise_in_every_encoding_and_codec(tmp_path, options, dtype):
+    """Special values keep their bits, nulls (some, all) read as NaN, required and nullable
+    columns, several row groups per partition and partitions per file: the rows are the values
+    written, whatever the writer's encoding, codec and page version."""
+    n = 500
+    rng = np.random.default_rng(3)
+    special = _SPECIAL32 if dtype == np.float32 else _SPECIAL64
+    a = rng.standard_normal(n).astype(dtype)
+    a[:len(special)] = special
+    b = np.round(rng.random(n), 1).astype(dtype)  # few distinct values: runs in the dictionary indices
+    c = rng.standard_normal(n).astype(dtype)
+    m = rng.random(n) < 0.1
+    schema = pa.schema([pa.field("a", pa.from_numpy_dtype(dtype), nullable=False),
+                        pa.field("b", pa.from_numpy_dtype(dtype)), pa.field("c", pa.from_numpy_dtype(dtype))])
+    table = pa.Table.from_arrays([pa.array(a), pa.array(b, mask=m), pa.nulls(n, pa.from_numpy_dtype(dtype))],
+                                 schema=schema)
+    path = str(tmp_path / "t.parquet")
+    pq.write_table(table, path, row_group_size=120, **options)
+    X = read_parquet(path, block_rows=250)
+    assert X.chunks[0] == (360, 140) and X.dtype == dtype
+    got = X.compute(scheduler="synchronous")
+    want = np.column_stack([a, np.where(m, np.nan, b).astype(dtype), np.full(n, np.nan, dtype)])
+    assert got.tobytes() == want.tobytes()
+
+
+def test_a_folder_a_column_subset_in_another_order_and_a_label(tmp_path):
+    """Files of 130, 90 and 200 rows: partitions never span two files; columns=["d", "a"] keeps
+    that order and float32 (the unselected float64 column does not widen the rows); the integer
+    label keeps its dtype, read alone and jointly with the rows (as featurize reads them)."""
+    d = tmp_path / "d"
+    d.mkdir()
+    rng = np.random.default_rng(7)
+    rows, labels = [], []
+    for k, n in enumerate((130, 90, 200)):
+        x = rng.random((n, 4)).astype(np.float32)
+        y = rng.integers(-5, 5, n)
+        pq.write_table(pa.table({"a": x[:, 0], "b": x[:, 1].astype(np.float64), "c": x[:, 2], "d": x[:, 3], "y": y}),
+                       str(d / f"part-{k}.parquet"), row_group_size=40)
+        rows.append(x[:, [3, 0]])
+        labels.append(y)
+    X, Y = read_parquet(str(d), columns=["d", "a"], label="y", block_rows=80)
+    assert X.dtype == np.float32 and Y.dtype == np.int64
+    assert X.chunks[0] == (80, 50, 80, 10, 80, 80, 40)
+    Xj, Yj = tabular.read_together(X, Y)
+    got = dask.compute(X, Y, Xj, Yj, scheduler="synchronous")
+    for g, want in zip(got, (np.concatenate(rows), np.concatenate(labels)) * 2):
+        assert g.dtype == want.dtype and np.array_equal(g, want)
+
+
+def test_threads_reading_at_once_each_get_their_own_rows(tmp_path):
+    """Tasks of two files (other row counts and dtypes) run by four threads at once, many times
+    over, each give their own partition's rows."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    parts, wants = [], []
+    for k, (n, dtype, group) in enumerate([(3000, np.float32, 1000), (2100, np.float64, 700)]):
+        x = np.round(RNG.random((n, 20)), 2).astype(dtype)
+        path = str(tmp_path / f"t{k}.parquet")
+        pq.write_table(pa.table({f"c{j}": x[:, j] for j in range(20)}), path, row_group_size=group)
+        _, task, ps, _ = tabular._reader_layer(read_parquet(path, block_rows=group))
+        for i, part in enumerate(ps):
+            parts.append((task, part))
+            wants.append(x[i * group:(i + 1) * group])
+
+    def read(i):
+        task, part = parts[i % len(parts)]
+        return i % len(parts), task(*part)
+
+    with ThreadPoolExecutor(4) as pool:
+        for i, got in pool.map(read, range(20 * len(parts))):
+            assert got.dtype == wants[i].dtype and np.array_equal(got, wants[i])
