@@ -98,7 +98,7 @@ def open_table(path, fmt, columns, label_column, block_rows=None, blocksize=64 *
                               **({"compression": "infer"} if compressed else {}))
     except Exception as e:
         why = str(e).replace(str(path), "").lstrip(": ") or type(e).__name__
-        if type(e) is ValueError:  # the readers' own checks: a column missing or not a number
+        if type(e) in (ValueError, io.ParquetFormatError):  # the readers' own checks: a column missing, a damaged file
             raise UsageError(f"{flag} {path}: {why}") from None
         # pyarrow's, pandas' and the file system's errors (ArrowInvalid, ParserError, OSError, ...)
         what = "Parquet" if fmt == "parquet" else "CSV"

@@ -85,7 +85,7 @@ def _footer(url, storage_options):
     try:
         meta = _metadata(url, _options_json(storage_options), ident.size, ident.mtime)
     except Exception as e:  # noqa: BLE001 - pyarrow raises several types for a bad file
-        raise ValueError(f"{url}: not a readable Parquet file ({type(e).__name__}: {e})") from None
+        raise ParquetFormatError(f"{url}: not a readable Parquet file ({type(e).__name__}: {e})") from None
     groups = [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
     for g, rows in enumerate(groups):
         if rows < 0:
