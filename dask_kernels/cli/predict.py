@@ -2,8 +2,9 @@
 
 Predictions (or ``--proba`` class probabilities) of every input row are computed by the
 workers, partition by partition, and written to ``OUTPUT``: a Zarr array (``.zarr``: written
-by the workers), a Parquet dataset (``.parquet``: written by the workers; needs pyarrow) or a
-``.npy`` file (gathered by the client). Results are written under a temporary name beside
+by the workers), a Parquet dataset (``.parquet``: written by the workers, with a ``row`` column
+giving each prediction's 0-based row number in the input) or a ``.npy`` file (gathered by the
+client). Row ``i`` of a Zarr or ``.npy`` output is input row ``i``. Results are written under a temporary name beside
 ``OUTPUT`` and renamed into place. An existing ``OUTPUT`` is replaced only with ``--overwrite``
 and only when it is a prediction output that ``predict`` wrote (:mod:`._owned`); a job file's
 ``[[outputs]]`` replace what the same job wrote on its previous run.
@@ -118,8 +119,14 @@ def write(result, path, kind, columns, writer="command line", replace_for=False)
         elif kind == "parquet":
             import dask.dataframe as dd
 
+            import dask.array as da
+
             frame = dd.from_dask_array(result if result.ndim == 2 else result[:, None], columns=columns)
-            frame.to_parquet(tmp, write_index=False)
+            # each prediction names its input row (0-based position), whatever the partitions
+            rows = dd.from_dask_array(da.arange(result.shape[0], chunks=result.chunks[0], dtype="int64"))
+            frame = frame.assign(row=rows)[["row"] + list(columns)]
+            # zero-padded part names: readers that list files by name read the rows in order
+            frame.to_parquet(tmp, write_index=False, name_function=lambda i: f"part.{i:06d}.parquet")
         else:
             np.save(tmp + ".npy", result.compute())
             os.rename(tmp + ".npy", tmp)

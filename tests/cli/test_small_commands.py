@@ -47,3 +47,21 @@ def test_workers_or_a_large_input_start_a_cluster(rows, monkeypatch):
     assert not _cluster.runs_in_process(argparse.Namespace(**{**vars(args), "input": "s3://bucket/x.npy"}))
     monkeypatch.setattr(_cluster, "IN_PROCESS_BYTES", (rows / "X.npy").stat().st_size - 1)
     assert not _cluster.runs_in_process(args)
+
+
+def test_parquet_predictions_carry_their_input_row_numbers(rows, tmp_path):
+    from sklearn.datasets import dump_svmlight_file
+    import pandas as pd
+
+    X = np.load(rows / "X.npy")
+    dump_svmlight_file(X, np.load(rows / "y.npy"), str(rows / "X.svm"), zero_based=False)
+    assert main(["train", str(rows / "X.npy"), "--labels", str(rows / "y.npy"), "--method", "gcws",
+                 "--param", "n_components=16", "--epochs", "1", "-o", str(rows / "m.dk")]) == 0
+    out = str(rows / "p.parquet")
+    # several partitions (a small --blocksize): the row numbers still run over the whole input
+    assert main(["predict", str(rows / "m.dk"), str(rows / "X.svm"), "--blocksize", "20000", "-o", out]) == 0
+    frame = pd.read_parquet(out)
+    assert list(frame.columns) == ["row", "prediction"]
+    assert frame["row"].tolist() == list(range(X.shape[0]))
+    assert main(["predict", str(rows / "m.dk"), str(rows / "X.npy"), "-o", str(rows / "p.npy")]) == 0
+    assert (np.load(rows / "p.npy") == frame["prediction"].to_numpy()).all()
