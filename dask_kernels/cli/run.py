@@ -76,7 +76,7 @@ SECTIONS = {"cluster": CLUSTER, "input": INPUT, "map": MAP, "store": STORE, "tra
 
 
 def add_arguments(parser):
-    parser.add_argument("job", help="TOML job file (see `dask-kernels run --help` and the README's 'Batch jobs')")
+    parser.add_argument("job", help="TOML job file (its sections and keys: docs/guide/batch.md)")
     add_cluster_arguments(parser)
     parser.add_argument("--dry-run", action="store_true", help="check the job file and print the steps' command lines")
 

@@ -62,7 +62,7 @@ def add_arguments(parser):
     parser.add_argument("--block-rows", type=positive_int, default=None)
     parser.add_argument("--step-blocks", type=positive_int, default=1,
                         help="blocks' rows per partial_fit call (default 1): fewer, longer calls, faster on "
-                             "several cores; 5 was less accurate in the README's training benchmark")
+                             "several cores; 5 was less accurate in the training benchmark")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--checkpoint", help="checkpoint file (resumed if it exists; only a checkpoint is "
                                              "ever overwritten)")

@@ -1,6 +1,6 @@
 """What a new user's files do to the command line: each is one line naming the file, no traceback.
 
-Found by running the README's commands on files nobody here wrote. Before: an empty ``.npy``
+Found by running the documented commands on files written elsewhere. Before: an empty ``.npy``
 gave numpy's EOFError traceback, a truncated one "mmap length is greater than file size" (no
 file named), CSV and Parquet inputs were parsed as svmlight and refused for their header or
 Parquet's magic bytes as a "label", ``predict`` started a cluster before finding that a ``.npy``
