@@ -80,8 +80,28 @@ def main(argv=None):
     return exit_with(status) if argv is None else status
 
 
+def _log_to_stderr(args):
+    """The package's diagnostics (logger ``dask_kernels``) as plain lines on stderr: INFO and above
+    (the dashboard's address, what a command chose for you), DEBUG with ``--debug``. Results go to
+    stdout; progress and diagnostics to stderr, so a log file of stderr shows them in order."""
+    import logging
+
+    logger = logging.getLogger("dask_kernels")
+    logger.setLevel(logging.DEBUG if _debug(args) else logging.INFO)
+    if not any(getattr(h, "_dask_kernels_cli", False) for h in logger.handlers):
+        handler = logging.StreamHandler()  # sys.stderr at the time of each message
+        handler.setFormatter(logging.Formatter(f"dask-kernels {args.command}: %(message)s"))
+        handler._dask_kernels_cli = True
+        logger.addHandler(handler)
+    else:
+        for h in logger.handlers:
+            if getattr(h, "_dask_kernels_cli", False):
+                h.setFormatter(logging.Formatter(f"dask-kernels {args.command}: %(message)s"))
+
+
 def _main(argv):
     args = build_parser().parse_args(argv)
+    _log_to_stderr(args)
     try:
         return args._run(args)
     except KeyboardInterrupt:  # Ctrl-C: what was kept and how to go on, not the stack of a wait

@@ -235,6 +235,19 @@ def _run_beside(prepare):
     return run_beside(prepare, "dask-kernels-prepare").join
 
 
+def _announce_dashboard(client):
+    """Log the address of the scheduler's dashboard, when it serves one (it needs bokeh: the
+    ``dashboard`` extra)."""
+    import logging
+
+    try:
+        services = client.scheduler_info().get("services", {})
+    except Exception:  # noqa: BLE001  (an informational line never fails a command)
+        return
+    if "dashboard" in services:
+        logging.getLogger("dask_kernels.cli").info("dashboard: %s", client.dashboard_link)
+
+
 @contextlib.contextmanager
 def client_for(args, prepare=None):
     """A distributed Client as the arguments say; closes what it started.
@@ -275,6 +288,7 @@ def client_for(args, prepare=None):
         client = Client(cluster)
         prepared()
     try:
+        _announce_dashboard(client)
         plugin = warm_plugin(args)
         if plugin is not None:
             client.register_plugin(plugin)

@@ -164,3 +164,35 @@ def test_readme_example_command_parses():
     cmd = " ".join(ln.rstrip("\\").strip() for ln in block.splitlines() if ln.strip())
     kernels = cmd[cmd.index("dask-kernels"):]
     _parse_dask_kernels(shlex.split(kernels))
+
+
+def test_the_image_has_the_s3_and_dashboard_extras_and_no_deploy_file_turns_the_dashboard_off():
+    import tomllib
+
+    with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
+        extras = tomllib.load(f)["project"]["optional-dependencies"]
+    docker = open(os.path.join(DEPLOY, "Dockerfile")).read()
+    assert '"/src[s3,dashboard]"' in docker and {"s3", "dashboard"} <= set(extras)
+    for folder, _, files in os.walk(DEPLOY):
+        for name in files:
+            assert "--no-dashboard" not in open(os.path.join(folder, name)).read(), name
+
+
+def test_a_commands_cluster_logs_its_dashboard_link(caplog):
+    import logging
+
+    from dask_kernels.cli._cluster import _announce_dashboard
+
+    class Client:
+        dashboard_link = "http://127.0.0.1:8787/status"
+
+        def __init__(self, services):
+            self.services = services
+
+        def scheduler_info(self):
+            return {"services": self.services}
+
+    with caplog.at_level(logging.INFO, logger="dask_kernels"):
+        _announce_dashboard(Client({"dashboard": 8787}))
+        _announce_dashboard(Client({}))  # no bokeh on the scheduler: nothing to link to
+    assert [r.getMessage() for r in caplog.records] == ["dashboard: http://127.0.0.1:8787/status"]
