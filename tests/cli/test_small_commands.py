@@ -65,3 +65,13 @@ def test_parquet_predictions_carry_their_input_row_numbers(rows, tmp_path):
     assert frame["row"].tolist() == list(range(X.shape[0]))
     assert main(["predict", str(rows / "m.dk"), str(rows / "X.npy"), "-o", str(rows / "p.npy")]) == 0
     assert (np.load(rows / "p.npy") == frame["prediction"].to_numpy()).all()
+
+
+def test_the_command_line_logs_to_the_stderr_of_each_call(rows, capsys):
+    import logging
+
+    for _ in range(2):  # each call's own stderr, though the handler was made by the first
+        assert main(["info", str(rows / "X.npy")]) == 1
+        capsys.readouterr()
+        logging.getLogger("dask_kernels.cli").info("hello")
+        assert capsys.readouterr().err == "dask-kernels info: hello\n"
