@@ -235,17 +235,25 @@ def _run_beside(prepare):
     return run_beside(prepare, "dask-kernels-prepare").join
 
 
+def _scheduler_has_bokeh():
+    import importlib.util
+
+    return importlib.util.find_spec("bokeh") is not None
+
+
 def _announce_dashboard(client):
-    """Log the address of the scheduler's dashboard, when it serves one (it needs bokeh: the
-    ``dashboard`` extra)."""
+    """Log the address of the scheduler's dashboard, when it serves one: distributed answers on
+    the dashboard's port with or without bokeh, but draws plots only with it (the ``dashboard``
+    extra), so the link is given only where bokeh is installed beside the scheduler."""
     import logging
 
     try:
         services = client.scheduler_info().get("services", {})
+        if "dashboard" not in services or not client.run_on_scheduler(_scheduler_has_bokeh):
+            return
     except Exception:  # noqa: BLE001  (an informational line never fails a command)
         return
-    if "dashboard" in services:
-        logging.getLogger("dask_kernels.cli").info("dashboard: %s", client.dashboard_link)
+    logging.getLogger("dask_kernels.cli").info("dashboard: %s", client.dashboard_link)
 
 
 @contextlib.contextmanager

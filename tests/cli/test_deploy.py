@@ -192,7 +192,12 @@ def test_a_commands_cluster_logs_its_dashboard_link(caplog):
         def scheduler_info(self):
             return {"services": self.services}
 
+        def run_on_scheduler(self, function):
+            return self.bokeh
+
     with caplog.at_level(logging.INFO, logger="dask_kernels"):
-        _announce_dashboard(Client({"dashboard": 8787}))
-        _announce_dashboard(Client({}))  # no bokeh on the scheduler: nothing to link to
+        for services, bokeh in [({"dashboard": 8787}, True), ({}, True), ({"dashboard": 8787}, False)]:
+            client = Client(services)
+            client.bokeh = bokeh  # without bokeh the port answers but draws nothing: no link
+            _announce_dashboard(client)
     assert [r.getMessage() for r in caplog.records] == ["dashboard: http://127.0.0.1:8787/status"]
