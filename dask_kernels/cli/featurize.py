@@ -105,7 +105,7 @@ def read_input(args):
     :func:`~dask_kernels.featurize` reads from them: None here)."""
     fmt, X, carried = open_rows(args.input, args.format, n_features=args.n_features, zero_based=args.zero_based,
                                 blocksize=args.blocksize, block_rows=block_rows(args), columns=table_columns(args),
-                                label_column=args.label_column)
+                                label_column=args.label_column, header=args.header)
     if fmt == "store":
         raise UsageError(f"input {args.input}: is a feature store; featurize raw rows (.npy, Zarr array, Parquet, "
                          "CSV, svmlight)")
@@ -157,7 +157,7 @@ def _prepare_client():
 def run(args):
     import time
 
-    existing_path(args.input, "input")
+    existing(args.input, "input")
     if args.labels:
         existing(args.labels, "--labels")
     output = normalize(args.output)

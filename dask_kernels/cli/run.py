@@ -55,7 +55,7 @@ help = "run a batch job described by a TOML job file: featurize, then optionally
 CLUSTER = {"scheduler": ("--scheduler", "str"), "scheduler_file": ("--scheduler-file", "path"),
            "scheduler_file_timeout": ("--scheduler-file-timeout", "num"), "workers": ("--workers", "int"),
            "threads_per_worker": ("--threads-per-worker", "int")}
-TABLE = {"columns": ("--columns", "names"), "label_column": ("--label-column", "str")}
+TABLE = {"columns": ("--columns", "names"), "label_column": ("--label-column", "str"), "header": ("--header", "bool")}
 INPUT = {"path": (None, "path"), "format": ("--format", "str"), "labels": ("--labels", "path"),
          "n_features": ("--n-features", "int"), "zero_based": ("--zero-based", "bool"),
          "blocksize": ("--blocksize", "int"), **TABLE}
@@ -129,7 +129,9 @@ def _argv(items, names, section):
         kind = None
         if flag is None:
             continue
-        if isinstance(value, bool):
+        if flag == "--header" and value is False:  # header = false: the file has none
+            argv.append("--no-header")
+        elif isinstance(value, bool):
             kind = "flag-if-false" if flag.startswith("--no-") else "bool"
             if (kind == "bool" and value) or (kind == "flag-if-false" and not value):
                 argv.append(flag)

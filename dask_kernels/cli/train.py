@@ -124,6 +124,8 @@ def _source(args):
         fmap = make_map(args.method, params)
     elif args.param:
         raise UsageError("--param needs --method (the map it parameterizes)")
+    if args.header != "auto" and fmt != "csv":
+        raise UsageError(f"--{'no-' if args.header is False else ''}header: for CSV input, not {fmt} ({path})")
     if fmt == "npy":
         if not args.labels:
             raise UsageError(f"--labels is required for .npy input ({path})")
@@ -145,7 +147,7 @@ def _source(args):
             raise UsageError(f"source {path}: --label-column NAME is required (the column of labels)")
         kw = {} if args.blocksize is None else {"blocksize": args.blocksize}
         X, y = open_table(path, fmt, table_columns(args), args.label_column, block_rows=args.block_rows, flag="source",
-                          **kw)
+                          header=args.header, **kw)
         if fmap is not None:
             fmap = resolve_center(fmap, X)
         return ArraySource(X, y, fmap, block_rows=args.block_rows)
