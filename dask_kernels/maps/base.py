@@ -81,6 +81,12 @@ class FeatureMap(TransformerMixin, BaseEstimator):
     def _validate_params_extra(self):
         """Check parameter values beyond what the constructor types say (raise ValueError)."""
 
+    def _check_width(self, n_features):
+        """Refuse, with a ValueError naming the parameter, its value and its bound
+        (:mod:`dask_kernels.maps._bounds`), parameters that need more memory or time than the
+        bounds allow for input of ``n_features`` columns. Called before anything of that size is
+        allocated: by ``fit``, :func:`from_spec` and ``featurize``. Default: no such bound."""
+
     def _fit(self, X):
         """Learn data-dependent state; ``X`` is a validated block."""
 
@@ -165,8 +171,10 @@ class FeatureMap(TransformerMixin, BaseEstimator):
             dtype=list(self.input_dtypes),
             ensure_all_finite=False,
         )
-        if reset and self.n_features_in_ > MAX_FEATURES_IN:
-            raise ValueError(f"X has {self.n_features_in_} features; at most {MAX_FEATURES_IN} are supported")
+        if reset:
+            if self.n_features_in_ > MAX_FEATURES_IN:
+                raise ValueError(f"X has {self.n_features_in_} features; at most {MAX_FEATURES_IN} are supported")
+            self._check_width(self.n_features_in_)
         return self.validate_block(X)
 
     def fit(self, X: Any, y: Any = None) -> FeatureMap:
@@ -344,6 +352,10 @@ def from_spec(spec: Mapping[str, Any] | str | bytes, arrays: Any = None) -> Feat
     except ValueError as e:
         raise _key_error("['params']", str(e)) from None
     fmap.n_features_in_ = _spec_int(spec, "n_features_in", 1, MAX_FEATURES_IN)
+    try:
+        fmap._check_width(fmap.n_features_in_)
+    except ValueError as e:
+        raise _key_error("['n_features_in']", str(e)) from None
     state = spec["state"]
     if not isinstance(state, dict):
         raise _key_error("['state']", f"expected an object, got {type(state).__name__}")

@@ -38,6 +38,7 @@ from .._compat import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ..rng import bits, index_key, normal_of_key, register_stream, stream_key
+from ._bounds import components_interval
 from ._parallel import N_JOBS_CONSTRAINT
 from .base import FeatureMap
 from .._docstrings import fill_doc
@@ -202,7 +203,7 @@ class CoRE(FeatureMap):
 
     method = "core"
     _parameter_constraints = {
-        "n_components": [Interval(numbers.Integral, 1, 2**20, closed="both")],
+        "n_components": components_interval(),
         "type": [Interval(numbers.Integral, 1, 2, closed="both")],
         "bits": [Interval(numbers.Integral, 1, 16, closed="both")],
         "seed": [Interval(numbers.Integral, 0, 2**64 - 1, closed="both")],

@@ -32,6 +32,7 @@ from numba import njit
 from .._compat import Interval, StrOptions
 
 from ..rng import bits, index_key, normal_array, normal_of_key, rank_array, register_stream, stream_key, unit64
+from ._bounds import MAX_PADDED_DIM, refuse_above
 from ._cos32 import _cos32v2_any, affine_cos32v2_at, affine_cos32v2_transposed, cos32_into
 from ._fourier import COMMON_CONSTRAINTS, POSITIVE_FINITE, FloatFeatures, cached_table
 from ._subset import FEATURE_IDS_CONSTRAINT, FeatureIds, phases_of
@@ -459,6 +460,13 @@ class Fastfood(FeatureIds, FloatFeatures, FeatureMap):
         if self.sigma is not None:
             return float(self.sigma)
         return 1.0 / math.sqrt(2.0 * (1.0 if self.gamma is None else float(self.gamma)))
+
+    def _check_width(self, n_features):
+        refuse_above(padded_dim(n_features), MAX_PADDED_DIM,
+                     f"Fastfood: n_features_in={int(n_features):,} pads every row to {{value:,}} values, more than "
+                     "the bound of {bound:,} (a row costs two Hadamard transforms of that length per block of "
+                     "features, whatever its nonzeros); for wide sparse input use RFF(density=...) or GCWS, or "
+                     "reduce the input's columns")
 
     @property
     def padded_dim_(self):

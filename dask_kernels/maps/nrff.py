@@ -22,6 +22,7 @@ from functools import partial
 from ._fourier import COMMON_CONSTRAINTS, NORMAL_MAX, POSITIVE_FINITE, FloatFeatures, normal_table, projection_bound
 from ._fourier import projection_tables, row_chunks
 from .._compat import cgutils
+from ._bounds import check_projection
 from ._cos32 import cos32_into, shift_cos32v2
 from ._fourier import GemmRowBlocks, cached_table, projection_tiles, tiled
 from ._parallel import row_blocks
@@ -218,6 +219,9 @@ class NRFF(GemmRowBlocks, FeatureIds, FloatFeatures, FeatureMap):
         self.dtype = dtype
         self.n_jobs = n_jobs
         self.feature_ids = feature_ids
+
+    def _check_width(self, n_features):
+        check_projection("NRFF", n_features, int(self.n_components))
 
     @property
     def max_abs_input(self):

@@ -40,6 +40,7 @@ from ..blocks import as_block, check_finite_rows
 from ..exact.pairwise import KERNELS, gmm_split, kernel_block, row_sq_norms, unit_rows
 from ..rng import rank_array, register_stream, uniform
 from ..sidecar import manifest
+from ._bounds import MAX_LANDMARKS, components_interval
 from ._fourier import COMMON_CONSTRAINTS, POSITIVE_FINITE, cached_table
 from .base import FeatureMap
 from .._docstrings import fill_doc
@@ -282,6 +283,7 @@ class Nystroem(FeatureMap):
     fits_partitioned = True
     _parameter_constraints = {
         **COMMON_CONSTRAINTS,
+        "n_components": components_interval(MAX_LANDMARKS),
         "kernel": [StrOptions(set(KERNELS))],
         "gamma": [None, POSITIVE_FINITE],
         "landmarks": [StrOptions({"uniform", "kmeans++"})],
@@ -347,6 +349,7 @@ class Nystroem(FeatureMap):
             if hasattr(self, attr):
                 delattr(self, attr)
         self.n_features_in_ = d
+        self._check_width(d)
         self._fit_sample(sample)
         self.is_fitted_ = True
         return self
