@@ -34,6 +34,10 @@ MAX_TABLE_BYTES = 2**31
 #: With ``n_components <= MAX_COMPONENTS`` its ``ceil(k / d)`` blocks hold at most
 #: ``k + d <= 2**21`` table entries.
 MAX_PADDED_DIM = 2**20
+#: Features Fastfood computes per row: whole blocks of d, those its feature ids touch, times d
+#: (also its table entries). Ids ``0 .. k-1`` within the bounds above compute
+#: ``ceil(k / d) d < k + d``; ids scattered over many blocks are refused beyond this.
+MAX_FASTFOOD_BLOCK_FEATURES = MAX_COMPONENTS + MAX_PADDED_DIM
 #: Input width of a GCWS map with a center: the center is a dense vector written into the spec
 #: (JSON) and sparse rows are densified to subtract it, 8 MiB per row at 2**20 features.
 MAX_CENTERED_FEATURES = 2**20

@@ -295,9 +295,10 @@ def from_spec(spec: Mapping[str, Any] | str | bytes, arrays: Any = None) -> Feat
     Every field that reaches a kernel is checked first, and a bad one raises ``ValueError``
     naming its key: ``spec_version`` and ``rng_scheme`` must be ones this version implements,
     ``method`` a registered map, ``params`` pass the map's own parameter validation,
-    ``n_features_in`` is an integer in [1, 2**31], ``state`` passes the map's
-    ``_validate_state`` (lengths, dtypes, finiteness), and ``n_output_features`` and
-    ``output_dtype`` match the rebuilt map.
+    ``n_features_in`` is an integer in [1, 2**31] within the map's bounds for that width
+    (:mod:`dask_kernels.maps._bounds`: e.g. a dense projection matrix of at most 2 GiB), ``state``
+    passes the map's ``_validate_state`` (lengths, dtypes, finiteness), and ``n_output_features``
+    and ``output_dtype`` match the rebuilt map.
 
     Examples
     --------
@@ -352,16 +353,16 @@ def from_spec(spec: Mapping[str, Any] | str | bytes, arrays: Any = None) -> Feat
     except ValueError as e:
         raise _key_error("['params']", str(e)) from None
     fmap.n_features_in_ = _spec_int(spec, "n_features_in", 1, MAX_FEATURES_IN)
-    try:
-        fmap._check_width(fmap.n_features_in_)
-    except ValueError as e:
-        raise _key_error("['n_features_in']", str(e)) from None
     state = spec["state"]
     if not isinstance(state, dict):
         raise _key_error("['state']", f"expected an object, got {type(state).__name__}")
     fmap._validate_state(state)
     fmap._set_fitted_state(state)
     attach_sidecar(fmap, state, arrays)  # verify and attach fitted arrays kept beside the spec
+    try:  # the bounds of this width (after the sidecar: it may hold the feature ids)
+        fmap._check_width(fmap.n_features_in_)
+    except ValueError as e:
+        raise _key_error("['n_features_in']", str(e)) from None
     fmap.is_fitted_ = True
     width = spec["n_output_features"]
     if isinstance(width, bool) or width != int(fmap.n_output_features_):

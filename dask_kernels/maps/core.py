@@ -152,7 +152,7 @@ class CoRE(FeatureMap):
     Parameters
     ----------
     n_components : int, default=256
-        Number of hashes k.
+        Number of hashes k, at most 2**20.
     type : {1, 2}, default=1
         1 estimates ``K1 = rho R`` (stored value ``P_j(u)``); 2 estimates
         ``K2 = rho sqrt(f1 f2) / (f1 + f2 - a)`` (stored value ``V_j(u) sqrt(f)``).

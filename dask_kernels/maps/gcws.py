@@ -98,7 +98,8 @@ class GCWS(FeatureMap):
     Parameters
     ----------
     n_components : int, default=256
-        Number of hashes k.
+        Number of hashes k, at most 2**20. With a center, the input may have at most 2**20
+        features (``dask_kernels.maps._bounds``).
     bits : int, default=8
         Code width b (1 to 16): the lowest b bits of i*. Codes are uint8 for b <= 8, else uint16.
     %(seed)s

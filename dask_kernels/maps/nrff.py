@@ -181,6 +181,9 @@ class NRFF(GemmRowBlocks, FeatureIds, FloatFeatures, FeatureMap):
     2.5e34 for float32, d = 784, gamma = 1), nor the squared norm
     (``sqrt(finfo(float64).max / d) / 2``, 2.4e152 at d = 784); other values raise ``ValueError``
     naming the row and column.
+    The (d, k) frequency matrix is built in float64 and may take at most 2 GiB
+    (``n_features_in * n_components <= 2**28``): larger maps are refused by ``fit`` and
+    :func:`~dask_kernels.from_spec` (``dask_kernels.maps._bounds``).
     The projection uses BLAS; across chunkings a row's features agree to float rounding
     (tests: ``atol = 1e-5 * (1 + max |sqrt(gamma) r . u + w|) / sqrt(k)``).
 

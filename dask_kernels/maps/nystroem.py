@@ -206,7 +206,8 @@ class Nystroem(FeatureMap):
     Parameters
     ----------
     n_components : int, default=100
-        Number of landmarks m, which is the output width (fewer if the data has fewer rows).
+        Number of landmarks m, which is the output width (fewer if the data has fewer rows); at
+        most 2**14 (fitting builds two m x m float64 matrices and costs O(m**3)).
     kernel : {"gmm", "minmax", "rbf", "laplacian", "cosine_rbf"}, default="gmm"
         ``gmm``: generalized min-max (sign-split; :func:`dask_kernels.gmm_kernel`); ``minmax``:
         the same on nonnegative data (negative rows are refused); ``rbf``:

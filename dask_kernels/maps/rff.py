@@ -103,6 +103,10 @@ class RFF(GemmRowBlocks, FeatureIds, FloatFeatures, FeatureMap):
 
     Notes
     -----
+    The (d, k) frequency matrix is built in float64 and may take at most 2 GiB
+    (``n_features_in * n_components <= 2**28``; with ``density < 1``, at most 2**27 stored
+    nonzeros): ``fit`` and :func:`~dask_kernels.from_spec` refuse larger maps before building
+    anything (``dask_kernels.maps._bounds``).
     The projection is a BLAS matrix product, whose rounding may depend on the block shape: a
     row's features agree across chunkings to about 1e-6 relative to ``|w . x|`` in float32
     (tests use ``atol = 1e-5 * (1 + max |w . x + b|) * sqrt(2 / k)``), and exactly between dense and CSR input only
