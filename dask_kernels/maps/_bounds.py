@@ -3,8 +3,9 @@
 A parameter is refused, with a ``ValueError`` naming it, its value and its bound, before any
 table or output is allocated: by scikit-learn's parameter validation in ``fit`` (the
 ``n_components`` intervals below), by :meth:`FeatureMap._check_width` once the input width is
-known (``fit``, :func:`~dask_kernels.maps.from_spec` with the spec's ``n_features_in``, and
-``featurize`` before it creates a store), and by the command line's argument check. Without
+known (``fit``, which ``featurize`` runs on the first block of an unfitted map before it
+creates a store, and :func:`~dask_kernels.maps.from_spec` with the spec's ``n_features_in``),
+and by the command line's argument check. Without
 them ``n_components=10**12`` or an svmlight file whose largest index is 2**31 fail only inside
 an allocation of terabytes, or run for minutes on two rows.
 
@@ -21,7 +22,7 @@ import numbers
 #: block of 256 such rows 1 GiB; DartMinHash's bucket arithmetic also stops at 2**20 hashes.
 MAX_COMPONENTS = 2**20
 #: Nystroem's landmarks: fitting builds the m x m kernel matrix and its eigenvectors in float64
-#: (2 GiB each at m = 2**14) and the eigendecomposition costs O(m**3), minutes at 2**14.
+#: (2 GiB each at m = 2**14) and the eigendecomposition costs O(m**3) (m**3 = 4.4e12 at 2**14).
 MAX_LANDMARKS = 2**14
 #: Bytes of a parameter table a map builds in each process: RFF's and NRFF's dense projection
 #: matrix, d x k filled in float64 (then cast to the map's dtype) for the BLAS product; the
@@ -30,7 +31,8 @@ MAX_LANDMARKS = 2**14
 MAX_TABLE_BYTES = 2**31
 #: Fastfood's padded input width d (a power of two): every row is zero-padded to d values and
 #: costs two Hadamard transforms of length d per block of d features, whatever its nonzeros:
-#: about 36 ms per row at d = 2**20 (one thread; 0.7 ms at 2**16), 16 times more at 2**24.
+#: about 36 ms per row at d = 2**20 (0.7 ms at 2**16; measured on a loaded machine), about 20
+#: times more at 2**24.
 #: With ``n_components <= MAX_COMPONENTS`` its ``ceil(k / d)`` blocks hold at most
 #: ``k + d <= 2**21`` table entries.
 MAX_PADDED_DIM = 2**20
