@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+from _cli import one_line_error
 from dask_kernels import GCWS, NRFF, RFF, CoRE, Fastfood, Nystroem, featurize, from_spec
-from dask_kernels.cli import main
 from dask_kernels.io import read_svmlight
 from dask_kernels.maps._bounds import MAX_COMPONENTS, MAX_LANDMARKS, MAX_PADDED_DIM, MAX_TABLE_BYTES
 
@@ -48,10 +48,16 @@ def _timed_refusal(fn, match):
     return str(info.value)
 
 
-def _one_line(err):
-    lines = [ln for ln in err.splitlines() if ln.strip()]
-    assert len(lines) == 1 and "Traceback" not in err, err
-    return lines[0]
+def _user_folder(tmp_path):
+    """A user's folder, to be named as the output: it must survive a refusal untouched."""
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep")
+    return mine
+
+
+def _assert_untouched(mine):
+    assert sorted(p.name for p in mine.iterdir()) == ["notes.txt"] and (mine / "notes.txt").read_text() == "keep"
 
 
 # -- n_components: constructor, spec, --param --------------------------------------------------
@@ -74,21 +80,18 @@ def test_spec_n_components_beyond_the_bound_is_refused(cls):
 @pytest.mark.parametrize("method", ["gcws", "nrff", "fastfood"])
 def test_param_n_components_beyond_the_bound_is_one_line_and_leaves_nothing(small, tmp_path, capsys, method):
     out = tmp_path / "out.zarr"
-    mine = tmp_path / "mine"  # a user's directory named as the output: untouched
-    mine.mkdir()
-    (mine / "notes.txt").write_text("keep")
+    mine = _user_folder(tmp_path)
     for target in (out, mine):
         t = time.perf_counter()
-        rc = main(["featurize", str(small / "X.npy"), str(target), "--method", method,
-                   "--param", f"n_components={HUGE}"])
+        line = one_line_error(capsys, ["featurize", str(small / "X.npy"), str(target), "--method", method,
+                                       "--param", f"n_components={HUGE}"])
         assert time.perf_counter() - t < CLI_FAST
-        line = _one_line(capsys.readouterr().err)
-        assert rc == 1 and "--param" in line and "n_components" in line and f"{MAX_COMPONENTS}" in line, line
-    rc = main(["featurize", str(small / "X.npy"), str(out), "--method", method, "--param", "n_components=10**12"])
-    line = _one_line(capsys.readouterr().err)  # (the text '10**12' is no integer: refused as it was before)
-    assert rc == 1 and "n_components" in line and "'10**12'" in line, line
+        assert "--param" in line and "n_components" in line and f"{MAX_COMPONENTS}" in line, line
+    line = one_line_error(capsys, ["featurize", str(small / "X.npy"), str(out), "--method", method,
+                                   "--param", "n_components=10**12"])
+    assert "n_components" in line and "'10**12'" in line, line  # (text, not an integer: refused as before)
     assert not out.exists()
-    assert sorted(p.name for p in mine.iterdir()) == ["notes.txt"] and (mine / "notes.txt").read_text() == "keep"
+    _assert_untouched(mine)
 
 
 # -- input width x n_components: the 15-byte svmlight file ---------------------------------------
@@ -114,25 +117,21 @@ def scheduler():
 
 def test_featurize_cli_on_the_15_byte_file_is_one_line_and_leaves_nothing(small, tmp_path, capsys, scheduler):
     out = tmp_path / "out.zarr"
-    mine = tmp_path / "mine"
-    mine.mkdir()
-    (mine / "notes.txt").write_text("keep")
+    mine = _user_folder(tmp_path)
     for target in (out, mine):
-        rc = main(["featurize", str(small / "wide.svm"), str(target), "--method", "nrff", "--param", "n_components=16",
-                   "--scheduler", scheduler, "--no-progress"])
-        line = _one_line(capsys.readouterr().err)
-        assert rc == 1 and "n_features_in=2,147,483,648 x n_components=16" in line, line
+        line = one_line_error(capsys, ["featurize", str(small / "wide.svm"), str(target), "--method", "nrff",
+                                       "--param", "n_components=16", "--scheduler", scheduler, "--no-progress"])
+        assert "n_features_in=2,147,483,648 x n_components=16" in line, line
     assert not out.exists()
-    assert sorted(p.name for p in mine.iterdir()) == ["notes.txt"] and (mine / "notes.txt").read_text() == "keep"
+    _assert_untouched(mine)
 
 
 def test_featurize_cli_refuses_a_stated_width_before_any_cluster(small, tmp_path, capsys):
     t = time.perf_counter()
-    rc = main(["featurize", str(small / "wide.svm"), str(tmp_path / "o.zarr"), "--method", "nrff",
-               "--n-features", str(2**31)])
+    line = one_line_error(capsys, ["featurize", str(small / "wide.svm"), str(tmp_path / "o.zarr"), "--method",
+                                   "nrff", "--n-features", str(2**31)])
     assert time.perf_counter() - t < CLI_FAST  # no LocalCluster was started
-    line = _one_line(capsys.readouterr().err)
-    assert rc == 1 and "--n-features 2147483648" in line and "NRFF" in line, line
+    assert "--n-features 2147483648" in line and "NRFF" in line, line
     assert not (tmp_path / "o.zarr").exists()
 
 
