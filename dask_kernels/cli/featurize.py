@@ -7,7 +7,7 @@ Re-running the same command resumes an unfinished store; a store of another job 
 import json
 import warnings
 
-from ._args import UsageError, existing_path, make_map, parse_params, positive_int
+from ._args import UsageError, check_width, existing_path, make_map, parse_params, positive_int
 from ._cluster import add_cluster_arguments, client_for, start_worker_server, starts_local_cluster
 from ._inputs import add_input_arguments, labels_for, open_rows, table_columns
 from ._paths import existing, normalize
@@ -171,6 +171,8 @@ def run(args):
     from ._center import resolve_center
 
     fmap = build_map(args)
+    if args.n_features is not None:  # svmlight's stated width: known now, so refused now
+        check_width(fmap, args.n_features, "--n-features")
     stored_map = None
     if args.append:  # the store's map, fixed by its first rows (None: these rows create the store)
         method, params = explicit_map(args)
