@@ -215,7 +215,46 @@ def checkpoint_case(rng, folder, k):
     return "same content", None
 
 
-TARGETS = {"svmlight": svmlight_case, "model": model_case, "checkpoint": checkpoint_case}
+# -- feature store attributes (the root zarr.json): against the store as written ------------------
+def _store(folder):
+    if "store" not in _SAVED:
+        from dask_kernels import GCWS, featurize, open_store
+
+        rng = np.random.default_rng(8)
+        X = np.abs(rng.standard_normal((120, 5)))
+        path = os.path.join(folder, "original.zarr")
+        featurize(X, GCWS(n_components=8, seed=4).fit(X[:1]), labels=np.arange(120) % 3, store=path, block_rows=40,
+                  progress=False)
+        st = open_store(path)
+        _SAVED["store"] = (path, st.spec, st.features.compute(), st.labels.compute())
+    return _SAVED["store"]
+
+
+def store_case(rng, folder, k):
+    import shutil
+
+    from dask_kernels import open_store
+
+    original, spec, features, labels = _store(folder)
+    path = os.path.join(folder, f"case{k}.zarr")
+    shutil.copytree(original, path)
+    meta = os.path.join(path, "zarr.json")
+    with open(meta, "rb") as f:
+        data, what = mutate(f.read(), rng)
+    with open(meta, "wb") as f:
+        f.write(data)
+    try:
+        st = open_store(path)
+        same = (st.spec == spec and _same_bits(st.features.compute(), features)
+                and _same_bits(st.labels.compute(), labels))
+    except ValueError as e:
+        if path not in str(e):
+            return "failure", f"{what}: error naming no store: {type(e).__name__}: {e}"
+        return "refused", None
+    return ("same data", None) if same else ("failure", f"{what}: opened with other data")
+
+
+TARGETS = {"svmlight": svmlight_case, "model": model_case, "checkpoint": checkpoint_case, "store": store_case}
 
 
 def main(target, seed, n, folder):

@@ -48,3 +48,11 @@ CHECKPOINT_SEED, CHECKPOINT_CASES = 11, 150
 def test_mutated_checkpoint_reads_as_written_or_is_refused(tmp_path):
     counts = _fuzz("checkpoint", CHECKPOINT_SEED, CHECKPOINT_CASES, tmp_path)
     assert counts.get("refused", 0) > CHECKPOINT_CASES // 2, counts
+
+
+STORE_SEED, STORE_CASES = 5, 120
+
+
+def test_mutated_store_metadata_opens_with_the_same_data_or_is_refused(tmp_path):
+    counts = _fuzz("store", STORE_SEED, STORE_CASES, tmp_path)
+    assert counts.get("refused", 0) > STORE_CASES // 2, counts
