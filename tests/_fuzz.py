@@ -61,11 +61,11 @@ def _svmlight_document(rng):
     extreme = ["1.7976931348623157e308", "5e-324", "0.000001e-99999", "1e99999", "9" * 30]
     for r in range(int(rng.integers(5, 30))):
         cols = np.sort(rng.choice(40, size=int(rng.integers(0, 8)), replace=False)) + 1
-        if rng.random() < 0.02:
+        if rng.random() < 0.05:
             cols[-1:] = rng.choice([2**31 - 1, 922337203685477580, 2**63 - 1])
         toks = [rng.choice(["1", "-1", "0", "2.5", "3e1"])]
         if qid:
-            toks.append(f"qid:{r // 4 if rng.random() < 0.95 else rng.choice([922337203685477580, -(2**63)])}")
+            toks.append(f"qid:{r // 4 if rng.random() < 0.9 else rng.choice([922337203685477580, -(2**63)])}")
         for c in cols:
             u = rng.random()
             v = repr(float(rng.standard_normal())) if u < 0.6 else rng.choice(["1", "0.5", "-2e-3", "7E5"])
@@ -87,7 +87,7 @@ def svmlight_case(rng, folder, k):
     path = os.path.join(folder, f"case{k}.svm")
     with open(path, "wb") as f:
         f.write(data)
-    blocksize = int(rng.choice([16, 97, 10**6]))
+    blocksize = int(rng.choice([64, 10**6]))  # several byte ranges, or one
     try:
         X, y, q = read_svmlight(path, blocksize=blocksize).compute()
         ours = None

@@ -24,7 +24,7 @@ def _fuzz(target, seed, n_cases, folder):
     return report["counts"]
 
 
-SVMLIGHT_SEED, SVMLIGHT_CASES = 20261127, 250
+SVMLIGHT_SEED, SVMLIGHT_CASES = 20261127, 150
 
 
 def test_mutated_svmlight_reads_as_scikit_learn_or_is_refused(tmp_path):
@@ -34,7 +34,7 @@ def test_mutated_svmlight_reads_as_scikit_learn_or_is_refused(tmp_path):
     assert counts.get("both refuse", 0) > SVMLIGHT_CASES // 10, counts
 
 
-MODEL_SEED, MODEL_CASES = 7, 150
+MODEL_SEED, MODEL_CASES = 7, 100
 
 
 def test_mutated_saved_model_loads_as_saved_or_is_refused(tmp_path):
@@ -42,7 +42,7 @@ def test_mutated_saved_model_loads_as_saved_or_is_refused(tmp_path):
     assert counts.get("refused", 0) > MODEL_CASES // 2, counts
 
 
-CHECKPOINT_SEED, CHECKPOINT_CASES = 11, 150
+CHECKPOINT_SEED, CHECKPOINT_CASES = 11, 100
 
 
 def test_mutated_checkpoint_reads_as_written_or_is_refused(tmp_path):
@@ -50,7 +50,7 @@ def test_mutated_checkpoint_reads_as_written_or_is_refused(tmp_path):
     assert counts.get("refused", 0) > CHECKPOINT_CASES // 2, counts
 
 
-STORE_SEED, STORE_CASES = 5, 120
+STORE_SEED, STORE_CASES = 5, 80
 
 
 def test_mutated_store_metadata_opens_with_the_same_data_or_is_refused(tmp_path):
