@@ -34,6 +34,12 @@ _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 _FINITE = ": labels and values must be finite numbers (a decimal beyond 1.8e308 is infinite)"
 
 
+def _short(token):
+    """A token as it goes into a message: at most 40 characters (a number may be megabytes)."""
+    text = token.decode("utf-8", "replace")
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
 class SvmlightFormatError(ValueError):
     """A line of an svmlight file that cannot be parsed (names file, line, row, byte offset)."""
 
@@ -159,7 +165,7 @@ def _parse_python(data, begin, n_features, zero_based, want_arrays):
         except ValueError:
             fail(f"label {toks[0].decode('utf-8', 'replace')!r} is not a number")
         if not math.isfinite(label):
-            fail(f"label {toks[0].decode('utf-8', 'replace')!r} is not finite ({label}){_FINITE}")
+            fail(f"label {_short(toks[0])!r} is not finite ({label}){_FINITE}")
         j, q = 1, -1
         if len(toks) > 1 and toks[1].startswith(b"qid:"):
             try:
@@ -190,7 +196,7 @@ def _parse_python(data, begin, n_features, zero_based, want_arrays):
                 fail(f"feature index {col + base} is out of range (the largest is {_INT64_MAX - 1 + base}: "
                      "the dimension is a 64-bit integer)")
             if not math.isfinite(val):
-                fail(f"feature index {col + base} has the value {v_s.decode('utf-8', 'replace')!r}, "
+                fail(f"feature index {col + base} has the value {_short(v_s)!r}, "
                      f"which is not finite ({val}){_FINITE}")
             cols.append(col)
             vals.append(val)
