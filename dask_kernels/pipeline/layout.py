@@ -4,11 +4,12 @@ nothing read from disk is used before it is checked."""
 from __future__ import annotations
 
 import os
+import re
 
 import numpy as np
 
 from .fingerprint import differences, fingerprint_hash
-from .location import StoreError, local_path, open_group
+from .location import StoreError, link_problem, local_path, open_group
 from .records import RECORD_FIELDS
 from .segments import MAX_SEGMENTS, SEGMENT_NAME
 
@@ -18,6 +19,15 @@ STORE_FORMAT = 2
 SHARDED_FORMAT = 3
 READABLE_FORMATS = (1, 2, 3)
 COLUMNS = ("labels", "qid", "row_ids")
+
+#: The files and folders a store of ours consists of (paths relative to the store, "/"-separated):
+#: zarr.json of the group and of each array, chunk keys ``c/<i>/<j>``, the map's fitted arrays
+#: (subgroup ``fitted``) and appended segments (``segments/seg-<16 hex digits>/``, stores of
+#: their own). ``overwrite=True`` replaces a store only if it holds nothing else.
+_SEG = r"(?:segments/seg-[0-9a-f]{16}/)?"
+_NODE = r"(?:features|labels|qid|row_ids|done|fitted|fitted/[A-Za-z0-9_.-]+)"
+OWN_FILE = re.compile(rf"^(?:segments/zarr\.json|{_SEG}(?:{_NODE}/)?zarr\.json|{_SEG}{_NODE}/c(?:/[0-9]+)*)$")
+OWN_FOLDER = re.compile(rf"^(?:segments|segments/seg-[0-9a-f]{{16}}|{_SEG}{_NODE}(?:/c(?:/[0-9]+)*)?)$")
 
 #: Largest number of blocks in one shard (one object, written whole by one task).
 MAX_SHARD_BLOCKS = 4096
@@ -110,15 +120,22 @@ def validate_arrays(group, info, path):
                              f"= {k} says {'none' if k == 1 else rows} rows per shard")
 
 
+def _not_found(path):
+    problem = link_problem(path)
+    if problem is not None:  # a link to where nothing is: say so, not just "nothing here"
+        return FileNotFoundError(f"{problem}: no feature store there")
+    return FileNotFoundError(f"no feature store at {path}")
+
+
 def open_checked(path, storage_options=None, mode="r", consolidated=None):
     """Open the group and return ``(group, validated dask_kernels attributes)``."""
     try:
         g = open_group(path, mode, storage_options, consolidated=consolidated)
     except FileNotFoundError:
-        raise FileNotFoundError(f"no feature store at {path}") from None
+        raise _not_found(path) from None
     except (ValueError, TypeError, KeyError) as e:  # JSONDecodeError is a ValueError
         if local_path(path) is not None and not os.path.exists(local_path(path)):
-            raise FileNotFoundError(f"no feature store at {path}") from None
+            raise _not_found(path) from None
         raise StoreError(f"{path}: cannot read the store's metadata (zarr.json): {type(e).__name__}: {e}") from None
     info = g.attrs.get("dask_kernels")
     if info is None:
