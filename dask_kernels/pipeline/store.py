@@ -60,7 +60,7 @@ from ._digest import digest
 from .layout import COLUMNS, open_checked
 from .location import StoreError, open_group
 from .records import DONE, FIELD, RECORD_FIELDS, read_records, record_ok
-from .segments import segment_path
+from .segments import records_digest, segment_path
 
 #: Integrity checks (chunk checksums, digests, input re-checks, leases) on new runs. Private
 #: switch for benchmarks/bench_pipeline.py, which measures what they cost.
@@ -69,6 +69,11 @@ _INTEGRITY = True
 
 class StoreIntegrityError(StoreError):
     """A stored block does not match its done record (damaged, missing or swapped chunk)."""
+
+
+def _name(entry):
+    """A listed segment's name (format 4 lists entries, earlier formats names)."""
+    return entry["name"] if isinstance(entry, dict) else entry
 
 
 class BlockReader:
@@ -220,11 +225,28 @@ class FeatureStore:
         for name in ("features",) + COLUMNS:
             arr = g[name] if name in keys else None
             setattr(self, name, None if arr is None else self._array(name, arr, tag))
-        self.segments = [FeatureStore(segment_path(path, s), storage_options, verify)
-                         for s in self.info.get("segments", [])]
+        listed = self.info.get("segments", [])
+        self.segments = [FeatureStore(segment_path(path, _name(s)), storage_options, verify) for s in listed]
+        for seg, entry in zip(self.segments, listed):
+            if isinstance(entry, dict):  # format 4: the segment must be the one that was appended
+                self._check_segment(seg, entry)
         self._own_blocks = self.n_blocks
         if self.segments:
             self._join_segments()
+
+    def _check_segment(self, seg, entry):
+        where = f"{self.path}: segment {entry['name']} ({seg.path})"
+        fix = ("restore the segment that was appended, or re-run the append that wrote it (same input) to "
+               "rewrite it")
+        if seg.info["fingerprint_sha256"] != entry["fingerprint_sha256"] or seg.n_rows != entry["n_rows"]:
+            raise StoreIntegrityError(f"{where} holds another job's rows than the segment the store lists "
+                                      f"(swapped or replaced segment); {fix}")
+        if seg.lease != entry["lease"]:
+            raise StoreIntegrityError(f"{where} is not the store that was appended (another store's segment, "
+                                      f"or a segment written again: its lease differs); {fix}")
+        if self.verify and records_digest(seg.group) != entry["records"]:
+            raise StoreIntegrityError(f"{where}: its done records changed since it was appended (damaged, "
+                                      f"swapped or rewritten segment); {fix}")
 
     def _join_segments(self):
         """Appended segments: their rows follow the first ones, block numbers run on."""
