@@ -119,7 +119,7 @@ def remove_own(local, quiet=False):
     except OSError:
         if os.path.isdir(local) and not quiet:
             warnings.warn(f"left {local}: it holds entries dask_kernels did not write "
-                          f"({', '.join(stray_entries(local))})", stacklevel=3)
+                          f"({', '.join(repr(e) for e in stray_entries(local))})", stacklevel=3)
 
 
 def create_store(path, *, storage_options, replace, **build):
