@@ -27,10 +27,20 @@ matches; reading a block re-computes the digests, so a damaged (bit flip), missi
 chunk) or swapped chunk is an error naming the array, block and rows, and a re-run of the job
 rewrites it.
 
+Appended segments (``featurize(..., mode="append")``) are stores of their own under
+``segments/``; format 4 (sharded or not) lists each with its identity (job fingerprint, lease,
+rows, a digest of its done records) under ``segments_sha256``, so an edited list or a swapped
+or rewritten segment is refused on open naming it. Earlier formats list names only (read as
+listed; the next append upgrades the store to format 4).
+
 Safety rules, in the order featurize applies them:
 
+* a store path that is a symbolic link, or lies inside a saved model or another store (its own
+  segments excepted), is refused;
 * a store path must be absent, an empty folder or a dask_kernels store; anything else is
-  refused, with or without ``overwrite=True``, and left as it was;
+  refused, with or without ``overwrite=True``, and left as it was; ``overwrite=True`` also
+  refuses a store holding entries a store does not consist of (``layout.OWN_FILE``), and
+  deletes only a store's own entries;
 * a local store is created whole under a temporary name in the same folder and renamed into
   place, so a killed creation never leaves a half-made store at the path; an fsspec URL (object
   stores have no rename) gets its attributes first, so a half-made store is still recognised as
@@ -177,7 +187,8 @@ class FeatureStore:
     n_rows, n_blocks, block_rows : int
     fingerprint : dict
     format : int
-        Store format (1: older stores, read without verification; 2: current; 3: sharded).
+        Store format (1: older stores, read without verification; 2: current; 3: sharded;
+        4: with appended segments, each checked against the store's list).
     segments : list of FeatureStore
         Rows appended with ``featurize(..., mode="append")``, in order; ``features``, ``labels``,
         ``n_rows``, ``n_blocks``, ``blocks()``, ``read_block`` and ``done`` cover the store's own

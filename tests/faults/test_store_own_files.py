@@ -145,6 +145,11 @@ def test_cli_train_into_a_store_and_featurize_into_a_model_are_refused(files, tm
     line = _one_line(capsys.readouterr().err)
     assert rc == 1 and f"{store}/model.dk is inside the feature store {store}" in line, line
     assert sorted(os.listdir(store)) == ["done", "features", "labels", "zarr.json"]
+    shutil.copytree(model.save(tmp_path / "kept.dk"), store / "model.dk")  # as an earlier version saved it
+    rc = main(["featurize", str(files / "X.npy"), str(store), "--overwrite"])
+    line = _one_line(capsys.readouterr().err)
+    assert rc == 1 and "holds entries dask_kernels did not write ('model.dk/')" in line, line
+    assert sorted(os.listdir(store / "model.dk")) == ["arrays.npz", "model.json"]
     m = model.save(tmp_path / "m.dk")
     rc = main(["featurize", str(files / "X.npy"), os.path.join(m, "f.zarr"), "--method", "gcws"])
     line = _one_line(capsys.readouterr().err)
