@@ -172,7 +172,7 @@ def refuse_nesting(path, storage_options=None, what="store"):
     """Refuse a feature store (``what="store"``) inside a saved model or inside another store
     (its own segments excepted), and a saved model (``what="model"``) inside a store: replacing
     the outer one would delete the inner one, or refuse to."""
-    from .segments import SEGMENT_NAME
+    from .layout import SEGMENT_NAME
 
     outer = enclosing(path, storage_options)
     if outer is None:

@@ -6,7 +6,7 @@ is still the one that was appended."""
 from __future__ import annotations
 
 from ._digest import digest
-from .layout import MAX_SEGMENTS, SEGMENT_NAME, SEGMENTS_FORMAT, open_checked, segments_hash  # noqa: F401
+from .layout import MAX_SEGMENTS, SEGMENTS_FORMAT, open_checked, segments_hash
 from .leases import check_lease
 from .location import StoreError, open_group
 from .records import read_records
