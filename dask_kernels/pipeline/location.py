@@ -164,7 +164,11 @@ def enclosing(path, storage_options=None):
             return None
         kind = folder_kind(fs, parent)
         if kind is not None:
-            return kind, parent, full[len(parent):].strip("/").replace(os.sep, "/")
+            rest = full[len(parent):].strip("/").replace(os.sep, "/")
+            url = str(path).rstrip("/")
+            if local is None and url.endswith("/" + rest):  # named as the caller named it (with s3://)
+                parent = url[:-len(rest) - 1]
+            return kind, parent, rest
         p = parent
 
 

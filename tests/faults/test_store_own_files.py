@@ -105,6 +105,21 @@ def test_overwrite_on_an_fsspec_url_refuses_a_store_holding_a_user_object():
     assert featurize(X, G, store=url, block_rows=40, overwrite=True, progress=False).n_blocks == 3
 
 
+def test_on_s3_a_user_object_in_a_store_survives_overwrite_and_no_model_is_saved_there(s3, model):
+    opts, fs = s3
+    url = "s3://dk-test/own/lab.zarr"
+    featurize(X, G, store=url, block_rows=50, storage_options=opts, progress=False)
+    fs.pipe("dk-test/own/lab.zarr/notes.txt", b"keep me")
+    with pytest.raises(ValueError, match=r"also holds entries dask_kernels did not write \('notes\.txt'\)"):
+        featurize(X, G, store=url, block_rows=40, overwrite=True, storage_options=opts, progress=False)
+    assert fs.cat("dk-test/own/lab.zarr/notes.txt") == b"keep me"
+    with pytest.raises(ValueError, match=rf"{url}/model\.dk is inside the feature store"):
+        model.save(url + "/model.dk", storage_options=opts)
+    fs.invalidate_cache()
+    assert not fs.exists("dk-test/own/lab.zarr/model.dk")
+    assert np.array_equal(open_store(url, storage_options=opts).features.compute(), REF)
+
+
 # -- no model inside a store, no store inside a model or another store -------------------------
 def test_a_model_is_not_saved_inside_a_store(tmp_path, model):
     p = tmp_path / "lab.zarr"
