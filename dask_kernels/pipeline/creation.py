@@ -57,34 +57,34 @@ def _build(path, storage_options, *, n_rows, block_rows, width, dtype, columns, 
     return g
 
 
+def _walk(local, base=""):
+    """``(relative path, DirEntry, ours)`` of everything in a local store folder, a folder (its
+    path ending in "/") after its contents. Links are never followed, and a folder that is not
+    ours is not looked into."""
+    with os.scandir(local) as it:
+        entries = list(it)
+    for e in entries:
+        rel, link = base + e.name, e.is_symlink()
+        is_dir = not link and e.is_dir(follow_symlinks=False)
+        ours = not link and (OWN_FOLDER if is_dir else OWN_FILE).match(rel) is not None
+        if is_dir and ours:
+            yield from _walk(e.path, rel + "/")
+        yield rel + "/" * is_dir, e, ours
+
+
 def stray_entries(path, storage_options=None, limit=5):
     """Up to ``limit`` entries (paths relative to the store) that a store of ours does not consist
     of: anything but the files and folders of :data:`~dask_kernels.pipeline.layout.OWN_FILE` and
     ``OWN_FOLDER``, and any symbolic link."""
     local = local_path(path)
-    found = []
-    if local is None:
+    if local is not None:
+        strays = (rel for rel, _, ours in _walk(local) if not ours)
+    else:  # object stores: only files (objects); folders are their keys' prefixes
         fs, p = filesystem(path, storage_options)
         p = p.rstrip("/")
-        for f in fs.find(p, withdirs=False):
-            rel = str(f)[len(p):].lstrip("/")
-            if not OWN_FILE.match(rel):
-                found.append(rel)
-                if len(found) >= limit:
-                    break
-        return found
-    for folder, dirs, files in os.walk(local):
-        base = os.path.relpath(folder, local).replace(os.sep, "/")
-        base = "" if base == "." else base + "/"
-        for d in list(dirs):
-            if os.path.islink(os.path.join(folder, d)) or not OWN_FOLDER.match(base + d):
-                found.append(base + d + "/")
-                dirs.remove(d)  # not ours: not looked into
-        found.extend(base + f for f in files
-                     if os.path.islink(os.path.join(folder, f)) or not OWN_FILE.match(base + f))
-        if len(found) >= limit:
-            break
-    return found[:limit]
+        strays = (rel for rel in (str(f)[len(p):].lstrip("/") for f in fs.find(p, withdirs=False))
+                  if not OWN_FILE.match(rel))
+    return [rel for _, rel in zip(range(limit), strays)]
 
 
 def refuse_strays(path, storage_options=None):
@@ -100,20 +100,14 @@ def refuse_strays(path, storage_options=None):
 def remove_own(local, quiet=False):
     """Delete a local store folder's own files and folders (never following links); whatever
     else is in it stays, and so does the folder (with a warning unless ``quiet``)."""
-    for folder, dirs, files in os.walk(local, topdown=False):
-        base = os.path.relpath(folder, local).replace(os.sep, "/")
-        base = "" if base == "." else base + "/"
-        for f in files:
-            p = os.path.join(folder, f)
-            if OWN_FILE.match(base + f) and not os.path.islink(p):
-                os.unlink(p)
-        for d in dirs:
-            p = os.path.join(folder, d)
-            if OWN_FOLDER.match(base + d) and not os.path.islink(p):
-                try:
-                    os.rmdir(p)
-                except OSError:
-                    pass  # holds something else: kept
+    for rel, e, ours in _walk(local):
+        if ours and rel.endswith("/"):
+            try:
+                os.rmdir(e.path)
+            except OSError:
+                pass  # holds something else: kept
+        elif ours:
+            os.unlink(e.path)
     try:
         os.rmdir(local)
     except OSError:
