@@ -57,6 +57,23 @@ def existing(path, flag):
     return p
 
 
+def output_store(path, overwrite=False, flag="output"):
+    """``normalize(path)`` of a store to write, refused (UsageError naming ``flag``) before any
+    work when it is inside a saved model or another store, or (``overwrite``) when the store
+    there holds entries it does not consist of."""
+    from ..pipeline.creation import refuse_strays
+    from ..pipeline.location import refuse_nesting
+
+    p = normalize(path)
+    try:
+        refuse_nesting(p)
+        if overwrite and is_store(p):
+            refuse_strays(p)
+    except ValueError as e:
+        raise UsageError(f"{flag} {e}") from None
+    return p
+
+
 def is_store(path):
     """Whether ``path`` holds a dask_kernels feature store (a directory/prefix with our zarr.json)."""
     from ..pipeline.location import inspect_path

@@ -10,7 +10,7 @@ import warnings
 from ._args import UsageError, check_width, existing_path, make_map, parse_params, positive_int
 from ._cluster import add_cluster_arguments, client_for, start_worker_server, starts_local_cluster
 from ._inputs import add_input_arguments, labels_for, open_rows, table_columns
-from ._paths import existing, normalize
+from ._paths import existing, output_store
 
 help = "featurize .npy, Zarr, Parquet, CSV or svmlight rows into a resumable Zarr feature store"
 
@@ -160,7 +160,7 @@ def run(args):
     existing(args.input, "input")
     if args.labels:
         existing(args.labels, "--labels")
-    output = normalize(args.output)
+    output = output_store(args.output, args.overwrite)
     block_rows(args)  # before a cluster starts
     if args.labels and args.format == "svmlight":
         raise UsageError("--labels is for .npy and Zarr input: svmlight files carry their labels")

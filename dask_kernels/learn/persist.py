@@ -16,7 +16,7 @@ import os
 import shutil
 import tempfile
 
-from ..pipeline.location import filesystem, local_path
+from ..pipeline.location import filesystem, local_path, refuse_nesting
 from ..maps.base import from_spec
 from ..sidecar import model_arrays, save_model_arrays
 from .checkpoint import load_npz, save_npz
@@ -155,9 +155,10 @@ def check_model_path(path: str | os.PathLike, overwrite: bool = False, storage_o
 
     Raises ``FileExistsError`` naming ``path`` for anything else (a file, a symbolic link, a
     directory that is not a saved model or also holds other files), and for a saved model
-    (or a partial one) unless ``overwrite``.
+    (or a partial one) unless ``overwrite``; ``ValueError`` for a path inside a feature store.
     """
     path = os.fspath(path)
+    refuse_nesting(path, storage_options, what="model")  # inside a feature store: not one of its files
     if local_path(path) is None:
         return _check_remote(path, overwrite, storage_options)
     path = local_path(path)
