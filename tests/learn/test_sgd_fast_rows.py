@@ -181,16 +181,19 @@ def test_step_features_gathers_where_rows_are_not_kept_in_one_array():
     src = ArraySource(whole, y % 4, block_rows=40)
     est = SGDClassifier(random_state=0).partial_fit(whole[:20].astype(np.float64), y[:20] % 4, classes=np.arange(4))
     rows = np.arange(0, 100, 3)
-    F, _, n = step_features(src, X, y, rows, est)
+    def steps(X, est):  # the step as the learner asks for it (in place where it reads kept rows)
+        return step_features(src, X, y, rows, est, learner.Fitter.in_place(est))
+
+    F, _, n = steps(X, est)
     assert isinstance(F, StepRows) and n == rows.size
     plain = _Window(X.parts)  # blocks read for one window, not kept
-    F, _, _ = step_features(src, plain, y, rows, est)
+    F, _, _ = steps(plain, est)
     assert isinstance(F, np.ndarray) and F.tobytes() == whole[rows].astype(np.float64).tobytes()
-    F, _, _ = step_features(src, X, y, rows, SGDClassifier())  # not fitted yet: its first call is primed
+    F, _, _ = steps(X, SGDClassifier())  # not fitted yet: its first call is primed
     assert isinstance(F, StepRows) and F.dtype == np.float64
-    F, _, _ = step_features(src, X, y, rows, SGDClassifier(average=True))  # a configuration not replicated
+    F, _, _ = steps(X, SGDClassifier(average=True))  # a configuration not replicated
     assert isinstance(F, np.ndarray)
-    F, _, _ = step_features(src, X, y, rows, Perceptron().partial_fit(whole[:20], y[:20] % 4, classes=range(4)))
+    F, _, _ = steps(X, Perceptron().partial_fit(whole[:20], y[:20] % 4, classes=range(4)))
     assert isinstance(F, np.ndarray)
     assert not sp.issparse(F)
 
