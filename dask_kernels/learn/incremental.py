@@ -47,6 +47,8 @@ if TYPE_CHECKING:
     from .model import KernelModel
 
 _HALVABLE = ("constant", "invscaling", "adaptive")
+#: With ``progress``, a line within an epoch at least this often (seconds), after a step.
+PROGRESS_SECONDS = 10.0
 
 
 def _kind(estimator):
@@ -201,17 +203,18 @@ class _Run:
         if self.ckpt is not None and cfg.resume and self.ckpt.exists():
             self.state, self.snapshot = self.ckpt.load(estimator, n_steps=self.feed.n_steps, epochs=cfg.epochs,
                                                        width=_learner_width(src), halvable=_halvable(estimator))
-        self.t0 = 0.0
+        self.t0 = self.shown = 0.0
 
     def begin_epoch(self) -> None:
         state = self.state
         if state.position == 0:  # the start-of-epoch model, restored by a "revert"
             self.snapshot = copy_state(get_state(self.estimator)) if _is_fitted(self.estimator) else None
             state.epoch_rows, state.epoch_seconds = 0, 0.0
-        self.t0 = time.perf_counter()
+        self.t0 = self.shown = time.perf_counter()
 
     def step_done(self, position: int, rows: int) -> None:
-        """After a step: the counters, a checkpoint every ``checkpoint_every`` steps, the callback."""
+        """After a step: the counters, a checkpoint every ``checkpoint_every`` steps, a progress
+        line every :data:`PROGRESS_SECONDS`, the callback."""
         state, cfg = self.state, self.cfg
         state.epoch_rows += rows
         state.position = position
@@ -220,6 +223,11 @@ class _Run:
             now = time.perf_counter()
             state.epoch_seconds, self.t0 = state.epoch_seconds + now - self.t0, now
             self.ckpt.save(self.estimator, self.snapshot, state)
+        if cfg.progress and time.perf_counter() - self.shown >= PROGRESS_SECONDS:
+            self.shown = now = time.perf_counter()
+            seconds = state.epoch_seconds + now - self.t0
+            print(f"epoch {state.epoch + 1}  step {position}/{self.feed.n_steps}  {state.epoch_rows} rows  "
+                  f"{state.epoch_rows / max(seconds, 1e-9):,.0f} rows/s", file=sys.stderr, flush=True)
         if cfg.callback is not None:
             cfg.callback({"epoch": state.epoch, "position": position, "rows": rows})
 
@@ -331,7 +339,7 @@ def _print_record(r):
         parts.append(f"eta0 {r['eta0']:.3g}")
     if "action" in r:
         parts.append(r["action"])
-    print("  ".join(parts), file=sys.stderr)
+    print("  ".join(parts), file=sys.stderr, flush=True)
 
 
 def _learner_width(src):
