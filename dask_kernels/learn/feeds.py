@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import ExitStack
+from functools import cached_property
 from typing import Any
 
 from .learner import Fitter
@@ -45,7 +46,7 @@ class Feed:
     def __init__(self, src: Any, order: Order, fit: Fitter, epochs: int, prefetch: bool) -> None:
         self.src, self.order, self.fit, self.epochs, self.prefetch = src, order, fit, int(epochs), bool(prefetch)
 
-    @property
+    @cached_property
     def n_steps(self) -> int:
         """Steps (``partial_fit`` calls) per epoch: the positions a checkpoint may hold."""
         return self.order.plan(self.src, 0).n_steps

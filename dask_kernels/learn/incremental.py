@@ -1,5 +1,10 @@
 """Out-of-core training: ``fit_incremental`` streams row blocks into ``partial_fit``.
 
+The loop (:func:`_train`) is a few lines: each epoch trains on the steps of a *feed*
+(:mod:`.feeds`: prepared here, on the workers of a Client, or by replicas), then
+:class:`_Run` scores the held-out set, applies the schedule, checkpoints and reports. The
+options are one :class:`.config.TrainConfig`, checked before any work.
+
 Per epoch the rows are served in a seeded order that spans several blocks (:mod:`.shuffle`),
 held-out rows left out, while the next window of blocks is read and the next step expanded in
 background threads. After each epoch the held-out set is scored and the thesis' schedule

@@ -76,7 +76,7 @@ def _off(reason: str) -> None:
     """Say once per process (per reason) that the fast path is off."""
     _log.log(logging.WARNING if "scikit-learn" in reason else logging.INFO,
              "dask_kernels: the SGD fast path is off (%s): SGDClassifier trains through scikit-learn's own "
-             "partial_fit, the same model about half as fast", reason)
+             "partial_fit: the same model, more slowly", reason)
 
 
 def enabled() -> bool:
