@@ -82,12 +82,10 @@ class Order:
 
     Examples
     --------
-    >>> import numpy as np
-    >>> from dask_kernels.learn import ArraySource
     >>> from dask_kernels.learn.shuffle import Order
-    >>> src = ArraySource(np.zeros((60, 1)), np.arange(60), block_rows=10)
-    >>> Order(seed=0, window=3, fraction=0.0, step_blocks=2).plan(src, epoch=0).n_steps
-    4
+    >>> order = Order(seed=0, window=3, step_blocks=2)  # the plans of EpochPlan's example, 2 blocks a step
+    >>> order.fraction, order.step_blocks
+    (0.0, 2)
     """
 
     seed: int
