@@ -21,6 +21,7 @@ import math
 import os
 import tempfile
 import zipfile
+import zlib
 
 import numpy as np
 
@@ -31,6 +32,9 @@ MAX_RATIO = 16
 MIN_BUDGET = 2**20
 _CHUNK = 2**20
 _ALLOWED_KINDS = "biufU"  # numbers, booleans and fixed-width strings: nothing that unpickles
+# what zipfile raises for damaged members (NotImplementedError: an unknown compression method,
+# RuntimeError: the encryption flag, zlib.error and EOFError: a broken deflate stream)
+_ZIP_ERRORS = (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError)
 
 
 def manifest(arrays):
@@ -109,6 +113,13 @@ def _read_member(zf, path, name, declared, budget):
         info = zf.getinfo(member)
     except KeyError:
         raise _bad(path, member, "missing (the file is truncated or was edited)") from None
+    try:
+        return _read_array(zf, info, path, member, declared, budget)
+    except _ZIP_ERRORS as e:  # a damaged local header, CRC, compression method or stream
+        raise _bad(path, member, f"damaged ({type(e).__name__}: {e})") from None
+
+
+def _read_array(zf, info, path, member, declared, budget):
     with zf.open(info) as f:
         try:
             version = np.lib.format.read_magic(f)
@@ -138,16 +149,13 @@ def _read_member(zf, path, name, declared, budget):
         out = np.empty(math.prod(shape), dtype=dtype)
         buf = memoryview(out.view(np.uint8)) if nbytes else None
         pos = 0
-        try:
-            while pos < nbytes:
-                chunk = f.read(min(_CHUNK, nbytes - pos))
-                if not chunk:
-                    raise _bad(path, member, f"truncated: {pos} of {nbytes} data bytes")
-                buf[pos:pos + len(chunk)] = chunk
-                pos += len(chunk)
-            f.read(1)  # reach the member's end: the zip layer checks its CRC there
-        except zipfile.BadZipFile as e:
-            raise _bad(path, member, f"damaged ({e})") from None
+        while pos < nbytes:
+            chunk = f.read(min(_CHUNK, nbytes - pos))
+            if not chunk:
+                raise _bad(path, member, f"truncated: {pos} of {nbytes} data bytes")
+            buf[pos:pos + len(chunk)] = chunk
+            pos += len(chunk)
+        f.read(1)  # reach the member's end: the zip layer checks its CRC there
     return out.reshape(shape, order="F" if fortran else "C"), nbytes
 
 

@@ -83,6 +83,8 @@ def validate_arrays(group, info, path):
     for name in ("features", "done"):
         if name not in keys:
             raise StoreError(f"{path}: array {name!r} is missing; the store is damaged")
+    for name in sorted(keys - {"features", "done", *COLUMNS}):  # e.g. "labels" under a damaged name
+        raise StoreError(f"{path}: unknown array {name!r}; the store's metadata (zarr.json) is damaged or was edited")
     f = group["features"]
     width = info.get("width", f.shape[1] if f.ndim == 2 else -1)
     if f.ndim != 2 or f.shape != (n_rows, width) or tuple(f.chunks) != (block_rows, width):
@@ -114,10 +116,10 @@ def open_checked(path, storage_options=None, mode="r", consolidated=None):
     """Open the group and return ``(group, validated dask_kernels attributes)``."""
     try:
         g = open_group(path, mode, storage_options, consolidated=consolidated)
-    except FileNotFoundError:
-        raise FileNotFoundError(f"no feature store at {path}") from None
-    except (ValueError, TypeError, KeyError) as e:  # JSONDecodeError is a ValueError
-        if local_path(path) is not None and not os.path.exists(local_path(path)):
+    except (FileNotFoundError, ValueError, TypeError, KeyError) as e:  # JSONDecodeError is a ValueError
+        # zarr also says "not found" for a zarr.json it cannot make sense of
+        lp = local_path(path)
+        if isinstance(e, FileNotFoundError) if lp is None else not os.path.isfile(os.path.join(lp, "zarr.json")):
             raise FileNotFoundError(f"no feature store at {path}") from None
         raise StoreError(f"{path}: cannot read the store's metadata (zarr.json): {type(e).__name__}: {e}") from None
     info = g.attrs.get("dask_kernels")
