@@ -133,7 +133,7 @@ def _saved(folder):
         from sklearn.linear_model import SGDClassifier
 
         from dask_kernels import GCWS, KernelModel, fit_incremental
-        from dask_kernels.learn.checkpoint import load_npz
+        from dask_kernels._npz import load_npz
 
         rng = np.random.default_rng(0)
         X = rng.random((200, 4))
@@ -195,7 +195,7 @@ def model_case(rng, folder, k):
 
 
 def checkpoint_case(rng, folder, k):
-    from dask_kernels.learn.checkpoint import load_npz
+    from dask_kernels._npz import load_npz
 
     saved = _saved(folder)
     path = os.path.join(folder, f"case{k}.ckpt")
