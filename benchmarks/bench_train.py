@@ -23,9 +23,9 @@ tried in the same run: scikit-learn's SGDClassifier fits one binary problem per 
 * ``fit_incremental`` (local, no held-out set, so every row trains as in the peers) with its
   defaults (cross-block shuffle, ``n_jobs=None``: the classes on every usable CPU), with the
   within-block shuffle (``shuffle_window=1``: the difference is the cost of the true shuffle),
-  with ``n_jobs=1``, with the SGD fast path off (``dask_kernels.learn.sgd_fast``: every step through
+  with ``n_jobs=1``, with the SGD fast path off (dask config ``dask_kernels.sgd_fast``: every step through
   scikit-learn's own ``partial_fit``, the same model bitwise; the A/B of the fast path), with
-  every step gathered into a float64 array (``sgd_fast.ROWS`` off: the A/B of the gather-free
+  every step gathered into a float64 array (``dask_kernels.sgd_fast_in_place`` off: the A/B of the gather-free
   steps, where the fast path reads the kept float32 rows in place), and with
   ``step_blocks=STEP_BLOCKS`` (one ``partial_fit`` call per 5 blocks'
   rows): with the automatic window, with one window of every block (a global permutation), and
@@ -75,12 +75,12 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
+import dask  # noqa: E402
 import dask.array as da  # noqa: E402
 from sklearn.linear_model import SGDClassifier  # noqa: E402
 
 import dask_kernels  # noqa: E402
 from dask_kernels import GCWS, NRFF, fit_incremental  # noqa: E402
-from dask_kernels.learn import sgd_fast  # noqa: E402  (its private switch, for the A/B row)
 
 from _timing import best_times  # noqa: E402
 from bench_accuracy import synthetic  # noqa: E402  (4 classes from 10 Gaussian inputs)
@@ -227,12 +227,10 @@ def main():
 
     def local(shuffle=True, fast=True, rows=True, **kw):
         def run():
-            sgd_fast.ENABLED, sgd_fast.ROWS = fast, rows  # the private switches of the SGD fast path (A/B)
-            try:
+            # the switches of the SGD fast path (A/B): docs/guide/training.md, Configuration
+            with dask.config.set({"dask_kernels.sgd_fast": fast, "dask_kernels.sgd_fast_in_place": rows}):
                 return fit_incremental(sgd(eta0, shuffle=shuffle), store, epochs=epochs, validation_fraction=None,
                                        classes=classes, progress=False, **kw).estimator
-            finally:
-                sgd_fast.ENABLED = sgd_fast.ROWS = True
         return run
 
     big = STEP_BLOCKS * BLOCK
@@ -334,7 +332,7 @@ def main():
 
 
 
-# -- SoftmaxSGD (issue 11): the multinomial softmax on GCWS codes, no one-hot expansion -----------
+# -- SoftmaxSGD: the multinomial softmax on GCWS codes, no one-hot expansion -----------
 def synthetic10(n, d=10, seed=0):
     """10 classes: quintiles of the product term of :func:`synthetic` times its radius term."""
     X, _ = synthetic(n, d, seed)

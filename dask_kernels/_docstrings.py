@@ -19,7 +19,7 @@ PIECES = {
     # -- parameters of the feature maps ---------------------------------------------------------
     "n_components": """\
 n_components : int, default=100
-    Output width k, exactly.""",
+    Output width k, exactly; at most 2**20 (``dask_kernels.maps._bounds``).""",
     "seed": """\
 seed : int, default=0
     Seed of the counter-based random numbers (0 <= seed < 2**64): the same seed gives the same

@@ -29,11 +29,12 @@ import hashlib
 import json
 import os
 import threading
-import zipfile
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+from ._npz import read_arrays, save_npz
 
 if TYPE_CHECKING:
     from dask.delayed import Delayed
@@ -131,53 +132,27 @@ def verify(arrays: Any, man: Mapping[str, Any], where: str = "sidecar") -> dict[
 
 # -- .npz files ----------------------------------------------------------------------------------
 def write_npz(path: str | os.PathLike, arrays: Arrays) -> str:
-    """Write named arrays to ``path`` (.npz, no pickle), via a temporary name then rename."""
-    arrays = {k: _canonical(v) for k, v in arrays.items()}
+    """Write named arrays to ``path`` (.npz, no pickle, no metadata member: the manifest is in
+    the spec) atomically: :func:`dask_kernels._npz.save_npz`."""
     path = os.fspath(path)
-    tmp = f"{path}.tmp-{os.getpid()}.npz"
-    np.savez(tmp, **arrays)
-    os.replace(tmp, path)
+    save_npz(path, {k: _canonical(v) for k, v in arrays.items()})
     return path
 
 
 def read_npz(path: str | os.PathLike, man: Mapping[str, Any]) -> dict[str, np.ndarray]:
     """Read and verify the arrays of a checked manifest from an .npz file.
 
-    Each member's header (shape, dtype, byte size) is checked against the manifest before its
-    data is read; pickled members are refused.
+    The file must hold exactly the manifest's members; each member's header (shape, dtype,
+    byte size) is checked against the manifest before its data is read, and pickled members
+    are refused (:func:`dask_kernels._npz.read_arrays`); then the arrays' digest.
     """
     path = os.fspath(path)
     try:
-        z = zipfile.ZipFile(path)
-    except (OSError, zipfile.BadZipFile) as e:
+        arrays = read_arrays(path, man["arrays"])
+    except OSError as e:
         raise SidecarError(f"{path}: cannot open the sidecar ({e})") from None
-    with z:
-        members = {n[:-4]: n for n in z.namelist() if n.endswith(".npy")}
-        if set(members) != set(man["arrays"]) or len(members) != len(z.namelist()):
-            raise SidecarError(f"{path}: holds {sorted(z.namelist())}, the spec expects arrays "
-                               f"{sorted(man['arrays'])}")
-        arrays = {}
-        for name, decl in man["arrays"].items():
-            info = z.getinfo(members[name])
-            with z.open(info) as f:
-                try:
-                    version = np.lib.format.read_magic(f)
-                    read_header = {(1, 0): np.lib.format.read_array_header_1_0,
-                                   (2, 0): np.lib.format.read_array_header_2_0}.get(version)
-                    if read_header is None:
-                        raise ValueError(f"unsupported .npy version {version}")
-                    shape, fortran, dtype = read_header(f)
-                except ValueError as e:
-                    raise SidecarError(f"{path}: member {name!r}: {e}") from None
-                if list(shape) != list(decl["shape"]) or dtype.str != decl["dtype"] or fortran:
-                    raise SidecarError(f"{path}: array {name!r} is {list(shape)} {dtype.str}"
-                                       f"{' (Fortran order)' if fortran else ''}, the spec expects "
-                                       f"{decl['shape']} {decl['dtype']}")
-                nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-                data = f.read(nbytes + 1)
-                if len(data) != nbytes:
-                    raise SidecarError(f"{path}: array {name!r} has {len(data)} data bytes, expected {nbytes}")
-                arrays[name] = np.frombuffer(data, dtype=dtype).reshape(shape).copy()
+    except ValueError as e:
+        raise SidecarError(str(e)) from None
     return verify(arrays, man, where=path)
 
 

@@ -43,7 +43,7 @@ def open_for_model(model, path, args, flag="input"):
         n_features = int(model.feature_map.n_features_in_)
     fmt, X, labels = open_rows(path, args.format, n_features=n_features, zero_based=args.zero_based,
                                blocksize=args.blocksize, columns=table_columns(args), label_column=args.label_column,
-                               flag=flag)
+                               flag=flag, header=args.header)
     return X, labels
 
 

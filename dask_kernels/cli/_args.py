@@ -147,6 +147,15 @@ def make_map(method, params, flag="--param"):
     return fmap
 
 
+def check_width(fmap, n_features, flag):
+    """Refuse now, naming ``flag``, a map whose bounds (:mod:`dask_kernels.maps._bounds`) input of
+    ``n_features`` columns would exceed: before a cluster starts or anything is written."""
+    try:
+        fmap._check_width(int(n_features))
+    except ValueError as e:
+        raise UsageError(f"{flag} {n_features}: {e}") from None
+
+
 #: Library wording -> this command line's flags.
 _FLAGS = (("overwrite=True", "--overwrite"), ("resume=False", "--no-resume"))
 

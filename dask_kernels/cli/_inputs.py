@@ -11,6 +11,12 @@ def add_table_arguments(parser):
                              "default: every numeric column but the label column)")
     parser.add_argument("--label-column", metavar="NAME",
                         help="Parquet/CSV: the column of labels (kept out of the features)")
+    header = parser.add_mutually_exclusive_group()
+    header.add_argument("--header", dest="header", action="store_const", const=True, default="auto",
+                        help="CSV: the first line names the columns (default: yes, unless it looks like data, "
+                             "which is refused)")
+    header.add_argument("--no-header", dest="header", action="store_const", const=False,
+                        help="CSV: no header line; the columns are named 0, 1, ... (e.g. --label-column 0)")
 
 
 def add_input_arguments(parser, blocksize_default=64 * 2**20):
@@ -38,7 +44,7 @@ def table_columns(args):
 
 
 def open_rows(path, fmt="auto", *, n_features=None, zero_based=False, blocksize=64 * 2**20, block_rows=None,
-              columns=None, label_column=None, flag="input"):
+              columns=None, label_column=None, flag="input", header="auto"):
     """``(format, rows, labels)``, lazily; ``path`` normalized.
 
     ``rows`` is a dask array (.npy, Zarr, Parquet, CSV), SparsePartitions (svmlight) or, for a
@@ -50,6 +56,8 @@ def open_rows(path, fmt="auto", *, n_features=None, zero_based=False, blocksize=
     path = existing(path, flag)
     fmt = input_format(path, fmt, flag)
     check_table_flags(fmt, columns, label_column, path)
+    if header != "auto" and fmt != "csv":
+        raise UsageError(f"--{'no-' if header is False else ''}header: for CSV input, not {fmt} ({path})")
     if fmt == "store":
         from ..pipeline import open_store
 
@@ -63,7 +71,7 @@ def open_rows(path, fmt="auto", *, n_features=None, zero_based=False, blocksize=
     if fmt == "zarr":
         return fmt, io.read_zarr(path, block_rows=block_rows), None
     if fmt in TABLES:
-        return (fmt,) + open_table(path, fmt, columns, label_column, block_rows, blocksize, flag)
+        return (fmt,) + open_table(path, fmt, columns, label_column, block_rows, blocksize, flag, header)
     try:
         X = io.read_svmlight(path, n_features=n_features, blocksize=blocksize, zero_based=zero_based)
     except Exception as e:  # a compressed file fails in many ways (even unpicklable worker errors)
@@ -83,7 +91,8 @@ def check_table_flags(fmt, columns, label_column, path):
         raise UsageError(f"--columns/--label-column: for Parquet and CSV input, not {fmt} ({path})")
 
 
-def open_table(path, fmt, columns, label_column, block_rows=None, blocksize=64 * 2**20, flag="input"):
+def open_table(path, fmt, columns, label_column, block_rows=None, blocksize=64 * 2**20, flag="input",
+               header="auto"):
     """``(rows, labels or None)`` of a Parquet dataset or CSV file; a file that is not one, a
     missing or non-numeric column: one UsageError naming ``flag`` and the path."""
     from .. import io
@@ -93,12 +102,13 @@ def open_table(path, fmt, columns, label_column, block_rows=None, blocksize=64 *
             got = io.read_parquet(path, columns=columns, label=label_column, block_rows=block_rows)
         else:  # a compressed CSV cannot be cut into byte ranges: one partition per file
             compressed = str(path).lower().endswith(CSV_COMPRESSED)
-            got = io.read_csv(path, columns=columns, label=label_column,
+            got = io.read_csv(path, columns=columns, label=label_column, header=header,
                               blocksize=None if compressed else blocksize,
                               **({"compression": "infer"} if compressed else {}))
     except Exception as e:
-        why = str(e).replace(str(path), "").lstrip(": ") or type(e).__name__
-        if type(e) in (ValueError, io.ParquetFormatError):  # the readers' own checks: a column missing, a damaged file
+        why = str(getattr(e, "cli", e)).replace(str(path), "").lstrip(": ") or type(e).__name__
+        # the readers' own checks: a column missing or not a number, a damaged Parquet file
+        if isinstance(e, (io.InputChoiceError, io.ParquetFormatError)) or type(e) is ValueError:
             raise UsageError(f"{flag} {path}: {why}") from None
         # pyarrow's, pandas' and the file system's errors (ArrowInvalid, ParserError, OSError, ...)
         what = "Parquet" if fmt == "parquet" else "CSV"

@@ -27,13 +27,22 @@ def normalize(path):
     return os.path.realpath(os.path.expanduser(path))
 
 
+def is_glob(path):
+    return any(c in str(path) for c in "*?[")
+
+
 def exists(path, storage_options=None):
+    """Whether something is at ``path``; for a glob (``data/*.parquet``), whether it matches."""
     if not is_url(path):
+        if is_glob(path):
+            import glob
+
+            return bool(glob.glob(path))
         return os.path.lexists(path)
     from ..pipeline.location import filesystem
 
     fs, p = filesystem(path, storage_options)
-    return fs.exists(p)
+    return bool(fs.glob(p)) if is_glob(p) else fs.exists(p)
 
 
 def existing(path, flag):
@@ -45,6 +54,23 @@ def existing(path, flag):
         raise UsageError(f"{flag} {path}: cannot be reached ({e})") from None
     if not found:
         raise UsageError(f"{flag} {path}: no such file or directory")
+    return p
+
+
+def output_store(path, overwrite=False, flag="output"):
+    """``normalize(path)`` of a store to write, refused (UsageError naming ``flag``) before any
+    work when it is inside a saved model or another store, or (``overwrite``) when the store
+    there holds entries it does not consist of."""
+    from ..pipeline.creation import refuse_strays
+    from ..pipeline.location import refuse_nesting
+
+    p = normalize(path)
+    try:
+        refuse_nesting(p)
+        if overwrite and is_store(p):
+            refuse_strays(p)
+    except ValueError as e:
+        raise UsageError(f"{flag} {e}") from None
     return p
 
 
@@ -107,6 +133,12 @@ def input_format(path, fmt="auto", flag="input"):
                          f"not {suffix} files; {NOT_ROWS[suffix]} (or pass --format svmlight if it is svmlight)")
     if _parquet_folder(p):
         return "parquet"
+    if not is_url(p) and os.path.isdir(p):  # not a store, not Zarr, no Parquet files in it
+        names = sorted(os.listdir(p))
+        shown = ", ".join(names[:5]) + (", ..." if len(names) > 5 else "") if names else "nothing"
+        raise UsageError(f"{flag} {path}: a folder without .parquet files (it holds {shown}); give a file "
+                         "(.npy, .parquet, .csv, svmlight), a folder of .parquet files, a Zarr array or a "
+                         "feature store")
     return "svmlight"
 
 

@@ -7,10 +7,10 @@ Re-running the same command resumes an unfinished store; a store of another job 
 import json
 import warnings
 
-from ._args import UsageError, existing_path, make_map, parse_params, positive_int
+from ._args import UsageError, check_width, existing_path, make_map, parse_params, positive_int
 from ._cluster import add_cluster_arguments, client_for, start_worker_server, starts_local_cluster
 from ._inputs import add_input_arguments, labels_for, open_rows, table_columns
-from ._paths import existing, normalize
+from ._paths import existing, output_store
 
 help = "featurize .npy, Zarr, Parquet, CSV or svmlight rows into a resumable Zarr feature store"
 
@@ -105,7 +105,7 @@ def read_input(args):
     :func:`~dask_kernels.featurize` reads from them: None here)."""
     fmt, X, carried = open_rows(args.input, args.format, n_features=args.n_features, zero_based=args.zero_based,
                                 blocksize=args.blocksize, block_rows=block_rows(args), columns=table_columns(args),
-                                label_column=args.label_column)
+                                label_column=args.label_column, header=args.header)
     if fmt == "store":
         raise UsageError(f"input {args.input}: is a feature store; featurize raw rows (.npy, Zarr array, Parquet, "
                          "CSV, svmlight)")
@@ -157,10 +157,10 @@ def _prepare_client():
 def run(args):
     import time
 
-    existing_path(args.input, "input")
+    existing(args.input, "input")
     if args.labels:
         existing(args.labels, "--labels")
-    output = normalize(args.output)
+    output = output_store(args.output, args.overwrite)
     block_rows(args)  # before a cluster starts
     if args.labels and args.format == "svmlight":
         raise UsageError("--labels is for .npy and Zarr input: svmlight files carry their labels")
@@ -171,12 +171,16 @@ def run(args):
     from ._center import resolve_center
 
     fmap = build_map(args)
+    if args.n_features is not None:  # svmlight's stated width: known now, so refused now
+        check_width(fmap, args.n_features, "--n-features")
     stored_map = None
     if args.append:  # the store's map, fixed by its first rows (None: these rows create the store)
         method, params = explicit_map(args)
         stored_map = append_map(output, params, method=method)
     with client_for(args, prepare=_prepare_client):
         X, labels = read_input(args)
+        if X.shape[0] == 0:  # before a map is fitted on nothing (its message names no file)
+            raise UsageError(f"input {args.input}: has no rows (an empty file?): nothing to featurize")
         fmap = stored_map if stored_map is not None else resolve_center(fmap, X)
         t0 = time.perf_counter()
         if starts_local_cluster(args):

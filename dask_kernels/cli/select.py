@@ -54,7 +54,7 @@ def run(args):
     fmap = make_map(args.method, params)
     fmt, X, carried = open_rows(args.input, args.format, n_features=args.n_features, zero_based=args.zero_based,
                                 blocksize=args.blocksize, block_rows=args.block_rows, columns=table_columns(args),
-                                label_column=args.label_column)
+                                label_column=args.label_column, header=args.header)
     if fmt == "store":
         raise UsageError(f"input {args.input}: selection reads raw rows (.npy, Zarr, Parquet, CSV or svmlight), "
                          "not a feature store")

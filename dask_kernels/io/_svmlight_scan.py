@@ -10,8 +10,9 @@ common case goes.
 
 Numbers are converted exactly as Python's ``float`` does (correctly rounded): a mantissa below
 2**53 with a power of ten of at most 22 is one exact IEEE multiplication or division (Clinger's
-fast path); the rest go to numpy's text parser (``np.fromstring``, also correctly rounded) in
-one batch.
+fast path, always finite); the rest go to numpy's text parser (``np.fromstring``, also
+correctly rounded) in one batch, and a range where one of those is not finite is left to the
+Python parser, which refuses it naming the line.
 """
 
 import numpy as np
@@ -92,7 +93,9 @@ def _number(buf, p, end, pow10):
     if m == 0:
         return q, -0.0 if neg else 0.0, True
     e10 = exp - scale
-    if n_digits > 19 or m > np.uint64(_TWO53) or e10 > 22 or e10 < -22:
+    # exp stops growing at 100000 (it cannot overflow), so beyond that it is not the
+    # exponent: such a token goes to the slow path whatever ``scale`` is
+    if n_digits > 19 or m > np.uint64(_TWO53) or e10 > 22 or e10 < -22 or exp >= 100000 or exp <= -100000:
         return q, 0.0, False
     v = np.float64(m)
     v = v * pow10[e10] if e10 >= 0 else v / pow10[-e10]
@@ -296,7 +299,9 @@ def parse(data, n_features, zero_based):
     labels, values, hard = labels[:n_rows], values[:nz], hard[:n_hard]
     if n_hard:
         slow = np.fromstring(hard_text[:h].tobytes(), dtype=np.float64, sep=" ")
-        if slow.size != n_hard:
+        # the fast path's values are finite by construction; a slow one that is not (1e400,
+        # say) is an error the Python parser reports with its line
+        if slow.size != n_hard or not np.isfinite(slow).all():
             return None
         is_label = hard >= 0
         labels[hard[is_label]] = slow[is_label]

@@ -5,7 +5,9 @@ blank and comment-only lines are not rows; ``\\r\\n`` line ends are accepted. In
 1-based (LIBSVM) unless ``zero_based=True``; they may come in any order within a line (they are
 sorted), but a repeated index in one line is an error (it is almost always a bug in whatever
 wrote the file, and summing would silently change values). Rows without ``qid:`` in a file that
-has some get query id -1.
+has some get query id -1. Numbers are read exactly as Python's ``float`` reads them; a label or
+value that is not finite (``nan``, ``inf``, or a decimal too large for a double, such as
+``1e400``) is an error, and so is a query id or index beyond 64-bit integers.
 
 Byte range i is ``[i * blocksize, (i + 1) * blocksize)``; a line belongs to the range in which
 it starts. A first, cheap pass (one task per range) counts the lines and rows of each range
@@ -17,6 +19,8 @@ and row (0-based) and the byte offset of the line.
 
 from __future__ import annotations
 
+import math
+
 import dask
 import numpy as np
 import scipy.sparse as sp
@@ -26,6 +30,14 @@ from . import _svmlight_scan
 from .sparse import SparsePartitions
 
 DEFAULT_BLOCKSIZE = 64 * 2**20
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+_FINITE = ": labels and values must be finite numbers (a decimal beyond 1.8e308 is infinite)"
+
+
+def _short(token):
+    """A token as it goes into a message: at most 40 characters (a number may be megabytes)."""
+    text = token.decode("utf-8", "replace")
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 class SvmlightFormatError(ValueError):
@@ -152,12 +164,17 @@ def _parse_python(data, begin, n_features, zero_based, want_arrays):
             label = float(toks[0])
         except ValueError:
             fail(f"label {toks[0].decode('utf-8', 'replace')!r} is not a number")
+        if not math.isfinite(label):
+            fail(f"label {_short(toks[0])!r} is not finite ({label}){_FINITE}")
         j, q = 1, -1
         if len(toks) > 1 and toks[1].startswith(b"qid:"):
             try:
                 q = int(toks[1][4:])
             except ValueError:
                 fail(f"bad query id {toks[1].decode('utf-8', 'replace')!r}")
+            if not _INT64_MIN <= q <= _INT64_MAX:
+                fail(f"query id {q} is out of range (query ids are 64-bit integers, "
+                     f"{_INT64_MIN} to {_INT64_MAX})")
             has_qid, j = True, 2
         cols, vals = [], []
         for tok in toks[j:]:
@@ -175,6 +192,12 @@ def _parse_python(data, begin, n_features, zero_based, want_arrays):
                         "dump_svmlight_file writes by default, needs zero_based=True (--zero-based)") + ")")
             if n_features is not None and col >= n_features:
                 fail(f"feature index {col + base} is beyond the declared dimension n_features={n_features}")
+            if col >= _INT64_MAX:  # the dimension, col + 1, must be a 64-bit integer too
+                fail(f"feature index {col + base} is out of range (the largest is {_INT64_MAX - 1 + base}: "
+                     "the dimension is a 64-bit integer)")
+            if not math.isfinite(val):
+                fail(f"feature index {col + base} has the value {_short(v_s)!r}, "
+                     f"which is not finite ({val}){_FINITE}")
             cols.append(col)
             vals.append(val)
         if cols:

@@ -64,14 +64,51 @@ def _files(path, storage_options):
     out = []
     for p in paths:
         if fs.isdir(p):
-            out.extend(sorted(f for f in fs.find(p) if f.endswith((".parquet", ".parq", ".pq"))))
+            found = sorted(fs.find(p))
+            out.extend(f for f in found if f.endswith(PARQUET_SUFFIXES))
+            _refuse_other_files(path, p, [f for f in found if not f.endswith(PARQUET_SUFFIXES)])
         else:
             out.append(p)
     if not out:
-        raise FileNotFoundError(f"{path}: no Parquet files found")
+        raise FileNotFoundError(f"{path}: no Parquet files found (.parquet, .parq or .pq)")
     protocol = fs.protocol[0] if isinstance(fs.protocol, (tuple, list)) else fs.protocol
     prefix = "" if protocol in ("file", "local") else f"{protocol}://"
     return fs, [prefix + p if prefix and "://" not in p else p for p in out]
+
+
+PARQUET_SUFFIXES = (".parquet", ".parq", ".pq")
+
+
+def _refuse_other_files(path, folder, others):
+    """A folder read as a Parquet dataset holds nothing else but what writers leave beside the
+    data (names starting with ``_`` or ``.``, such as ``_SUCCESS`` and ``_metadata``): a CSV file
+    among Parquet files would otherwise be left out without a word."""
+    root = folder.rstrip("/") + "/"
+    named = [f[len(root):] if f.startswith(root) else f for f in others]
+    data = [n for n in named if not any(part.startswith(("_", ".")) for part in n.split("/"))]
+    if data:
+        shown = ", ".join(data[:5]) + (f" and {len(data) - 5} more" if len(data) > 5 else "")
+        raise ValueError(f"{path}: the folder holds files that are not Parquet ({shown}); read a "
+                         "folder of Parquet files only, or name the Parquet files with a glob "
+                         "(FOLDER/*.parquet)")
+
+
+class InputChoiceError(ValueError):
+    """An input the readers will not guess about (a column of text among the features, a first
+    CSV line that may be a header or a row): ``str()`` says what to pass in Python, ``cli`` the
+    same in command-line flags."""
+
+    def __init__(self, message, cli):
+        super().__init__(message)
+        self.cli = cli
+
+
+def _non_numeric(where, names, types):
+    """The error for feature columns that are not numbers."""
+    shown = ", ".join(f"{n!r} ({t})" for n, t in zip(names[:5], types[:5]))
+    what = (f"{where}: column{'s' if len(names) > 1 else ''} {shown} {'are' if len(names) > 1 else 'is'} "
+            "not numeric; select the feature columns with ")
+    return InputChoiceError(what + "columns=[...]", what + "--columns A,B,...")
 
 
 def _options_json(storage_options):
@@ -412,7 +449,11 @@ def _pick_columns(schema, columns, label, where):
         raise ValueError(f"{where}: label column {label!r} not found (columns: {names[:20]})")
     if columns is None:
         index = _index_columns(schema)
-        columns = [n for n in names if n != label and n not in index and _numeric_kind(schema.field(n).type)]
+        candidates = [n for n in names if n != label and n not in index]
+        other = [n for n in candidates if not _numeric_kind(schema.field(n).type)]
+        if other:
+            raise _non_numeric(where, other, [schema.field(n).type for n in other])
+        columns = candidates
         if not columns:
             raise ValueError(f"{where}: no numeric columns besides the label")
     else:
@@ -557,7 +598,8 @@ def from_dataframe(ddf: dd.DataFrame, *, columns: list[str] | None = None, label
     ----------
     ddf : dask.dataframe.DataFrame
     columns : list of str, optional
-        Feature columns; default every numeric column except ``label``.
+        Feature columns; default every column except ``label``, which must then all be numeric
+        (a column of text is an error naming it, never dropped silently).
     label : str, optional
         Label column, returned as a second array chunked like the rows.
     lengths : sequence of int, optional
@@ -580,7 +622,10 @@ def from_dataframe(ddf: dd.DataFrame, *, columns: list[str] | None = None, label
     if label is not None and label not in names:
         raise ValueError(f"label column {label!r} not found (columns: {names[:20]})")
     if columns is None:
-        columns = [c for c in names if c != label and _is_number(ddf[c].dtype)]
+        other = [c for c in names if c != label and not _is_number(ddf[c].dtype)]
+        if other:
+            raise _non_numeric("DataFrame", other, [ddf[c].dtype for c in other])
+        columns = [c for c in names if c != label]
         if not columns:
             raise ValueError("the DataFrame has no numeric columns besides the label")
     columns = list(columns)
@@ -613,12 +658,48 @@ def as_rows(X, y=None):
     return X, y
 
 
+def _first_line(path, storage_options, compression):
+    """The first line of the first file of ``path`` (a file, a glob or a list), decoded."""
+    import fsspec
+
+    first = path[0] if isinstance(path, (list, tuple)) else path
+    files = fsspec.open_files(first, mode="rt", compression=compression, storage_options=storage_options or {})
+    if not files:
+        raise FileNotFoundError(f"{path}: no CSV files found")
+    with files[0] as f:
+        return f.readline(1 << 20)
+
+
+def _fields(line):
+    import csv
+
+    return next(csv.reader([line.rstrip("\r\n")]), [])
+
+
+def _looks_like_data(line):
+    """Whether every field of a CSV line reads as a number (then it is a row, not column names)."""
+    fields = [f.strip() for f in _fields(line)]
+    if not fields or fields == [""]:
+        return False
+    try:
+        [float(f) for f in fields]
+    except ValueError:
+        return False
+    return True
+
+
 def read_csv(path: str, *, columns: list[str] | None = None, label: str | None = None, blocksize: int | str = "64MB",
-             storage_options: dict | None = None, **kwargs: Any) -> da.Array | tuple[da.Array, da.Array]:
+             header: bool | str = "auto", storage_options: dict | None = None,
+             **kwargs: Any) -> da.Array | tuple[da.Array, da.Array]:
     """Numeric columns of CSV files (dask's reader) as dense rows; see :func:`from_dataframe`.
 
     Partitions are dask's byte ranges (``blocksize``); their row counts are computed once, which
     parses the files once more than featurizing alone would.
+
+    ``header``: True, the first line names the columns; False, there is no header line and the
+    columns are named ``"0"``, ``"1"``, ... (so ``label="0"`` is the first column); ``"auto"``
+    (default), True unless every field of the first line is a number, which is refused: such a
+    line is a row of data, and reading it as column names would lose it and misname every column.
 
     Examples
     --------
@@ -631,5 +712,16 @@ def read_csv(path: str, *, columns: list[str] | None = None, label: str | None =
     """
     import dask.dataframe as dd
 
+    if header not in (True, False, "auto"):
+        raise ValueError(f"header must be True, False or 'auto', got {header!r}")
+    if header is not True:
+        line = _first_line(path, storage_options, kwargs.get("compression", "infer"))
+        if header == "auto" and _looks_like_data(line):
+            what = (f"{path}: the first line looks like data, not column names ({line.strip()[:60]!r}); "
+                    "say whether the file has a header: ")
+            raise InputChoiceError(what + "header=False (columns named '0', '1', ...) or header=True",
+                                   what + "--no-header (columns named 0, 1, ...) or --header")
+        if header is False:
+            kwargs = {**kwargs, "header": None, "names": [str(i) for i in range(len(_fields(line)))]}
     ddf = dd.read_csv(path, blocksize=blocksize, storage_options=storage_options, **kwargs)
     return from_dataframe(ddf, columns=columns, label=label)

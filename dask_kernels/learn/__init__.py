@@ -2,8 +2,7 @@
 
 from .incremental import fit_incremental
 from .metrics import erp
-from .model import KernelModel
-from .persist import load_model
+from .model import KernelModel, load_model
 from .sources import ArraySource, BlockSource, PartitionSource, StoreSource, as_source
 
 __all__ = ["ArraySource", "BlockSource", "KernelModel", "PartitionSource", "StoreSource", "as_source", "erp",

@@ -1,6 +1,6 @@
 """The training checkpoint: one object owns its format, its path rules and its validation.
 
-A checkpoint is a file of :mod:`.checkpoint` (npz + JSON, no pickle, bounded loading, atomic
+A checkpoint is a file of :mod:`dask_kernels._npz` (npz + JSON, no pickle, bounded loading, atomic
 replacement) holding the estimator's state (``est/...``), the start-of-epoch state used by
 reverts (``snap/...``), the estimator's parameters, the :class:`~.loop.LoopState` and a
 fingerprint of the run (source, seed, validation, shuffle window, estimator, epochs) that must
@@ -33,7 +33,7 @@ from typing import Any
 
 from sklearn.base import clone
 
-from .checkpoint import load_npz, prefixed, read_format, save_npz, unprefixed
+from .._npz import load_npz, read_format, save_npz
 from .loop import LoopState, is_eta0
 from .state import _unscalar, get_state, json_params, set_state
 
@@ -48,6 +48,15 @@ def _canon(v):
 def _short(v):
     s = _canon(v)
     return s if len(s) < 80 else s[:77] + "..."
+
+
+def prefixed(arrays, prefix):
+    return {f"{prefix}/{k}": v for k, v in arrays.items()}
+
+
+def unprefixed(arrays, prefix):
+    n = len(prefix) + 1
+    return {k[n:]: v for k, v in arrays.items() if k.startswith(prefix + "/")}
 
 
 class Checkpointer:

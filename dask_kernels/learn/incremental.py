@@ -1,5 +1,10 @@
 """Out-of-core training: ``fit_incremental`` streams row blocks into ``partial_fit``.
 
+The loop (:func:`_train`) is a few lines: each epoch trains on the steps of a *feed*
+(:mod:`.feeds`: prepared here, on the workers of a Client, or by replicas), then
+:class:`_Run` scores the held-out set, applies the schedule, checkpoints and reports. The
+options are one :class:`.config.TrainConfig`, checked before any work.
+
 Per epoch the rows are served in a seeded order that spans several blocks (:mod:`.shuffle`),
 held-out rows left out, while the next window of blocks is read and the next step expanded in
 background threads. After each epoch the held-out set is scored and the thesis' schedule
@@ -24,33 +29,31 @@ Under a distributed Client the steps are prepared on the workers (:mod:`.remote`
 
 from __future__ import annotations
 
-import numbers
 import sys
 import time
-import warnings
-
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from sklearn.base import is_classifier, is_regressor
 
 from .checkpointer import Checkpointer
-from .learner import learner_threads, partial_fit
+from .config import TrainConfig
+from .feeds import Feed, LocalFeed
+from .learner import Fitter, learner_threads
 from .loop import LoopState, Schedule
 from .metrics import LOWER_IS_BETTER, default_metric, evaluate
 from .remote import WorkerFeed, get_client
 from .replicas import Replicas, check_replicas
-from .shuffle import (EpochPlan, KeptRows, auto_window, held_out_rows, keep, keeps_rows, local_steps,
-                      reader_thread)
-from .sources import ArraySource, StoreSource, as_source, sgd_dtype
+from .shuffle import Order, auto_window
+from .sources import ArraySource, StoreSource, as_source, learner_width
 from .state import copy_state, get_state, set_state
 
 if TYPE_CHECKING:
     from .model import KernelModel
 
 _HALVABLE = ("constant", "invscaling", "adaptive")
-_DEPRECATED: Any = object()  # default of the deprecated parameters: tells "not passed" from None
+#: With ``progress``, a line within an epoch at least this often (seconds), after a step.
+PROGRESS_SECONDS = 10.0
 
 
 def _kind(estimator):
@@ -99,37 +102,8 @@ class _HeldOut:
                         None if classes is None else np.asarray(classes))
 
 
-def fit_incremental(
-    estimator: Any,
-    source: Any,
-    y: Any = None,
-    *,
-    feature_map: Any = None,
-    epochs: int = 5,
-    validation_fraction: float | None = 0.1,
-    validation_data: Any = None,
-    seed: int = 0,
-    block_rows: int | None = None,
-    shuffle_window: str | int = "auto",
-    step_blocks: int = 1,
-    prefetch: bool = True,
-    schedule: str | None = "auto",
-    min_improvement: float = 0.01,
-    metric: str = "auto",
-    early_stopping: bool = True,
-    n_iter_no_change: int = 3,
-    replicas: int = 1,
-    n_jobs: int | None = None,
-    client: Any = None,
-    checkpoint: Any = None,
-    checkpoint_every: int | None = None,
-    resume: bool = True,
-    classes: Any = None,
-    callback: Callable[[dict], Any] | None = None,
-    progress: bool = True,
-    validation: Any = _DEPRECATED,
-    patience: Any = _DEPRECATED,
-) -> KernelModel:
+def fit_incremental(estimator: Any, source: Any, y: Any = None, *, feature_map: Any = None,
+                    config: TrainConfig | None = None, **options: Any) -> KernelModel:
     """Train ``estimator`` out of core on row blocks of a feature store or of raw input.
 
     Parameters
@@ -152,112 +126,19 @@ def fit_incremental(
         Map for raw rows. An unfitted map is not changed: a clone is fitted on the first block
         that has rows (on all rows for Nystroem) and is the returned model's ``feature_map``,
         as in :func:`~dask_kernels.featurize`.
-    epochs : int, default=5
-        Maximum number of passes over the training rows.
-    validation_fraction : float or None, default=0.1
-        Fraction of the training rows held out and scored after every epoch (a seeded random
-        subset, read in one pass before training and kept in memory in stored form, e.g.
-        codes). None (or 0) holds out nothing; without ``validation_data`` that disables
-        evaluation, the schedule and early stopping.
-    validation_data : BlockSource, store, (X, y) tuple, optional
-        A separate held-out set (featurized with the same map) scored after every epoch
-        instead of a fraction of the training rows (``validation_fraction`` is then ignored).
-    seed : int, default=0
-        Seed of the shuffles and of the held-out selection.
-    block_rows : int, optional
-        Rows per block (default: the store's row chunks or the dask chunks; 10000 for NumPy).
-    shuffle_window : "auto" or int, default="auto"
-        Rows are shuffled across this many blocks at a time (a seeded shuffle buffer, see
-        :mod:`dask_kernels.learn.shuffle`): each step (one ``partial_fit`` call) draws its rows
-        from every block of its window, so label-sorted input trains like shuffled input.
-        "auto" takes as many blocks as fit in about 128 MiB of stored features (every block of
-        a small data set: a global permutation); 1 only shuffles rows within blocks (cheapest).
-        Locally, when every block fits in two windows (the memory of a window and the next one
-        read ahead; one without ``prefetch``), the stored training rows are read once and kept
-        from epoch to epoch.
-    step_blocks : int, default=1
-        Rows per step (per ``partial_fit`` call): this many blocks' worth, drawn from the
-        window as above (at most a window; a window of fewer blocks is one step). Fewer, longer
-        calls pay scikit-learn's fixed cost per call less often and give the one-vs-rest
-        threads (``n_jobs``) longer tasks: 10000-row blocks with ``step_blocks=5`` train
-        faster on 2 cores (see the README's training section), but in its benchmark (5 seeds, 3
-        epochs, constant ``eta0=0.5``) ``step_blocks=5`` was 4.1 points less accurate than 1
-        (standard error 1.6). That is the estimator's, not the feeding's: ``partial_fit`` in
-        memory on the very same rows in 50000-row calls gives the same models (bitwise with
-        ``shuffle=False``) and the same accuracy; at ``eta0=0.05`` the difference was -0.5
-        (standard error 0.5). Keep the default unless you measured. Checkpoints, ``checkpoint_every``
-        and ``callback`` count steps. Memory: two prepared steps (the next is prepared while one
-        trains). Keep SGD's own ``shuffle=True`` although the rows already come in a seeded
-        random order: with ``shuffle=False`` it is faster (no random access to the step's
-        rows) but the one-vs-rest problems all see the rows in one order, which cost 2.8-5.5
-        points of test accuracy in the README's benchmark.
-    prefetch : bool, default=True
-        Read the next window (after an epoch's last one, the next epoch's first) and expand
-        the next step in background threads while the current step trains (under a Client the
-        workers always prepare a few steps ahead).
-    schedule : {"auto", None}, default="auto"
-        The thesis' learning-rate schedule: halve ``eta0`` when the held-out metric improved by
-        less than ``min_improvement`` (only for estimators with ``eta0`` and a constant,
-        "invscaling" or "adaptive" learning rate; with SGD's default "optimal" rate nothing
-        can be halved), revert to the start-of-epoch model when it got worse.
-    min_improvement : float, default=0.01
-        Relative improvement below which the learning rate is halved.
-    metric : str, default="auto"
-        Held-out metric driving the schedule and early stopping: "erp" for probabilistic
-        classifiers, "error" (1 - accuracy) for other classifiers, "mse" for regressors,
-        "inertia" for clusterers; or "log_loss", "accuracy", "r2".
-    early_stopping : bool, default=True
-        Stop after ``n_iter_no_change`` epochs without a new best held-out metric.
-    n_iter_no_change : int, default=3
-        Epochs without a new best held-out metric after which training stops.
-    replicas : int, default=1
-        Data-parallel training by iterative parameter mixing (:mod:`dask_kernels.learn.replicas`):
-        every epoch, this many copies of the model train in parallel on disjoint shares of the
-        blocks (on the workers under a Client, else in threads) and their coefficients are
-        averaged; the held-out score, the schedule, early stopping and checkpoints then act on
-        the average as in sequential mode. Averaging is sound only for linear models with a
-        convex loss: SGDClassifier, SGDRegressor, Perceptron and the passive-aggressive
-        models; any other estimator is refused. Checkpoints are written after every epoch
-        (``checkpoint_every`` is refused). A fixed seed gives bitwise the same model wherever
-        the replicas run.
-    n_jobs : int or None, default=None
-        Threads for the one-vs-rest problems of a multiclass SGDClassifier, Perceptron or
-        passive-aggressive classifier in each ``partial_fit`` call that has enough work to pay
-        for them (:mod:`dask_kernels.learn.learner`; e.g. 10000 rows x 256 features x 4
-        classes): bitwise the coefficients of one thread, as the classes are independent
-        problems. None: every usable CPU when called from the main
-        thread, 1 from any other (never nested inside Dask's or a user's threads); -1: every
-        usable CPU. Used only when the estimator's own ``n_jobs`` is None (the estimator is not
-        changed); each replica of ``replicas`` > 1 trains on one thread.
-    client : distributed.Client or False, optional
-        Cluster to prepare the blocks on (default: the active Client, if any; False: none).
-        With a Client, blocks are read, featurized (raw input) and expanded on the workers,
-        several steps ahead, and only prepared steps reach this process; the coefficients are
-        bitwise those of the local run.
-    checkpoint : path or URL, optional
-        File (npz + JSON, no pickle) rewritten atomically after every epoch and every
-        ``checkpoint_every`` blocks: estimator state, the start-of-epoch model, the position,
-        the learning rate and the history. A local path, a ``file://`` URL or an fsspec URL
-        such as ``s3://bucket/run.ckpt`` (uploaded whole, then read back and compared; see
-        :mod:`dask_kernels.learn.checkpointer`).
-    checkpoint_every : int, optional
-        Also checkpoint every this many steps (one per ``step_blocks`` blocks) within an epoch.
-    resume : bool, default=True
-        If ``checkpoint`` exists, continue from it (it must come from the same source, seed
-        and estimator parameters) instead of starting over.
-    classes : array-like, optional
-        Classes of a classifier; by default found in one pass over the labels.
-    callback : callable, optional
-        Called as ``callback(info)`` after every step (one ``partial_fit`` call; with
-        ``replicas`` > 1 after every epoch's average) with a dict (epoch, position: steps done
-        in the epoch, rows); raising from it stops training (the last checkpoint remains).
-    progress : bool, default=True
-        Print one line per epoch to stderr.
-    validation : deprecated
-        Use ``validation_fraction`` (a float) or ``validation_data`` (a held-out set); still
-        accepted, with a FutureWarning, until the next release.
-    patience : deprecated
-        Use ``n_iter_no_change``; still accepted, with a FutureWarning, until the next release.
+    config : TrainConfig, optional
+        The run's options as one object (:class:`~dask_kernels.learn.config.TrainConfig`);
+        keyword ``options`` replace its fields.
+    **options
+        The fields of :class:`~dask_kernels.learn.config.TrainConfig`, which documents them:
+        ``epochs`` (5), ``validation_fraction`` (0.1), ``validation_data``, ``seed`` (0),
+        ``block_rows``, ``shuffle_window`` ("auto"), ``step_blocks`` (1), ``prefetch`` (True),
+        ``schedule`` ("auto"), ``min_improvement`` (0.01), ``metric`` ("auto"),
+        ``early_stopping`` (True), ``n_iter_no_change`` (3), ``replicas`` (1), ``n_jobs``,
+        ``client``, ``checkpoint``, ``checkpoint_every``, ``resume`` (True), ``classes``,
+        ``callback``, ``progress`` (True). The deprecated ``validation`` (use
+        ``validation_fraction`` or ``validation_data``) and ``patience`` (use
+        ``n_iter_no_change``) are still taken, with a FutureWarning, until the next release.
 
     Returns
     -------
@@ -282,123 +163,143 @@ def fit_incremental(
     """
     from .model import KernelModel
 
-    validation_fraction, validation_data, n_iter_no_change = _renamed(
-        validation, patience, validation_fraction, validation_data, n_iter_no_change)
-    src, kind, classes = _check_inputs(estimator, source, y, feature_map, block_rows, epochs, schedule,
-                                       seed, checkpoint, classes)
-    replicas = check_replicas(estimator, replicas, src.n_blocks, checkpoint_every)
-    threads = learner_threads(estimator, n_jobs)
-    metric = default_metric(kind, _probabilistic(estimator)) if metric == "auto" else metric
-    if metric not in LOWER_IS_BETTER:
-        raise ValueError(f"unknown metric {metric!r}; choose from {sorted(LOWER_IS_BETTER)}")
-    sign = 1.0 if LOWER_IS_BETTER[metric] else -1.0
-    window = _window(shuffle_window, src)
-    if not isinstance(step_blocks, (int, np.integer)) or isinstance(step_blocks, bool) or step_blocks < 1:
-        raise ValueError(f"step_blocks must be an integer >= 1, got {step_blocks!r}")
-    step_blocks = int(min(step_blocks, window))
-    client = get_client(client)
-    feed = WorkerFeed(client, src, estimator) if client is not None else None
-    # every block's stored rows fit in the windows in flight: keep them from epoch to epoch
-    # (read once per run, not once per epoch; dense floats in one array: steps read in place)
-    cache = KeptRows(src.n_rows) if feed is None and replicas == 1 and keeps_rows(src, window, prefetch) else None
-    held, fraction = _held_out(validation_fraction, validation_data, src, kind, seed, block_rows, feed, cache,
-                               window)
-    rule = Schedule(min_improvement, halve=schedule == "auto" and _halvable(estimator),
-                    revert=schedule == "auto" and held is not None, early_stopping=early_stopping,
-                    n_iter_no_change=int(n_iter_no_change))
-    state, snapshot = LoopState(eta0=estimator.get_params(deep=False).get("eta0")), None
-    ckpt = None
-    if checkpoint is not None:
-        held_desc = "external" if validation_data is not None else (
-            None if validation_fraction is None else float(validation_fraction))
-        ckpt = Checkpointer(checkpoint, {"source": src.fingerprint(), "seed": int(seed), "validation": held_desc,
-                                         "shuffle_window": window, "estimator": type(estimator).__name__,
-                                         # replicas only when > 1: sequential checkpoints stay as they were
-                                         "epochs": int(epochs), **({"replicas": replicas} if replicas > 1 else {}),
-                                         **({"step_blocks": step_blocks} if step_blocks > 1 else {})})
-        if resume and ckpt.exists():
-            n_steps = EpochPlan(src, seed, 0, window, fraction, step_blocks=step_blocks).n_steps
-            state, snapshot = ckpt.load(estimator, n_steps=n_steps, epochs=epochs,
-                                        width=_learner_width(src), halvable=_halvable(estimator))
-    fit_args = {"classes": classes} if kind == "classifier" else {}
-    supervised = kind != "clusterer"
-    team = Replicas(replicas, src, seed=seed, window=window, fraction=fraction, client=client,
-                    src_future=feed and feed.src, step_blocks=step_blocks) if replicas > 1 else None
-
-    # a run-long reader thread (local, sequential): it reads the next epoch's first window
-    # while the last one trains and the held-out set is scored
-    following = None  # the next epoch's plan (its first window read ahead)
-    with reader_thread(prefetch and feed is None and replicas == 1) as reader:
-        while not state.done and state.epoch < epochs:
-            epoch, start = state.epoch, state.position
-            if start == 0:
-                snapshot = copy_state(get_state(estimator)) if _is_fitted(estimator) else None
-                state.epoch_rows, state.epoch_seconds = 0, 0.0
-            t0 = time.perf_counter()
-            if replicas > 1:  # iterative parameter mixing: the average after the epoch
-                state.epoch_rows = team.run_epoch(estimator, epoch, fit_args, supervised, prefetch)
-                state.position = src.n_blocks
-                if callback is not None:
-                    callback({"epoch": epoch, "position": state.position, "rows": state.epoch_rows})
-            else:
-                plan = following if following is not None and following.epoch == epoch else \
-                    EpochPlan(src, seed, epoch, window, fraction, cache=cache, step_blocks=step_blocks)
-                following = EpochPlan(src, seed, epoch + 1, window, fraction, cache=cache, step_blocks=step_blocks) \
-                    if reader is not None and epoch + 1 < epochs else None
-                steps = feed.steps(plan, start) if feed is not None else \
-                    local_steps(plan, start, estimator, prefetch, reader, following)
-                for pos, (F, yb, n) in enumerate(steps, start):
-                    if n:  # (sgd_dtype: a no-op unless a worker prepared F for an unfitted clone)
-                        partial_fit(estimator, sgd_dtype(F, estimator), yb if supervised else None, fit_args,
-                                    threads=threads, finite=src.finite)
-                    state.epoch_rows += n
-                    state.position = pos + 1
-                    if ckpt is not None and checkpoint_every and state.position % checkpoint_every == 0 \
-                            and state.position < plan.n_steps:
-                        state.epoch_seconds, t0 = state.epoch_seconds + time.perf_counter() - t0, time.perf_counter()
-                        ckpt.save(estimator, snapshot, state)
-                    if callback is not None:
-                        callback({"epoch": epoch, "position": state.position, "rows": n})
-            record = _epoch_record(state, time.perf_counter() - t0, rule.halve)
-            if held is not None:
-                record.update(held.score(estimator, src.expand, kind, classes), metric=metric)
-                record["action"] = rule.step(state, sign * record[metric], can_revert=snapshot is not None)
-                if record["action"] == "revert":
-                    set_state(estimator, *snapshot)
-                if rule.halve:
-                    estimator.set_params(eta0=state.eta0)
-            state.history.append(record)
-            state.epoch, state.position = epoch + 1, 0
-            if ckpt is not None:
-                ckpt.save(estimator, None, state)
-            if progress:
-                _print_record(record)
-    return KernelModel(src.feature_map, estimator, state.history)
+    run = _Run(estimator, source, y, feature_map, TrainConfig.from_options(config, options))
+    with run.feed:
+        _train(run)
+    return KernelModel(run.src.feature_map, estimator, run.state.history)
 
 
-def _renamed(validation, patience, validation_fraction, validation_data, n_iter_no_change):
-    """The new names' values, taking the deprecated ``validation``/``patience`` with a warning."""
-    if validation is not _DEPRECATED:
-        warnings.warn("fit_incremental(validation=...) is deprecated and will be removed in the next release: "
-                      "use validation_fraction=<float> for a held-out fraction or validation_data=<set> for a "
-                      "separate held-out set", FutureWarning, stacklevel=3)
-        real = validation is None or (isinstance(validation, numbers.Real) and not isinstance(validation, bool))
-        validation_fraction, validation_data = (validation, None) if real else (None, validation)
-    if patience is not _DEPRECATED:
-        warnings.warn("fit_incremental(patience=...) is deprecated and will be removed in the next release: "
-                      "use n_iter_no_change (scikit-learn's name)", FutureWarning, stacklevel=3)
-        n_iter_no_change = patience
-    if not isinstance(n_iter_no_change, (int, np.integer)) or isinstance(n_iter_no_change, bool) \
-            or n_iter_no_change < 1:
-        raise ValueError(f"n_iter_no_change must be an integer >= 1, got {n_iter_no_change!r}")
-    if validation_fraction is not None and not (isinstance(validation_fraction, numbers.Real)
-                                                and not isinstance(validation_fraction, bool)):
-        raise ValueError(f"validation_fraction must be a number in [0, 1) or None, got {validation_fraction!r} "
-                         "(a separate held-out set goes in validation_data)")
-    return (validation_fraction or None), validation_data, n_iter_no_change
+def _train(run: _Run) -> None:
+    """The training loop: every epoch trains on the feed's steps from where the run stands
+    (a resumed run's position), then the held-out set is scored and the schedule applied."""
+    state = run.state
+    while not state.done and state.epoch < run.cfg.epochs:
+        run.begin_epoch()
+        for position, rows in run.feed.epoch(run.estimator, state.epoch, state.position):
+            run.step_done(position, rows)
+        run.end_epoch()
 
 
-def _check_inputs(estimator, source, y, feature_map, block_rows, epochs, schedule, seed, checkpoint, classes):
+class _Run:
+    """One training run: its checked inputs, its feed, held-out set, schedule, checkpoint and
+    state, and what happens around the steps of :func:`_train`."""
+
+    def __init__(self, estimator: Any, source: Any, y: Any, feature_map: Any, cfg: TrainConfig) -> None:
+        self.estimator, self.cfg = estimator, cfg
+        src, kind, classes = _check_inputs(estimator, source, y, feature_map, cfg.block_rows, cfg.seed,
+                                           cfg.checkpoint, cfg.classes)
+        self.src, self.kind, self.classes = src, kind, classes
+        replicas = check_replicas(estimator, cfg.replicas, src.n_blocks, cfg.checkpoint_every)
+        metric = default_metric(kind, _probabilistic(estimator)) if cfg.metric == "auto" else cfg.metric
+        self.metric, self.sign = metric, 1.0 if LOWER_IS_BETTER[metric] else -1.0
+        w = cfg.shuffle_window
+        window = auto_window(src) if isinstance(w, str) else int(min(w, src.n_blocks))
+        order = Order(int(cfg.seed), window, cfg.fraction, int(min(cfg.step_blocks, window)))
+        fit = Fitter({"classes": classes} if kind == "classifier" else {}, kind != "clusterer",
+                     learner_threads(estimator, cfg.n_jobs), src.finite)
+        self.feed = _feed(src, estimator, order, fit, replicas, cfg)
+        self.held = _held_out(cfg, src, kind, self.feed)
+        self.rule = Schedule(cfg.min_improvement, halve=cfg.schedule == "auto" and _halvable(estimator),
+                             revert=cfg.schedule == "auto" and self.held is not None,
+                             early_stopping=cfg.early_stopping, n_iter_no_change=int(cfg.n_iter_no_change))
+        self.state, self.snapshot = LoopState(eta0=estimator.get_params(deep=False).get("eta0")), None
+        self.ckpt = None if cfg.checkpoint is None else Checkpointer(cfg.checkpoint, _fingerprint(
+            src, estimator, cfg, order, replicas))
+        if self.ckpt is not None and cfg.resume and self.ckpt.exists():
+            self.state, self.snapshot = self.ckpt.load(estimator, n_steps=self.feed.n_steps, epochs=cfg.epochs,
+                                                       width=_learner_width(src), halvable=_halvable(estimator))
+        self.t0 = self.shown = 0.0
+
+    def begin_epoch(self) -> None:
+        state = self.state
+        if state.position == 0:  # the start-of-epoch model, restored by a "revert"
+            self.snapshot = copy_state(get_state(self.estimator)) if _is_fitted(self.estimator) else None
+            state.epoch_rows, state.epoch_seconds = 0, 0.0
+        self.t0 = self.shown = time.perf_counter()
+
+    def step_done(self, position: int, rows: int) -> None:
+        """After a step: the counters, a checkpoint every ``checkpoint_every`` steps, a progress
+        line every :data:`PROGRESS_SECONDS`, the callback."""
+        state, cfg = self.state, self.cfg
+        state.epoch_rows += rows
+        state.position = position
+        every = cfg.checkpoint_every
+        if self.ckpt is not None and every and position % every == 0 and position < self.feed.n_steps:
+            now = time.perf_counter()
+            state.epoch_seconds, self.t0 = state.epoch_seconds + now - self.t0, now
+            self.ckpt.save(self.estimator, self.snapshot, state)
+        if cfg.progress and time.perf_counter() - self.shown >= PROGRESS_SECONDS:
+            self.shown = now = time.perf_counter()
+            seconds = state.epoch_seconds + now - self.t0
+            print(f"epoch {state.epoch + 1}  step {position}/{self.feed.n_steps}  {state.epoch_rows} rows  "
+                  f"{state.epoch_rows / max(seconds, 1e-9):,.0f} rows/s", file=sys.stderr, flush=True)
+        if cfg.callback is not None:
+            cfg.callback({"epoch": state.epoch, "position": position, "rows": rows})
+
+    def end_epoch(self) -> None:
+        """The held-out score, the schedule's action, the history, the checkpoint, the progress line."""
+        state, estimator = self.state, self.estimator
+        record = _epoch_record(state, time.perf_counter() - self.t0, self.rule.halve)
+        if self.held is not None:
+            record.update(self.held.score(estimator, self.src.expand, self.kind, self.classes), metric=self.metric)
+            record["action"] = self.rule.step(state, self.sign * record[self.metric],
+                                              can_revert=self.snapshot is not None)
+            if record["action"] == "revert":
+                set_state(estimator, *self.snapshot)
+            if self.rule.halve:
+                estimator.set_params(eta0=state.eta0)
+        state.history.append(record)
+        state.epoch, state.position = state.epoch + 1, 0
+        if self.ckpt is not None:
+            self.ckpt.save(estimator, None, state)
+        if self.cfg.progress:
+            _print_record(record)
+
+
+def _feed(src: Any, estimator: Any, order: Order, fit: Fitter, replicas: int, cfg: TrainConfig) -> Feed:
+    """Where the steps are prepared: on the workers of a Client, by replicas, or here."""
+    client = get_client(cfg.client)
+    workers = WorkerFeed(client, src, estimator, order, fit, cfg.epochs, cfg.prefetch) if client is not None else None
+    if replicas > 1:
+        return Replicas(replicas, src, order, fit, cfg.epochs, cfg.prefetch, client=client, feed=workers)
+    return workers if workers is not None else LocalFeed(src, order, fit, cfg.epochs, cfg.prefetch)
+
+
+def _fingerprint(src: Any, estimator: Any, cfg: TrainConfig, order: Order, replicas: int) -> dict:
+    """What a checkpoint must have been written for to be resumed."""
+    held = "external" if cfg.validation_data is not None else (
+        None if not cfg.validation_fraction else float(cfg.validation_fraction))
+    return {"source": src.fingerprint(), "seed": int(cfg.seed), "validation": held, "shuffle_window": order.window,
+            "estimator": type(estimator).__name__, "epochs": int(cfg.epochs),
+            # replicas and step_blocks only when not 1: such checkpoints stay as they were
+            **({"replicas": replicas} if replicas > 1 else {}),
+            **({"step_blocks": order.step_blocks} if order.step_blocks > 1 else {})}
+
+
+def _held_out(cfg: TrainConfig, src: Any, kind: str, feed: Feed) -> _HeldOut | None:
+    """The held-out set: ``validation_data``, or the held-out fraction of the training rows
+    (read by the ``feed``: on the workers, or, when the feed keeps the training rows, in the
+    same read of each block), or None."""
+    if cfg.validation_data is not None:
+        data = cfg.validation_data
+        if isinstance(data, tuple):
+            vsrc = ArraySource(data[0], data[1] if len(data) > 1 else None, src.feature_map,
+                               block_rows=cfg.block_rows)
+        else:
+            vsrc = as_source(data, block_rows=cfg.block_rows)
+        if kind != "clusterer" and not vsrc.has_labels:
+            raise ValueError("the validation data has no labels")
+        held = _HeldOut(vsrc.read(i) for i in range(vsrc.n_blocks))
+    elif cfg.fraction:
+        held = _HeldOut(feed.held_out())
+    else:
+        return None
+    if held.n_rows == 0:
+        raise ValueError("the held-out set is empty: use a larger validation_fraction or more rows")
+    return held
+
+
+def _check_inputs(estimator, source, y, feature_map, block_rows, seed, checkpoint, classes):
     """The source, the estimator's kind and classes; every argument error before any work."""
     if not hasattr(estimator, "partial_fit"):
         raise TypeError(f"{type(estimator).__name__} has no partial_fit: out-of-core training needs "
@@ -410,10 +311,6 @@ def _check_inputs(estimator, source, y, feature_map, block_rows, epochs, schedul
     if kind != "clusterer" and not src.has_labels:
         raise ValueError(f"{type(estimator).__name__} needs labels but the source has none "
                          "(a store featurized without labels=..., or raw rows without y)")
-    if int(epochs) < 1:
-        raise ValueError(f"epochs must be >= 1, got {epochs}")
-    if schedule not in ("auto", None, False):
-        raise ValueError(f"schedule must be 'auto' or None, got {schedule!r}")
     params = estimator.get_params(deep=False)
     if "random_state" in params:
         if params["random_state"] is None:
@@ -426,63 +323,6 @@ def _check_inputs(estimator, source, y, feature_map, block_rows, epochs, schedul
         if classes.size < 2:
             raise ValueError(f"a classifier needs at least two classes, the labels hold {classes.tolist()}")
     return src, kind, classes
-
-
-def _held_out(fraction, data, src, kind, seed, block_rows, feed=None, cache=None, window=None):
-    """``(held-out set or None, held-out fraction of the training source)``; with a worker
-    ``feed`` the held-out rows of the training source are read on the workers; with a
-    ``cache`` (:func:`.shuffle.keeps_rows`) each block is read once for both, ``window``
-    blocks at a time (default: the automatic window): its training rows are put in the cache
-    for the epochs."""
-    held = None
-    if data is not None:
-        if isinstance(data, tuple):
-            vsrc = ArraySource(data[0], data[1] if len(data) > 1 else None, src.feature_map, block_rows=block_rows)
-        else:
-            vsrc = as_source(data, block_rows=block_rows)
-        if kind != "clusterer" and not vsrc.has_labels:
-            raise ValueError("the validation data has no labels")
-        held, fraction = _HeldOut(vsrc.read(i) for i in range(vsrc.n_blocks)), 0.0
-    elif fraction is not None:
-        if not 0.0 < fraction < 1.0:
-            raise ValueError(f"validation_fraction must be in [0, 1), got {fraction}")
-        fraction = float(fraction)
-        items = [(i, held_out_rows(seed, i, b - a, fraction)) for i, (a, b) in enumerate(src.bounds)]
-        if feed is not None:
-            held = _HeldOut(feed.read(items))
-        elif cache is not None:
-            held = _HeldOut(_read_once(src, items, cache, EpochPlan(src, seed, 0, src.n_blocks, fraction),
-                                       window or auto_window(src)))
-        else:
-            held = _HeldOut(src.read(i, r) for i, r in items)
-    if held is not None and held.n_rows == 0:
-        raise ValueError("the held-out set is empty: use a larger validation_fraction or more rows")
-    return held, fraction or 0.0
-
-
-def _read_once(src, items, cache, plan, window):
-    """Held-out rows ``items`` (``[(block, rows)]``) and, into ``cache``, the training rows that
-    ``plan`` reads (:meth:`.shuffle.EpochPlan.load`), from one read of each block; ``window``
-    blocks (the run's shuffle window) at a time, so that whole blocks never take more than the
-    run's window besides the cache."""
-    held, group = [], window
-    for k in range(0, len(items), group):
-        chunk = items[k:k + group]
-        blocks = [i for i, _ in chunk]
-        parts = src.read_split(blocks, [(rows, plan.training_rows(i)) for i, rows in chunk])
-        held += [rows for rows, _ in parts]
-        trains = [train for _, train in parts]
-        del parts  # (each block's read rows are freed once kept)
-        keep(cache, blocks, trains)
-    return held
-
-
-def _window(shuffle_window, src):
-    if isinstance(shuffle_window, str) and shuffle_window == "auto":
-        return auto_window(src)
-    if not isinstance(shuffle_window, (int, np.integer)) or isinstance(shuffle_window, bool) or shuffle_window < 1:
-        raise ValueError(f"shuffle_window must be 'auto' or an integer >= 1, got {shuffle_window!r}")
-    return int(min(shuffle_window, src.n_blocks))
 
 
 def _epoch_record(state, seconds, halve):
@@ -504,12 +344,10 @@ def _print_record(r):
         parts.append(f"eta0 {r['eta0']:.3g}")
     if "action" in r:
         parts.append(r["action"])
-    print("  ".join(parts), file=sys.stderr)
+    print("  ".join(parts), file=sys.stderr, flush=True)
 
 
 def _learner_width(src):
-    from .model import learner_width
-
     if src.feature_map is not None:
         return int(src.feature_map.n_output_features_) if src.codes else learner_width(src.feature_map)
     if isinstance(src, StoreSource):

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 from concurrent.futures import Future
 from contextlib import ExitStack
+from dataclasses import dataclass, replace
 from typing import Any
 
 import joblib
@@ -45,6 +46,7 @@ import numpy as np
 from ..maps._parallel import _pool, effective_n_jobs
 from . import sgd_fast
 from ._gather import StepRows
+from .sources import sgd_dtype
 
 
 def learner_threads(estimator: Any, n_jobs: int | None) -> int:
@@ -144,3 +146,40 @@ def partial_fit(estimator: Any, F: Any, y: Any, fit_args: dict, *, threads: int 
 
             stack.enter_context(sklearn.config_context(assume_finite=True))
         estimator.partial_fit(F, *(() if y is None else (y,)), **fit_args)
+
+
+@dataclass(frozen=True)
+class Fitter:
+    """One run's ``partial_fit`` call: ``fit(estimator, F, y)`` trains on a prepared step.
+
+    Parameters
+    ----------
+    fit_args : dict
+        Keyword arguments of every call (a classifier's ``classes``).
+    supervised : bool
+        False for clusterers: the labels are not passed.
+    threads : int, default=1
+        One-vs-rest threads (:func:`learner_threads`).
+    finite : bool, default=False
+        The features are finite by construction (:func:`partial_fit`).
+    """
+
+    fit_args: dict
+    supervised: bool
+    threads: int = 1
+    finite: bool = False
+
+    def __call__(self, estimator: Any, F: Any, y: Any) -> None:
+        # (sgd_dtype: a no-op unless a worker prepared F for an unfitted clone)
+        partial_fit(estimator, sgd_dtype(F, estimator), y if self.supervised else None, self.fit_args,
+                    threads=self.threads, finite=self.finite)
+
+    def single(self) -> Fitter:
+        """The same calls on one thread (each replica's: the replicas are the parallelism)."""
+        return replace(self, threads=1)
+
+    @staticmethod
+    def in_place(estimator: Any) -> bool:
+        """Whether steps for ``estimator`` may name kept rows instead of gathering them
+        (:func:`.sgd_fast.takes_rows`)."""
+        return sgd_fast.takes_rows(estimator)

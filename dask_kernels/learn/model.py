@@ -11,6 +11,7 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, MetaEstimatorMixin
 
 from ..blocks import row_bounds, validate_block
+from .persist import read_model, save_model
 
 if TYPE_CHECKING:  # names used only in annotations
     from ..maps.base import FeatureMap
@@ -270,12 +271,49 @@ class KernelModel(MetaEstimatorMixin, BaseEstimator):
             If the estimator is not one of the savable classes
             (``dask_kernels.learn.persist.SAVABLE``).
         """
-        from .persist import save_model  # persist imports this module: imported on use
-
         return save_model(self, path, overwrite, storage_options)
 
 
-def learner_width(fmap):
-    """Number of features the learner sees from ``fmap`` (after :meth:`expand`)."""
-    probe = np.zeros((1, int(fmap.n_output_features_)), dtype=fmap.output_dtype_)
-    return int(fmap.expand(probe).shape[1])
+def load_model(path: str | os.PathLike, *, max_bytes: int | None = None,
+               storage_options: dict | None = None) -> KernelModel:
+    """Load a :class:`KernelModel` saved with :meth:`KernelModel.save`.
+
+    Never executes code from the file and never allocates more than the file justifies: the
+    estimator class must be one of ``dask_kernels.learn.persist.SAVABLE`` (chosen by name from that fixed list), its
+    parameters go through scikit-learn's parameter validation, the arrays are read without
+    pickle, only those the metadata declares, each checked against its declared shape and
+    dtype and against a size cap before it is allocated (see
+    :func:`dask_kernels._npz.load_npz`), the learned arrays' shapes are checked
+    against each other and against the feature map, and the feature map is rebuilt with
+    :func:`~dask_kernels.maps.from_spec`, which validates every field.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The model directory: a local path, ``file://`` or fsspec URL (``s3://...``; its files
+        are copied to a temporary folder and checked there).
+    max_bytes : int, optional
+        Lower cap on the bytes the arrays may take in memory.
+    storage_options : dict, optional
+        fsspec options for a URL ``path``.
+
+    Raises
+    ------
+    ValueError
+        Naming the file and key or member, for anything malformed, tampered with or too large.
+    FileNotFoundError
+        If ``path`` is not a directory with a ``model.json``.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> import numpy as np
+    >>> from sklearn.linear_model import SGDClassifier
+    >>> from dask_kernels import KernelModel, load_model
+    >>> X = np.random.default_rng(0).random((50, 3)); y = (X[:, 0] > 0.5).astype(int)
+    >>> model = KernelModel(None, SGDClassifier(random_state=0).fit(X, y))
+    >>> path = model.save(os.path.join(tempfile.mkdtemp(), "model.dk"))
+    >>> bool((load_model(path).predict(X) == model.predict(X)).all())
+    True
+    """
+    return KernelModel(*read_model(path, max_bytes=max_bytes, storage_options=storage_options))

@@ -15,12 +15,13 @@ import json
 import os
 import shutil
 import tempfile
+from typing import Any
 
-from ..pipeline.location import filesystem, local_path
+from ..pipeline.location import filesystem, local_path, refuse_nesting
 from ..maps.base import from_spec
 from ..sidecar import model_arrays, save_model_arrays
-from .checkpoint import load_npz, save_npz
-from .model import KernelModel, learner_width
+from .._npz import load_npz, save_npz
+from .sources import learner_width
 from .state import get_state, json_params, params_from_json, set_state
 
 
@@ -53,7 +54,7 @@ SAVABLE = {
 }
 
 
-def save_model(model: KernelModel, path: str | os.PathLike, overwrite: bool = False,
+def save_model(model: Any, path: str | os.PathLike, overwrite: bool = False,
                storage_options: dict | None = None) -> str:
     """Write ``model`` to directory ``path``: :meth:`KernelModel.save <dask_kernels.learn.model.KernelModel.save>`
     (which documents the parameters, the result and the errors)."""
@@ -155,9 +156,10 @@ def check_model_path(path: str | os.PathLike, overwrite: bool = False, storage_o
 
     Raises ``FileExistsError`` naming ``path`` for anything else (a file, a symbolic link, a
     directory that is not a saved model or also holds other files), and for a saved model
-    (or a partial one) unless ``overwrite``.
+    (or a partial one) unless ``overwrite``; ``ValueError`` for a path inside a feature store.
     """
     path = os.fspath(path)
+    refuse_nesting(path, storage_options, what="model")  # inside a feature store: not one of its files
     if local_path(path) is None:
         return _check_remote(path, overwrite, storage_options)
     path = local_path(path)
@@ -242,7 +244,7 @@ def _load_remote(url, max_bytes, storage_options):
             if fs.isfile(f"{p}/{name}"):
                 fs.get_file(f"{p}/{name}", os.path.join(tmp, name))
         try:
-            return load_model(tmp, max_bytes=max_bytes)
+            return read_model(tmp, max_bytes=max_bytes)
         except (ValueError, FileNotFoundError) as e:
             raise type(e)(str(e).replace(tmp, url)) from None
 
@@ -263,48 +265,11 @@ def _remove_model_dir(path):
         warnings.warn(f"left the previous model at {path}: it holds files that are not ours", stacklevel=4)
 
 
-def load_model(path: str | os.PathLike, *, max_bytes: int | None = None,
-               storage_options: dict | None = None) -> KernelModel:
-    """Load a :class:`KernelModel` saved with :meth:`KernelModel.save`.
-
-    Never executes code from the file and never allocates more than the file justifies: the
-    estimator class must be one of ``SAVABLE`` (chosen by name from that fixed list), its
-    parameters go through scikit-learn's parameter validation, the arrays are read without
-    pickle, only those the metadata declares, each checked against its declared shape and
-    dtype and against a size cap before it is allocated (see
-    :func:`dask_kernels.learn.checkpoint.load_npz`), the learned arrays' shapes are checked
-    against each other and against the feature map, and the feature map is rebuilt with
-    :func:`~dask_kernels.maps.from_spec`, which validates every field.
-
-    Parameters
-    ----------
-    path : str or path-like
-        The model directory: a local path, ``file://`` or fsspec URL (``s3://...``; its files
-        are copied to a temporary folder and checked there).
-    max_bytes : int, optional
-        Lower cap on the bytes the arrays may take in memory.
-    storage_options : dict, optional
-        fsspec options for a URL ``path``.
-
-    Raises
-    ------
-    ValueError
-        Naming the file and key or member, for anything malformed, tampered with or too large.
-    FileNotFoundError
-        If ``path`` is not a directory with a ``model.json``.
-
-    Examples
-    --------
-    >>> import os, tempfile
-    >>> import numpy as np
-    >>> from sklearn.linear_model import SGDClassifier
-    >>> from dask_kernels import KernelModel, load_model
-    >>> X = np.random.default_rng(0).random((50, 3)); y = (X[:, 0] > 0.5).astype(int)
-    >>> model = KernelModel(None, SGDClassifier(random_state=0).fit(X, y))
-    >>> path = model.save(os.path.join(tempfile.mkdtemp(), "model.dk"))
-    >>> bool((load_model(path).predict(X) == model.predict(X)).all())
-    True
-    """
+def read_model(path: str | os.PathLike, *, max_bytes: int | None = None,
+               storage_options: dict | None = None) -> tuple[Any, Any, list]:
+    """``(feature map, estimator, history)`` of the model saved at ``path``, every field and
+    array checked: :func:`~dask_kernels.learn.model.load_model` (which documents the checks,
+    the parameters and the errors)."""
     path = os.fspath(path)
     if local_path(path) is None:
         return _load_remote(path.rstrip("/"), max_bytes, storage_options)
@@ -361,4 +326,4 @@ def load_model(path: str | os.PathLike, *, max_bytes: int | None = None,
         if n_in is not None and n_in != width:
             raise ValueError(f"{where}: the estimator was trained on {n_in} features, the feature map "
                              f"gives {width}")
-    return KernelModel(fmap, estimator, history)
+    return fmap, estimator, history

@@ -23,7 +23,9 @@ from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Iterator
 from typing import Any
 
-from .shuffle import EpochPlan, keeps_rows, step_features
+from .feeds import Feed
+from .learner import Fitter
+from .shuffle import EpochPlan, Order, keeps_rows, step_features
 
 #: Steps in flight on the workers ahead of the learner.
 AHEAD = 4
@@ -45,11 +47,10 @@ def get_client(client: Any = None) -> Any:
         return None
 
 
-def _load_window(src: Any, seed: int, epoch: int, window: int, fraction: float, step_blocks: int, wi: int,
-                 previous: list[tuple] = ()) -> tuple:
+def _load_window(src: Any, order: Order, epoch: int, wi: int, previous: list[tuple] = ()) -> tuple:
     """Window ``wi`` of the epoch, and the stored rows by block it was built from (its blocks
     only); a block that one of the ``previous`` epoch's windows holds is not read again."""
-    plan = EpochPlan(src, seed, epoch, window, fraction, cache={}, step_blocks=step_blocks)
+    plan = order.plan(src, epoch, cache={})
     mine = {int(b) for b in plan.windows[wi]}
     plan.cache.update((b, rows) for p in previous for b, rows in p[3].items() if b in mine)
     return plan.load(wi) + (plan.cache,)
@@ -64,8 +65,8 @@ def _read(src: Any, i: int, rows: Any) -> tuple:
     return src.read(i, rows)
 
 
-class WorkerFeed:
-    """Prepared training steps computed on the workers of ``client``.
+class WorkerFeed(Feed):
+    """Prepared training steps computed on the workers of ``client`` (a :class:`.feeds.Feed`).
 
     Parameters
     ----------
@@ -74,25 +75,29 @@ class WorkerFeed:
         Sent to the cluster once (its reads then run inside the workers' tasks).
     estimator : estimator
         The learner; only its parameters travel (an unfitted clone), for the feeding rule.
+    order, fit, epochs, prefetch
+        As for :class:`.feeds.Feed` (the workers always prepare :data:`AHEAD` steps ahead).
     """
 
-    def __init__(self, client: Any, src: Any, estimator: Any) -> None:
+    def __init__(self, client: Any, src: Any, estimator: Any, order: Order, fit: Fitter, epochs: int = 1,
+                 prefetch: bool = True) -> None:
         from sklearn.base import clone
 
+        super().__init__(src, order, fit, epochs, prefetch)
         self.client = client
         self.n_blocks = src.n_blocks
-        self.src = client.scatter(src.synchronous(), hash=False)
+        self.remote_src = client.scatter(src.synchronous(), hash=False)
         self.estimator = client.scatter(clone(estimator), hash=False)
         self._kept = []  # the last epoch's windows (every block between them), kept on the workers
 
-    def read(self, items: list) -> list:
-        """``[src.read(i, rows) for i, rows in items]``, read on the workers."""
-        futures = [self.client.submit(_read, self.src, i, rows, pure=False) for i, rows in items]
+    def held_out(self) -> list[tuple]:
+        """The held-out rows of every block, read on the workers."""
+        futures = [self.client.submit(_read, self.remote_src, i, rows, pure=False) for i, rows in self.held_out_items()]
         return self.client.gather(futures)
 
-    def steps(self, plan: EpochPlan, start: int) -> Iterator[tuple]:
+    def steps(self, plan: EpochPlan, start: int, estimator: Any = None) -> Iterator[tuple]:
         """``(features, labels, n)`` of the steps of ``plan`` from ``start``, in order."""
-        client, args = self.client, (plan.seed, plan.epoch, plan.window, plan.fraction, plan.step_blocks)
+        client, args = self.client, (self.order, plan.epoch)
         wi, first = plan.window_of(start)
         jobs = [(w, j) for w in range(wi, len(plan.windows))
                 for j in range(start - first if w == wi else 0, plan.window_steps[w])]
@@ -107,7 +112,7 @@ class WorkerFeed:
         def window(w):
             nonlocal previous
             if w in unsubmitted:
-                windows[w] = client.submit(_load_window, self.src, *args, w, previous, pure=False)
+                windows[w] = client.submit(_load_window, self.remote_src, *args, w, previous, pure=False)
                 if keep:
                     self._kept.append(windows[w])
                 unsubmitted.discard(w)
@@ -118,7 +123,7 @@ class WorkerFeed:
         def submit(k):
             w, j = jobs[k]
             window(w + 1)  # read ahead: the next window is read while this one is served
-            fut = client.submit(_prepare, self.src, window(w), j, self.estimator, pure=False)
+            fut = client.submit(_prepare, self.remote_src, window(w), j, self.estimator, pure=False)
             pending.append((w, fut, fetcher.submit(fut.result)))  # transferred in order, ahead
 
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="dask-kernels-fetch") as fetcher:

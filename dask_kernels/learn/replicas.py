@@ -22,9 +22,8 @@ larger): slower progress along the slowly converging directions. Near the optimu
 constant-rate learner's final model jitters around it, and the average of ``n`` replicas
 jitters less. Mixing after every round of blocks instead of every epoch changes neither effect
 to first order (the average of ``n`` steps from the same start is the same either way), only
-the cost of synchronising; measured on the training benchmark's data (NRFF k = 256, 4
-classes, 60000 rows, 2 epochs, 5 seeds, in memory): sequential 59.6% (sd 2.1), averaged every
-epoch 63.0% (1.8), every round 63.0% (1.8). So replicas are mixed once per epoch, and their
+the cost of synchronising (on the training benchmark's data, mixing every epoch and after
+every round of blocks gave the same accuracy over 5 seeds). So replicas are mixed once per epoch, and their
 accuracy is compared with sequential training over several seeds (one seed's model differs
 from another's by more than the replicas' effect: ``benchmarks/bench_train.py``).
 
@@ -48,20 +47,20 @@ NIPS.
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
-from sklearn import linear_model
 
-from .learner import partial_fit
-from .shuffle import EpochPlan, local_steps, shard
+from .feeds import Feed
+from .learner import Fitter
+from .shuffle import Order, local_steps, shard
+from .sources import SGD_FAMILY
 from .state import _scalar, _unscalar, get_state, set_state
 
 #: Estimator classes whose coefficients may be averaged (linear models, convex losses).
-MIXABLE = tuple(getattr(linear_model, n) for n in ("SGDClassifier", "SGDRegressor", "Perceptron",
-                                                   "PassiveAggressiveClassifier",
-                                                   "PassiveAggressiveRegressor") if hasattr(linear_model, n))
+MIXABLE = SGD_FAMILY
 
 
 #: Sample counters and their value in a freshly initialized estimator: scikit-learn's SGD counts
@@ -89,19 +88,19 @@ def check_replicas(estimator: Any, replicas: Any, n_blocks: int, checkpoint_ever
     return replicas
 
 
-def train_replica(estimator: Any, src: Any, seed: int, epoch: int, window: int, fraction: float,
-                  part: tuple[int, int], fit_args: dict, supervised: bool, prefetch: bool,
-                  on_worker: bool = False, cache: dict | None = None, step_blocks: int = 1) -> tuple[Any, int]:
-    """Train ``estimator`` (in place) on replica ``part``'s shard for one epoch; return it and
-    its number of training rows. On a worker, reads run in the task's own thread; ``cache``
-    holds the shard's stored rows when they are kept from epoch to epoch."""
+def train_replica(estimator: Any, src: Any, order: Order, epoch: int, part: tuple[int, int], fit: Fitter,
+                  prefetch: bool, on_worker: bool = False, cache: dict | None = None) -> tuple[Any, int]:
+    """Train ``estimator`` (in place, with ``fit``: one thread, the replicas are the
+    parallelism) on replica ``part``'s shard for one epoch; return it and its number of
+    training rows. On a worker, reads run in the task's own thread; ``cache`` holds the
+    shard's stored rows when they are kept from epoch to epoch."""
     if on_worker:
         src = src.synchronous()
     rows = 0
-    plan = EpochPlan(src, seed, epoch, window, fraction, part=part, cache=cache, step_blocks=step_blocks)
-    for F, yb, n in local_steps(plan, 0, estimator, prefetch):
-        if n:  # one thread: the replicas are the parallelism
-            partial_fit(estimator, F, yb if supervised else None, fit_args, finite=src.finite)
+    plan = order.plan(src, epoch, part=part, cache=cache)
+    for F, yb, n in local_steps(plan, 0, estimator, prefetch, in_place=fit.in_place(estimator)):
+        if n:
+            fit(estimator, F, yb)
         rows += n
     return estimator, rows
 
@@ -139,52 +138,62 @@ def _fitted(estimator: Any) -> bool:
     return any(k.endswith("_") and not k.startswith("__") for k in vars(estimator))
 
 
-def _shard_rows(src: Any, seed: int, fraction: float, part: tuple[int, int]) -> dict:
+def _shard_rows(src: Any, order: Order, part: tuple[int, int]) -> dict:
     """Stored training rows of a shard by block (kept on the worker that reads them)."""
     src = src.synchronous()
-    blocks = [int(b) for b in shard(src.n_blocks, seed, part)]
-    plan = EpochPlan(src, seed, 0, max(1, len(blocks)), fraction, part=part)
+    blocks = [int(b) for b in shard(src.n_blocks, order.seed, part)]
+    plan = order.plan(src, 0, part=part)  # (training_rows depends on the seed and the fraction only)
     return dict(zip(blocks, src.read_blocks(blocks, [plan.training_rows(b) for b in blocks])))
 
 
-class Replicas:
-    """The replicas of one run: where they train, and their shards' rows when kept.
+class Replicas(Feed):
+    """The replicas of one run (a :class:`.feeds.Feed` of one step per epoch, the average):
+    where they train, and their shards' rows when kept.
 
     When one window holds a whole shard (``keep``), each replica's rows are read once per run
     and kept where the replica trains (a dict in this process, or a task result on its worker);
-    otherwise every epoch reads its windows again, as sequential training does.
+    otherwise every epoch reads its windows again, as sequential training does. Under a
+    ``client`` the held-out rows are read on the workers (``feed``, a :class:`.remote.WorkerFeed`).
     """
 
-    def __init__(self, n: int, src: Any, *, seed: int, window: int, fraction: float, client: Any = None,
-                 src_future: Any = None, step_blocks: int = 1) -> None:
-        self.n, self.src, self.seed, self.window, self.fraction = n, src, seed, window, fraction
-        self.step_blocks = step_blocks
-        self.client, self.src_future = client, src_future
-        keep = window >= -(-src.n_blocks // n)
+    def __init__(self, n: int, src: Any, order: Order, fit: Fitter, epochs: int, prefetch: bool, *,
+                 client: Any = None, feed: Any = None) -> None:
+        super().__init__(src, order, fit, epochs, prefetch)
+        self.n, self.client, self.feed = n, client, feed
+        src_future = feed.remote_src if feed is not None else None
+        self.src_future = src_future
+        keep = order.window >= -(-src.n_blocks // n)
         self.caches: list = [None] * n
         if client is not None:
             workers = sorted(client.scheduler_info()["workers"])
             self.workers = [[workers[r % len(workers)]] for r in range(n)]
             if keep:
-                self.caches = [client.submit(_shard_rows, src_future, seed, fraction, (r, n), pure=False,
+                self.caches = [client.submit(_shard_rows, src_future, order, (r, n), pure=False,
                                              workers=self.workers[r]) for r in range(n)]
         elif keep:
             self.caches = [{} for _ in range(n)]
 
-    def run_epoch(self, estimator: Any, epoch: int, fit_args: dict, supervised: bool, prefetch: bool) -> int:
+    def held_out(self) -> list[tuple]:
+        return self.feed.held_out() if self.feed is not None else super().held_out()
+
+    def epoch(self, estimator: Any, epoch: int, start: int) -> Iterator[tuple[int, int]]:
+        """One epoch of iterative parameter mixing (``start`` is 0: replicas are checkpointed
+        between epochs only); ``estimator`` becomes the average."""
+        yield self.src.n_blocks, self.run_epoch(estimator, epoch)
+
+    def run_epoch(self, estimator: Any, epoch: int) -> int:
         """One epoch of iterative parameter mixing; ``estimator`` becomes the average. Returns
         the number of training rows."""
-        args, n = (self.seed, epoch, self.window, self.fraction), self.n
+        n, fit, prefetch = self.n, self.fit.single(), self.prefetch
         if self.client is not None:
-            futures = [self.client.submit(train_replica, estimator, self.src_future, *args, (r, n), fit_args,
-                                          supervised, prefetch, True, self.caches[r], self.step_blocks, pure=False,
+            futures = [self.client.submit(train_replica, estimator, self.src_future, self.order, epoch, (r, n), fit,
+                                          prefetch, True, self.caches[r], pure=False,
                                           workers=self.workers[r], allow_other_workers=True) for r in range(n)]
             results = self.client.gather(futures)
         else:
             with ThreadPoolExecutor(max_workers=n) as pool:
-                results = list(pool.map(lambda r: train_replica(copy.deepcopy(estimator), self.src, *args, (r, n),
-                                                                fit_args, supervised, prefetch,
-                                                                cache=self.caches[r], step_blocks=self.step_blocks),
+                results = list(pool.map(lambda r: train_replica(copy.deepcopy(estimator), self.src, self.order, epoch,
+                                                                (r, n), fit, prefetch, cache=self.caches[r]),
                                         range(n)))
         mix(estimator, [e for e, _ in results])
         return sum(rows for _, rows in results)

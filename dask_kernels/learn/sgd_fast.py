@@ -1,8 +1,9 @@
 """``SGDClassifier.partial_fit`` on dense rows through :mod:`._sgd_kernels`: bitwise the same
 model, several one-vs-rest classes per core.
 
-:func:`applies` says when the replica is exact: scikit-learn :data:`VERIFIED` (the versions
-whose ``_plain_sgd`` the kernels were checked against), an ``SGDClassifier`` (fitted, or
+:func:`applies` says when the replica is exact: a scikit-learn in :data:`SUPPORTED` (the
+versions this package declares, whose ``_plain_sgd`` the kernels are checked against bitwise,
+at the lowest and the highest), an ``SGDClassifier`` (fitted, or
 before its first call with ``classes``: set up as scikit-learn sets it up, :func:`_prime`;
 the model is then in the dtype of the first call's rows, as scikit-learn's) with loss
 ``log_loss``, ``hinge``, ``squared_hinge``, ``perceptron`` or ``modified_huber``, penalty
@@ -25,31 +26,37 @@ finite and for a label that is not in ``classes_``, which scikit-learn refuses.
 
 The classes are fitted in groups of up to four per kernel call (:data:`GROUP`); groups run
 on ``threads`` threads of the process's pool when there are several.
+
+Off (every call to scikit-learn's ``partial_fit``, the same model about half as fast): with
+the dask config key ``dask_kernels.sgd_fast`` False, or under a scikit-learn outside
+:data:`SUPPORTED`; either is logged once, on the ``dask_kernels`` logger. The key
+``dask_kernels.sgd_fast_in_place`` False makes every step a gathered copy (:func:`takes_rows`).
 """
 
 from __future__ import annotations
 
+import functools
+import logging
 import numbers
+import re
 import threading
 from typing import Any
 
 import numpy as np
 
+from .._config import switch
 from ..maps._parallel import _pool
 from . import _sgd_kernels as K
 from ._gather import StepRows
 
-#: scikit-learn versions whose ``_plain_sgd`` the kernels replicate (checked bitwise by
-#: tests/test_sgd_fast.py); any other version takes scikit-learn's own ``partial_fit``.
-VERIFIED = ("1.9.1",)
+#: scikit-learn versions ``[low, high)`` as (major, minor) whose ``_plain_sgd`` the kernels
+#: replicate: pyproject.toml's range, checked bitwise by tests/learn/test_sgd_fast.py at its
+#: lowest and highest release; any other version takes scikit-learn's own ``partial_fit``.
+SUPPORTED = ((1, 6), (1, 10))
 #: Classes advanced together by one kernel call (four dot-product chains per row).
 GROUP = 4
-#: The private switch (tests and benchmarks/bench_train.py's A/B): False sends every call to
-#: scikit-learn's ``partial_fit``.
-ENABLED = True
-#: The private switch of the gather-free steps (tests and benchmarks/bench_train.py's A/B):
-#: False makes :func:`takes_rows` refuse, so every step is gathered as before.
-ROWS = True
+
+_log = logging.getLogger("dask_kernels")
 
 _LOSSES = {"log_loss": (K.LOG_LOSS, 0.0), "hinge": (K.HINGE, 1.0), "perceptron": (K.HINGE, 0.0),
            "squared_hinge": (K.SQUARED_HINGE, 1.0), "modified_huber": (K.MODIFIED_HUBER, 0.0)}
@@ -58,19 +65,41 @@ _MAX_INT = np.iinfo(np.int32).max
 _RESET = {np.dtype(np.float64): 1e-9, np.dtype(np.float32): 1e-6}  # WeightVector's wscale threshold
 
 
-def _sklearn_ok() -> bool:
+def supported(version: str) -> bool:
+    """Whether scikit-learn ``version`` (e.g. "1.6.1", "1.10.dev0") is in :data:`SUPPORTED`."""
+    m = re.match(r"(\d+)\.(\d+)", version)
+    return m is not None and SUPPORTED[0] <= (int(m[1]), int(m[2])) < SUPPORTED[1]
+
+
+@functools.cache
+def _off(reason: str) -> None:
+    """Say once per process (per reason) that the fast path is off."""
+    _log.log(logging.WARNING if "scikit-learn" in reason else logging.INFO,
+             "dask_kernels: the SGD fast path is off (%s): SGDClassifier trains through scikit-learn's own "
+             "partial_fit: the same model, more slowly", reason)
+
+
+def enabled() -> bool:
+    """The fast path is on: the config key ``dask_kernels.sgd_fast`` and a supported
+    scikit-learn (when not, that is logged once)."""
     import sklearn
 
-    return sklearn.__version__ in VERIFIED
+    if not switch("sgd_fast"):
+        _off("dask config dask_kernels.sgd_fast is False")
+        return False
+    if not supported(sklearn.__version__):
+        lo, hi = SUPPORTED
+        _off(f"scikit-learn {sklearn.__version__} is outside the versions it replicates, "
+             f">={lo[0]}.{lo[1]},<{hi[0]}.{hi[1]}")
+        return False
+    return True
 
 
 def _params_ok(estimator: Any) -> bool:
     """The estimator's type and parameters are replicated (not its fitted state)."""
-    if not ENABLED or not _sklearn_ok():
-        return False
     from sklearn.linear_model import SGDClassifier
 
-    if type(estimator) is not SGDClassifier:
+    if type(estimator) is not SGDClassifier or not enabled():
         return False
     p = estimator.__dict__
     return not (p.get("loss") not in _LOSSES or p.get("penalty") not in ("l2", None)
@@ -90,7 +119,7 @@ def takes_rows(estimator: Any) -> bool:
     place by :func:`partial_fit`): an estimator :func:`applies` to by its parameters, fitted or
     before its first call (a call it then does not apply to gathers them: the same model, the
     old cost)."""
-    return ROWS and _params_ok(estimator) and (isinstance(estimator.__dict__.get("coef_"), np.ndarray)
+    return switch("sgd_fast_in_place") and _params_ok(estimator) and (isinstance(estimator.__dict__.get("coef_"), np.ndarray)
                                                or _first_call(estimator))
 
 

@@ -34,6 +34,7 @@ import math
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -72,6 +73,30 @@ def shard(n_blocks, seed, part):
     """Blocks of replica ``part[0]`` of ``part[1]``: the same in every epoch, disjoint."""
     r, n = part
     return np.random.default_rng((int(seed), _SHARD_KEY)).permutation(n_blocks)[r::n]
+
+
+@dataclass(frozen=True)
+class Order:
+    """What fixes a run's training order: the seed, the shuffle window (blocks), the held-out
+    fraction (0: every row trains) and the blocks per step. :meth:`plan` gives an epoch's steps.
+
+    Examples
+    --------
+    >>> from dask_kernels.learn.shuffle import Order
+    >>> order = Order(seed=0, window=3, step_blocks=2)  # the plans of EpochPlan's example, 2 blocks a step
+    >>> order.fraction, order.step_blocks
+    (0.0, 2)
+    """
+
+    seed: int
+    window: int
+    fraction: float = 0.0
+    step_blocks: int = 1
+
+    def plan(self, src: Any, epoch: int, part: tuple[int, int] | None = None, cache: dict | None = None) -> EpochPlan:
+        """The :class:`EpochPlan` of ``epoch`` (of replica ``part`` if given; ``cache``: see there)."""
+        return EpochPlan(src, self.seed, epoch, self.window, self.fraction, part=part, cache=cache,
+                         step_blocks=self.step_blocks)
 
 
 class KeptRows(dict):
@@ -271,22 +296,22 @@ class EpochPlan:
                 yield X, y, rows
 
 
-def step_features(src, X, y, rows, estimator=None):
+def step_features(src, X, y, rows, estimator=None, in_place=False):
     """``(learner features or None, labels, n)`` of the step ``rows`` of a window's stored rows.
 
     Dense float rows (whose learner features are the rows themselves) are gathered straight
     into the dtype the learner trains in (:func:`.sources.sgd_target`): one pass, no
-    conversion afterwards; or, kept rows (:class:`KeptRows`) for an estimator that reads them
-    in place (:func:`.sgd_fast.takes_rows`), not gathered: :class:`._gather.StepRows`."""
-    from . import sgd_fast
-    from .sources import sgd_target  # (sources imports replicas, which imports this module)
+    conversion afterwards; or, kept rows (:class:`KeptRows`) when the learner reads them
+    in place (``in_place``: the learner's call, :func:`.sgd_fast.takes_rows`), not gathered:
+    :class:`._gather.StepRows`."""
+    from .sources import sgd_target
 
     if not rows.size:
         return None, None, 0
     labels = None if y is None else y[rows]
     if isinstance(X, _Window):
         target = sgd_target(X.dtype, estimator)
-        if X.base is not None and target is not None and _identity_expand(src) and sgd_fast.takes_rows(estimator):
+        if in_place and X.base is not None and target is not None and _identity_expand(src):
             return X.step_rows(rows, target), labels, int(rows.size)
         stored = X.take(rows, target)
     else:
@@ -315,22 +340,23 @@ def reader_thread(enabled: bool = True) -> Iterator[ThreadPoolExecutor | None]:
 
 
 def local_steps(plan: EpochPlan, start: int, estimator: Any = None, prefetch: bool = True,
-                reader: ThreadPoolExecutor | None = None, then: EpochPlan | None = None) -> Iterator[tuple]:
+                reader: ThreadPoolExecutor | None = None, then: EpochPlan | None = None,
+                in_place: bool = False) -> Iterator[tuple]:
     """Prepared steps of ``plan`` from ``start`` in this process; with ``prefetch`` the next
     window is read and the next step expanded in two background threads (the reader may be
     the run's :func:`reader_thread`, which then also reads the first window of the plan
-    ``then`` while the last one trains)."""
+    ``then`` while the last one trains). ``in_place``: see :func:`step_features`."""
     src = plan.src
     if not prefetch:
         for X, y, rows in plan.steps(start):
-            yield step_features(src, X, y, rows, estimator)
+            yield step_features(src, X, y, rows, estimator, in_place)
         return
     with reader_thread(reader is None) as own, ThreadPoolExecutor(max_workers=1) as expander:
         reader = reader or own
         pending = None
         try:
             for X, y, rows in plan.steps(start, reader, then if own is None else None):
-                nxt = expander.submit(step_features, src, X, y, rows, estimator)
+                nxt = expander.submit(step_features, src, X, y, rows, estimator, in_place)
                 if pending is not None:
                     yield pending.result()
                 pending = nxt

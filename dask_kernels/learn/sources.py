@@ -24,10 +24,16 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
+from sklearn import linear_model
 
 from ..blocks import row_bounds, validate_block
 from ..maps.base import ensure_fitted
-from .replicas import MIXABLE
+
+#: scikit-learn's SGD family (SGDClassifier, SGDRegressor, Perceptron, the passive-aggressive
+#: models): dense rows go to them in the dtype their loop trains in (:func:`sgd_dtype`).
+SGD_FAMILY = tuple(getattr(linear_model, n) for n in ("SGDClassifier", "SGDRegressor", "Perceptron",
+                                                      "PassiveAggressiveClassifier",
+                                                      "PassiveAggressiveRegressor") if hasattr(linear_model, n))
 
 
 def learner_features(fmap: Any, stored: Any, estimator: Any = None) -> Any:
@@ -69,7 +75,7 @@ def sgd_dtype(F: Any, estimator: Any = None) -> Any:
 def sgd_target(dtype: Any, estimator: Any = None) -> np.dtype | None:
     """The dtype :func:`sgd_dtype` gives dense rows of ``dtype`` for ``estimator``, or None
     if it leaves them as they are (not floats, or not an SGD-family estimator)."""
-    if np.dtype(dtype).kind != "f" or not isinstance(estimator, MIXABLE):
+    if np.dtype(dtype).kind != "f" or not isinstance(estimator, SGD_FAMILY):
         return None
     coef = getattr(estimator, "coef_", None)
     return coef.dtype if isinstance(coef, np.ndarray) and coef.dtype.kind == "f" else np.dtype(np.float64)
@@ -502,3 +508,9 @@ def as_source(data, y=None, feature_map=None, block_rows=None):
 
     data, y = as_rows(data, y)
     return ArraySource(data, y, feature_map, block_rows=block_rows)
+
+
+def learner_width(fmap: Any) -> int:
+    """Number of features the learner sees from ``fmap`` (after :meth:`expand`)."""
+    probe = np.zeros((1, int(fmap.n_output_features_)), dtype=fmap.output_dtype_)
+    return int(fmap.expand(probe).shape[1])

@@ -21,6 +21,7 @@ from numba import njit
 from .._compat import Interval, StrOptions
 
 from ..rng import bits, index_key, index_keys, normal_of_key, stream_key, unit64
+from ._bounds import components_interval
 from ._parallel import GEMM_BLOCKS, N_JOBS_CONSTRAINT, row_blocks, usable_cpus
 
 
@@ -72,7 +73,7 @@ _CACHE = weakref.WeakKeyDictionary()
 POSITIVE_FINITE = Interval(numbers.Real, 0, np.inf, closed="neither")
 
 COMMON_CONSTRAINTS = {
-    "n_components": [Interval(numbers.Integral, 1, None, closed="left")],
+    "n_components": components_interval(),
     "seed": [Interval(numbers.Integral, 0, 2**64 - 1, closed="both")],
     "dtype": [StrOptions({"float32", "float64"})],
     **N_JOBS_CONSTRAINT,

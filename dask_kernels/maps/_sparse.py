@@ -23,10 +23,12 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ._bounds import MAX_TABLE_BYTES
 from ..rng import bits, index_key, stream_key, unit64
 
-#: Most stored nonzeros (k * m) a sparse map may have: 2**31 (24 GiB of index + value).
-MAX_NONZEROS = 2**31
+#: Most stored nonzeros (k * m) a sparse map may have: an int64 index and a float64 value each,
+#: at most :data:`~dask_kernels.maps._bounds.MAX_TABLE_BYTES` (2**27 nonzeros, 2 GiB).
+MAX_NONZEROS = MAX_TABLE_BYTES // 16
 
 
 @njit(nogil=True, cache=True)

@@ -81,6 +81,12 @@ class FeatureMap(TransformerMixin, BaseEstimator):
     def _validate_params_extra(self):
         """Check parameter values beyond what the constructor types say (raise ValueError)."""
 
+    def _check_width(self, n_features):
+        """Refuse, with a ValueError naming the parameter, its value and its bound
+        (:mod:`dask_kernels.maps._bounds`), parameters that need more memory or time than the
+        bounds allow for input of ``n_features`` columns. Called before anything of that size is
+        allocated: by ``fit``, :func:`from_spec` and ``featurize``. Default: no such bound."""
+
     def _fit(self, X):
         """Learn data-dependent state; ``X`` is a validated block."""
 
@@ -165,8 +171,10 @@ class FeatureMap(TransformerMixin, BaseEstimator):
             dtype=list(self.input_dtypes),
             ensure_all_finite=False,
         )
-        if reset and self.n_features_in_ > MAX_FEATURES_IN:
-            raise ValueError(f"X has {self.n_features_in_} features; at most {MAX_FEATURES_IN} are supported")
+        if reset:
+            if self.n_features_in_ > MAX_FEATURES_IN:
+                raise ValueError(f"X has {self.n_features_in_} features; at most {MAX_FEATURES_IN} are supported")
+            self._check_width(self.n_features_in_)
         return self.validate_block(X)
 
     def fit(self, X: Any, y: Any = None) -> FeatureMap:
@@ -287,9 +295,10 @@ def from_spec(spec: Mapping[str, Any] | str | bytes, arrays: Any = None) -> Feat
     Every field that reaches a kernel is checked first, and a bad one raises ``ValueError``
     naming its key: ``spec_version`` and ``rng_scheme`` must be ones this version implements,
     ``method`` a registered map, ``params`` pass the map's own parameter validation,
-    ``n_features_in`` is an integer in [1, 2**31], ``state`` passes the map's
-    ``_validate_state`` (lengths, dtypes, finiteness), and ``n_output_features`` and
-    ``output_dtype`` match the rebuilt map.
+    ``n_features_in`` is an integer in [1, 2**31] within the map's bounds for that width
+    (:mod:`dask_kernels.maps._bounds`: e.g. a dense projection matrix of at most 2 GiB), ``state``
+    passes the map's ``_validate_state`` (lengths, dtypes, finiteness), and ``n_output_features``
+    and ``output_dtype`` match the rebuilt map.
 
     Examples
     --------
@@ -350,6 +359,10 @@ def from_spec(spec: Mapping[str, Any] | str | bytes, arrays: Any = None) -> Feat
     fmap._validate_state(state)
     fmap._set_fitted_state(state)
     attach_sidecar(fmap, state, arrays)  # verify and attach fitted arrays kept beside the spec
+    try:  # the bounds of this width (after the sidecar: it may hold the feature ids)
+        fmap._check_width(fmap.n_features_in_)
+    except ValueError as e:
+        raise _key_error("['n_features_in']", str(e)) from None
     fmap.is_fitted_ = True
     width = spec["n_output_features"]
     if isinstance(width, bool) or width != int(fmap.n_output_features_):

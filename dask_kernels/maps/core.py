@@ -38,6 +38,7 @@ from .._compat import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ..rng import bits, index_key, normal_of_key, register_stream, stream_key
+from ._bounds import components_interval
 from ._parallel import N_JOBS_CONSTRAINT
 from .base import FeatureMap
 from .._docstrings import fill_doc
@@ -151,7 +152,7 @@ class CoRE(FeatureMap):
     Parameters
     ----------
     n_components : int, default=256
-        Number of hashes k.
+        Number of hashes k, at most 2**20.
     type : {1, 2}, default=1
         1 estimates ``K1 = rho R`` (stored value ``P_j(u)``); 2 estimates
         ``K2 = rho sqrt(f1 f2) / (f1 + f2 - a)`` (stored value ``V_j(u) sqrt(f)``).
@@ -202,7 +203,7 @@ class CoRE(FeatureMap):
 
     method = "core"
     _parameter_constraints = {
-        "n_components": [Interval(numbers.Integral, 1, 2**20, closed="both")],
+        "n_components": components_interval(),
         "type": [Interval(numbers.Integral, 1, 2, closed="both")],
         "bits": [Interval(numbers.Integral, 1, 16, closed="both")],
         "seed": [Interval(numbers.Integral, 0, 2**64 - 1, closed="both")],

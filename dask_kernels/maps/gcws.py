@@ -30,7 +30,8 @@ import numpy.typing as npt
 import scipy.sparse as sp
 from .._compat import Interval, StrOptions
 
-from ._dart import DART_SCHEME, K_MAX, check_scheme, fit_scale
+from ._bounds import MAX_CENTERED_FEATURES, MAX_TABLE_BYTES, components_interval, refuse_above
+from ._dart import DART_SCHEME, K_MAX, check_scheme, fit_scale, table_nbytes
 from ._fourier import cached_table
 from ._gcws_kernels import (  # noqa: F401  (the kernels and their constants, re-exported)
     CENTER_MAX, DART_TABLE_BYTES_LIMIT, ROW_GROUP, STREAM, TABLE_BYTES_LIMIT, GCWSPlan, _build_table, _gcws_csr,
@@ -97,7 +98,8 @@ class GCWS(FeatureMap):
     Parameters
     ----------
     n_components : int, default=256
-        Number of hashes k.
+        Number of hashes k, at most 2**20. With a center, the input may have at most 2**20
+        features (``dask_kernels.maps._bounds``).
     bits : int, default=8
         Code width b (1 to 16): the lowest b bits of i*. Codes are uint8 for b <= 8, else uint16.
     %(seed)s
@@ -161,7 +163,7 @@ class GCWS(FeatureMap):
 
     method = "gcws"
     _parameter_constraints = {
-        "n_components": [Interval(numbers.Integral, 1, None, closed="left")],
+        "n_components": components_interval(),
         "bits": [Interval(numbers.Integral, 1, 16, closed="both")],
         "seed": [Interval(numbers.Integral, 0, 2**64 - 1, closed="both")],
         "center": [None, StrOptions({"mean"}), "array-like"],
@@ -204,6 +206,21 @@ class GCWS(FeatureMap):
             _check_center(self.center, "center")
         if self.sampler == "dart" and self.n_components > K_MAX:
             raise ValueError(f"n_components={self.n_components}: sampler='dart' takes at most {K_MAX} hashes")
+
+    def _check_width(self, n_features):
+        d, k = int(n_features), int(self.n_components)
+        if self.center is not None:
+            what = "'mean'" if isinstance(self.center, str) else "a vector"
+            refuse_above(d, MAX_CENTERED_FEATURES,
+                         f"GCWS: n_features_in={{value:,}} with center={what}: more than the bound of {{bound:,}} "
+                         "input features with a center (it is a dense vector kept in the spec, and sparse rows are "
+                         "densified to subtract it); leave center=None for wide sparse input")
+        if self.table is True:
+            nbytes = table_nbytes(2 * d, k) if self.sampler == "dart" else 3 * 4 * 2 * d * k
+            refuse_above(nbytes, MAX_TABLE_BYTES,
+                         f"GCWS: table=True with n_features_in={d:,} x n_components={k:,} needs a parameter table "
+                         "of {value:,} bytes in every process that computes codes, more than the bound of {bound:,}; "
+                         "use table='auto' (a table only where it is small; the same codes)")
 
     def _validate_state(self, state):
         if self.sampler == "dart":

@@ -22,6 +22,7 @@ from functools import partial
 from ._fourier import COMMON_CONSTRAINTS, NORMAL_MAX, POSITIVE_FINITE, FloatFeatures, normal_table, projection_bound
 from ._fourier import projection_tables, row_chunks
 from .._compat import cgutils
+from ._bounds import check_projection
 from ._cos32 import cos32_into, shift_cos32v2
 from ._fourier import GemmRowBlocks, cached_table, projection_tiles, tiled
 from ._parallel import row_blocks
@@ -180,6 +181,9 @@ class NRFF(GemmRowBlocks, FeatureIds, FloatFeatures, FeatureMap):
     2.5e34 for float32, d = 784, gamma = 1), nor the squared norm
     (``sqrt(finfo(float64).max / d) / 2``, 2.4e152 at d = 784); other values raise ``ValueError``
     naming the row and column.
+    The (d, k) frequency matrix is built in float64 and may take at most 2 GiB
+    (``n_features_in * n_components <= 2**28``): larger maps are refused by ``fit`` and
+    :func:`~dask_kernels.from_spec` (``dask_kernels.maps._bounds``).
     The projection uses BLAS; across chunkings a row's features agree to float rounding
     (tests: ``atol = 1e-5 * (1 + max |sqrt(gamma) r . u + w|) / sqrt(k)``).
 
@@ -218,6 +222,9 @@ class NRFF(GemmRowBlocks, FeatureIds, FloatFeatures, FeatureMap):
         self.dtype = dtype
         self.n_jobs = n_jobs
         self.feature_ids = feature_ids
+
+    def _check_width(self, n_features):
+        check_projection("NRFF", n_features, int(self.n_components))
 
     @property
     def max_abs_input(self):

@@ -40,6 +40,7 @@ from ..blocks import as_block, check_finite_rows
 from ..exact.pairwise import KERNELS, gmm_split, kernel_block, row_sq_norms, unit_rows
 from ..rng import rank_array, register_stream, uniform
 from ..sidecar import manifest
+from ._bounds import MAX_LANDMARKS, components_interval
 from ._fourier import COMMON_CONSTRAINTS, POSITIVE_FINITE, cached_table
 from .base import FeatureMap
 from .._docstrings import fill_doc
@@ -205,7 +206,8 @@ class Nystroem(FeatureMap):
     Parameters
     ----------
     n_components : int, default=100
-        Number of landmarks m, which is the output width (fewer if the data has fewer rows).
+        Number of landmarks m, which is the output width (fewer if the data has fewer rows); at
+        most 2**14 (fitting builds two m x m float64 matrices and costs O(m**3)).
     kernel : {"gmm", "minmax", "rbf", "laplacian", "cosine_rbf"}, default="gmm"
         ``gmm``: generalized min-max (sign-split; :func:`dask_kernels.gmm_kernel`); ``minmax``:
         the same on nonnegative data (negative rows are refused); ``rbf``:
@@ -282,6 +284,7 @@ class Nystroem(FeatureMap):
     fits_partitioned = True
     _parameter_constraints = {
         **COMMON_CONSTRAINTS,
+        "n_components": components_interval(MAX_LANDMARKS),
         "kernel": [StrOptions(set(KERNELS))],
         "gamma": [None, POSITIVE_FINITE],
         "landmarks": [StrOptions({"uniform", "kmeans++"})],
@@ -347,6 +350,7 @@ class Nystroem(FeatureMap):
             if hasattr(self, attr):
                 delattr(self, attr)
         self.n_features_in_ = d
+        self._check_width(d)
         self._fit_sample(sample)
         self.is_fitted_ = True
         return self

@@ -27,6 +27,7 @@ from ._fourier import CAUCHY_MAX, COMMON_CONSTRAINTS, NORMAL_MAX, POSITIVE_FINIT
 from ._fourier import normal_table, projection_bound, projection_tables, row_chunks
 from ._cos32 import affine_cos32_rows, shift_cos32v2_rows, shift_cos32v2_tile
 from ._fourier import GemmRowBlocks, cached_table, projection_tiles, tiled
+from ._bounds import check_projection, refuse_above
 from ._sparse import MAX_NONZEROS, SparseFrequencies, sparse_support, sparse_values
 from ._subset import FEATURE_IDS_CONSTRAINT, FeatureIds, cauchy_columns, normal_columns, phases_of
 from .base import FeatureMap
@@ -102,6 +103,10 @@ class RFF(GemmRowBlocks, FeatureIds, FloatFeatures, FeatureMap):
 
     Notes
     -----
+    The (d, k) frequency matrix is built in float64 and may take at most 2 GiB
+    (``n_features_in * n_components <= 2**28``; with ``density < 1``, at most 2**27 stored
+    nonzeros): ``fit`` and :func:`~dask_kernels.from_spec` refuse larger maps before building
+    anything (``dask_kernels.maps._bounds``).
     The projection is a BLAS matrix product, whose rounding may depend on the block shape: a
     row's features agree across chunkings to about 1e-6 relative to ``|w . x|`` in float32
     (tests use ``atol = 1e-5 * (1 + max |w . x + b|) * sqrt(2 / k)``), and exactly between dense and CSR input only
@@ -169,16 +174,23 @@ class RFF(GemmRowBlocks, FeatureIds, FloatFeatures, FeatureMap):
         self.feature_ids = feature_ids
         self.density = density
 
-    def _fit(self, X):
-        super()._fit(X)
-        if self.n_nonzero_ * int(self.n_components) > MAX_NONZEROS:
-            raise ValueError(f"density={self.density}: {self.n_nonzero_} nonzeros per feature x n_components="
-                             f"{self.n_components} exceeds {MAX_NONZEROS} stored nonzeros; lower density")
+    def _check_width(self, n_features):
+        k = int(self.n_components)
+        if float(self.density) >= 1.0:
+            check_projection("RFF", n_features, k)
+            return
+        m = self._nonzeros(n_features)
+        refuse_above(k * m, MAX_NONZEROS,
+                     f"RFF: density={self.density}: n_components={k:,} x {m:,} nonzeros per feature = {{value:,}} "
+                     "stored nonzeros (16 bytes each), more than the bound of {bound:,}; lower density or "
+                     "n_components")
+
+    def _nonzeros(self, d):
+        return d if float(self.density) >= 1.0 else min(d, max(1, round(float(self.density) * d)))
 
     @property
     def n_nonzero_(self) -> int:
-        d = int(self.n_features_in_)
-        return d if float(self.density) >= 1.0 else min(d, max(1, round(float(self.density) * d)))
+        return self._nonzeros(int(self.n_features_in_))
 
     @property
     def max_abs_input(self):

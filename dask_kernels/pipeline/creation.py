@@ -7,10 +7,11 @@ import os
 import shutil
 import time
 import uuid
+import warnings
 
 import numpy as np
 
-from .layout import SHARDED_FORMAT, STORE_FORMAT
+from .layout import OWN_FILE, OWN_FOLDER, SHARDED_FORMAT, STORE_FORMAT
 from .location import StoreError, filesystem, inspect_path, local_path, open_group, refuse_foreign
 from .records import RECORD_FIELDS
 
@@ -56,11 +57,72 @@ def _build(path, storage_options, *, n_rows, block_rows, width, dtype, columns, 
     return g
 
 
+def _walk(local, base=""):
+    """``(relative path, DirEntry, ours)`` of everything in a local store folder, a folder (its
+    path ending in "/") after its contents. Links are never followed, and a folder that is not
+    ours is not looked into."""
+    with os.scandir(local) as it:
+        entries = list(it)
+    for e in entries:
+        rel, link = base + e.name, e.is_symlink()
+        is_dir = not link and e.is_dir(follow_symlinks=False)
+        ours = not link and (OWN_FOLDER if is_dir else OWN_FILE).match(rel) is not None
+        if is_dir and ours:
+            yield from _walk(e.path, rel + "/")
+        yield rel + "/" * is_dir, e, ours
+
+
+def stray_entries(path, storage_options=None, limit=5):
+    """Up to ``limit`` entries (paths relative to the store) that a store of ours does not consist
+    of: anything but the files and folders of :data:`~dask_kernels.pipeline.layout.OWN_FILE` and
+    ``OWN_FOLDER``, and any symbolic link."""
+    local = local_path(path)
+    if local is not None:
+        strays = (rel for rel, _, ours in _walk(local) if not ours)
+    else:  # object stores: only files (objects); folders are their keys' prefixes
+        fs, p = filesystem(path, storage_options)
+        p = p.rstrip("/")
+        strays = (rel for rel in (str(f)[len(p):].lstrip("/") for f in fs.find(p, withdirs=False))
+                  if not OWN_FILE.match(rel))
+    return [rel for _, rel in zip(range(limit), strays)]
+
+
+def refuse_strays(path, storage_options=None):
+    """Refuse to replace a store that holds anything but its own entries (a user's file or
+    folder kept inside it, say a model saved there): ``overwrite`` replaces the store whole."""
+    strays = stray_entries(path, storage_options)
+    if strays:
+        raise StoreError(f"{path} is a feature store that also holds entries dask_kernels did not write "
+                         f"({', '.join(repr(s) for s in strays)}); overwrite=True replaces only a store that "
+                         "holds nothing else. Move them out of the store first, or write to another path.")
+
+
+def remove_own(local, quiet=False):
+    """Delete a local store folder's own files and folders (never following links); whatever
+    else is in it stays, and so does the folder (with a warning unless ``quiet``)."""
+    for rel, e, ours in _walk(local):
+        if ours and rel.endswith("/"):
+            try:
+                os.rmdir(e.path)
+            except OSError:
+                pass  # holds something else: kept
+        elif ours:
+            os.unlink(e.path)
+    try:
+        os.rmdir(local)
+    except OSError:
+        if os.path.isdir(local) and not quiet:
+            warnings.warn(f"left {local}: it holds entries dask_kernels did not write "
+                          f"({', '.join(repr(e) for e in stray_entries(local))})", stacklevel=3)
+
+
 def create_store(path, *, storage_options, replace, **build):
-    """Create a store at ``path``, which must be absent, empty, or (``replace``) our store.
+    """Create a store at ``path``, which must be absent, empty, or (``replace``) our store
+    holding nothing but its own entries.
 
     Local paths: built under a temporary name in the same folder, then renamed into place (an
-    existing store of ours is first renamed aside, and deleted only once the new one is in place).
+    existing store of ours is first renamed aside, and its own entries deleted only once the new
+    one is in place).
     """
     kind, detail = inspect_path(path, storage_options)
     if kind == "foreign":
@@ -68,6 +130,8 @@ def create_store(path, *, storage_options, replace, **build):
     if kind == "ours" and not replace:
         raise StoreError(f"{path}: a feature store appeared there while this job was starting; re-run to "
                          "resume it")
+    if kind == "ours":
+        refuse_strays(path, storage_options)
     local = local_path(path)
     if local is None:
         if kind == "ours":
@@ -93,8 +157,9 @@ def create_store(path, *, storage_options, replace, **build):
             raise StoreError(f"{path}: something was written there while this job created its store; "
                              "nothing was replaced") from None
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    shutil.rmtree(old, ignore_errors=True)
+        shutil.rmtree(tmp, ignore_errors=True)  # ours: made under a name of ours above
+    if os.path.lexists(old):
+        remove_own(old)
 
 
 #: a temporary creation folder this old (s) was left by a killed job, not one still creating
@@ -116,4 +181,4 @@ def _remove_stale_temporaries(parent, base):
                 continue
         except OSError:
             continue
-        shutil.rmtree(p, ignore_errors=True)
+        remove_own(p, quiet=True)

@@ -27,7 +27,7 @@ from . import store as _store  # its _INTEGRITY switch, read at run time (benchm
 from .creation import create_store
 from .layout import MAX_SHARD_BLOCKS, STORE_FORMAT, open_checked
 from .leases import check_lease
-from .location import StoreError, inspect_path, open_group, refuse_foreign
+from .location import StoreError, inspect_path, open_group, refuse_foreign, refuse_link, refuse_nesting
 from .records import FIELD, mark_complete, read_records, record_ok, set_incomplete
 from .segments import add_segment, segment_path
 from .store import BlockReader, open_store
@@ -252,6 +252,9 @@ def featurize(X: Any, feature_map: FeatureMap, *, labels: Any = None, row_ids: A
         warnings.warn("featurize(chunks=) is deprecated and will be removed in the next release: use "
                       "block_rows=", FutureWarning, stacklevel=2)
         block_rows = chunks
+    if store is not None:  # before any work: what is at the path, and what it is inside
+        refuse_link(store)
+        refuse_nesting(store, storage_options)
     X, labels = as_rows(X, labels)  # dask DataFrames: partitions as blocks, lengths known
     kind, src = _as_source(X, block_rows)
     fmap = _fitted(feature_map, kind, src)

@@ -4,20 +4,41 @@ nothing read from disk is used before it is checked."""
 from __future__ import annotations
 
 import os
+import re
 
 import numpy as np
 
 from .fingerprint import differences, fingerprint_hash
-from .location import StoreError, local_path, open_group
+from .location import StoreError, link_problem, local_path, open_group
 from .records import RECORD_FIELDS
-from .segments import MAX_SEGMENTS, SEGMENT_NAME
 
 STORE_FORMAT = 2
 #: format of sharded stores: format 2 plus ``shard_blocks`` (older versions must not resume
 #: them: they would write blocks of one shard from several tasks at once)
 SHARDED_FORMAT = 3
-READABLE_FORMATS = (1, 2, 3)
+#: format of a store with appended segments: each listed with its identity (see
+#: :data:`SEGMENT_ENTRY`), the list covered by ``segments_sha256``; sharded or not
+#: (``shard_blocks``). An append turns a format 2 or 3 store into one (versions that list
+#: segments by name only must not append to it, nor read it without checking the list).
+SEGMENTS_FORMAT = 4
+READABLE_FORMATS = (1, 2, 3, 4)
+
+#: most segments one store lists (a nightly append for 27 years)
+MAX_SEGMENTS = 10_000
+SEGMENT_NAME = re.compile(r"^seg-[0-9a-f]{16}$")
+#: What a format 4 store records of each segment: its name, its job (fingerprint hash), its
+#: lease (the store it is), its rows and a 64-bit digest of its done records (16 hex digits).
+SEGMENT_ENTRY = ("name", "fingerprint_sha256", "lease", "n_rows", "records")
 COLUMNS = ("labels", "qid", "row_ids")
+
+#: The files and folders a store of ours consists of (paths relative to the store, "/"-separated):
+#: zarr.json of the group and of each array, chunk keys ``c/<i>/<j>``, the map's fitted arrays
+#: (subgroup ``fitted``) and appended segments (``segments/seg-<16 hex digits>/``, stores of
+#: their own). ``overwrite=True`` replaces a store only if it holds nothing else.
+_SEG = r"(?:segments/seg-[0-9a-f]{16}/)?"
+_NODE = r"(?:features|labels|qid|row_ids|done|fitted|fitted/[A-Za-z0-9_.-]+)"
+OWN_FILE = re.compile(rf"^(?:segments/zarr\.json|{_SEG}(?:{_NODE}/)?zarr\.json|{_SEG}{_NODE}/c(?:/[0-9]+)*)$")
+OWN_FOLDER = re.compile(rf"^(?:segments|segments/seg-[0-9a-f]{{16}}|{_SEG}{_NODE}(?:/c(?:/[0-9]+)*)?)$")
 
 #: Largest number of blocks in one shard (one object, written whole by one task).
 MAX_SHARD_BLOCKS = 4096
@@ -66,14 +87,41 @@ def validate_info(info, path):
             np.dtype(dtype)
         except TypeError:
             _need(info, "dtype", path, str, lambda v: False, "a NumPy dtype")
-        if "segments" in info:
+        if fmt >= SEGMENTS_FORMAT:
+            _validate_segments(info, path)
+        elif "segments" in info:  # listed by name only (stores appended to by earlier versions)
             _need(info, "segments", path, list, lambda v: len(v) <= MAX_SEGMENTS and all(
                 isinstance(s, str) and SEGMENT_NAME.match(s) for s in v) and len(set(v)) == len(v),
                 f"a list of at most {MAX_SEGMENTS} distinct segment names 'seg-<16 hex digits>'")
-        if fmt >= SHARDED_FORMAT:
+        if fmt == SHARDED_FORMAT or "shard_blocks" in info:
             _need(info, "shard_blocks", path, int, lambda v: 1 <= v <= MAX_SHARD_BLOCKS,
                   f"an integer in [1, {MAX_SHARD_BLOCKS}]")
     return info
+
+
+def _entry_ok(e):
+    return (isinstance(e, dict) and tuple(sorted(e)) == tuple(sorted(SEGMENT_ENTRY))
+            and isinstance(e["name"], str) and SEGMENT_NAME.match(e["name"]) is not None
+            and isinstance(e["fingerprint_sha256"], str) and len(e["fingerprint_sha256"]) == 64
+            and isinstance(e["lease"], str) and len(e["lease"]) >= 16
+            and isinstance(e["n_rows"], int) and not isinstance(e["n_rows"], bool) and e["n_rows"] >= 0
+            and isinstance(e["records"], str) and len(e["records"]) == 16)
+
+
+def segments_hash(entries):
+    """``segments_sha256``: SHA-256 of the canonical JSON of a format 4 store's segment list."""
+    return fingerprint_hash({"segments": entries})
+
+
+def _validate_segments(info, path):
+    entries = _need(info, "segments", path, list, lambda v: len(v) <= MAX_SEGMENTS and all(map(_entry_ok, v))
+                    and len({e["name"] for e in v}) == len(v),
+                    f"a list of at most {MAX_SEGMENTS} distinct segment entries {{{', '.join(SEGMENT_ENTRY)}}}")
+    sha = _need(info, "segments_sha256", path, str, lambda v: len(v) == 64, "a SHA-256 hex digest")
+    if segments_hash(entries) != sha:
+        raise StoreError(f"{path}: attribute dask_kernels['segments'] (the list of appended segments, "
+                         f"{len(entries)} now) does not match dask_kernels['segments_sha256'] (edited?); "
+                         "refusing to use it: the store would show other rows than were appended to it")
 
 
 def validate_arrays(group, info, path):
@@ -83,6 +131,8 @@ def validate_arrays(group, info, path):
     for name in ("features", "done"):
         if name not in keys:
             raise StoreError(f"{path}: array {name!r} is missing; the store is damaged")
+    for name in sorted(keys - {"features", "done", *COLUMNS}):  # e.g. "labels" under a damaged name
+        raise StoreError(f"{path}: unknown array {name!r}; the store's metadata (zarr.json) is damaged or was edited")
     f = group["features"]
     width = info.get("width", f.shape[1] if f.ndim == 2 else -1)
     if f.ndim != 2 or f.shape != (n_rows, width) or tuple(f.chunks) != (block_rows, width):
@@ -110,15 +160,22 @@ def validate_arrays(group, info, path):
                              f"= {k} says {'none' if k == 1 else rows} rows per shard")
 
 
+def _not_found(path):
+    problem = link_problem(path)
+    if problem is not None:  # a link to where nothing is: say so, not just "nothing here"
+        return FileNotFoundError(f"{problem}: no feature store there")
+    return FileNotFoundError(f"no feature store at {path}")
+
+
 def open_checked(path, storage_options=None, mode="r", consolidated=None):
     """Open the group and return ``(group, validated dask_kernels attributes)``."""
     try:
         g = open_group(path, mode, storage_options, consolidated=consolidated)
-    except FileNotFoundError:
-        raise FileNotFoundError(f"no feature store at {path}") from None
-    except (ValueError, TypeError, KeyError) as e:  # JSONDecodeError is a ValueError
-        if local_path(path) is not None and not os.path.exists(local_path(path)):
-            raise FileNotFoundError(f"no feature store at {path}") from None
+    except (FileNotFoundError, ValueError, TypeError, KeyError) as e:  # JSONDecodeError is a ValueError
+        # zarr also says "not found" for a zarr.json it cannot make sense of
+        lp = local_path(path)
+        if isinstance(e, FileNotFoundError) if lp is None else not os.path.isfile(os.path.join(lp, "zarr.json")):
+            raise _not_found(path) from None
         raise StoreError(f"{path}: cannot read the store's metadata (zarr.json): {type(e).__name__}: {e}") from None
     info = g.attrs.get("dask_kernels")
     if info is None:

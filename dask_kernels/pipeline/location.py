@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import posixpath
 
 
 class StoreError(ValueError):
@@ -50,6 +51,14 @@ def local_path(path):
 
 
 # -- what is at a path ---------------------------------------------------------------------------
+def is_store_meta(meta):
+    """Whether a parsed zarr.json is the root of one of our stores (a group with our attributes)."""
+    if not isinstance(meta, dict):
+        return False
+    attrs = meta.get("attributes")
+    return meta.get("node_type") == "group" and isinstance(attrs, dict) and isinstance(attrs.get("dask_kernels"), dict)
+
+
 def inspect_path(path, storage_options=None):
     """``(kind, detail)``: kind is "absent", "empty", "ours" (detail: zarr.json) or "foreign"
     (detail: what it is)."""
@@ -67,8 +76,7 @@ def inspect_path(path, storage_options=None):
             meta = json.loads(fs.cat_file(p.rstrip("/") + "/zarr.json"))
         except (ValueError, UnicodeDecodeError):
             return "foreign", "its zarr.json is not valid JSON"
-        attrs = meta.get("attributes") if isinstance(meta, dict) else None
-        if meta.get("node_type") == "group" and isinstance(attrs, dict) and isinstance(attrs.get("dask_kernels"), dict):
+        if is_store_meta(meta):
             return "ours", meta
         return "foreign", "it is a Zarr v3 group or array without dask_kernels attributes"
     if ".zgroup" in names or ".zarray" in names:
@@ -81,3 +89,103 @@ def refuse_foreign(path, detail):
     raise StoreError(f"{path} exists and is not a dask_kernels feature store ({detail}); refusing to write "
                      "there, with or without overwrite=True (overwrite replaces only a feature store). Choose "
                      "another path, or move its contents away yourself.")
+
+
+# -- symbolic links and nesting ------------------------------------------------------------------
+def link_problem(path):
+    """What a local store path that is a symbolic link is ("a symbolic link to X" or "a dangling
+    symbolic link to X, which does not exist"), or None when it is not a link (or a URL)."""
+    local = local_path(path)
+    if local is None or not os.path.islink(local):
+        return None
+    target = os.readlink(local)
+    if not os.path.exists(local):
+        return f"{path} is a dangling symbolic link (to {target}, which does not exist)"
+    return f"{path} is a symbolic link (to {os.path.realpath(local)})"
+
+
+def refuse_link(path):
+    """Refuse to write a store through a symbolic link: ``overwrite`` would replace the link, not
+    the store it points to, and a dangling link cannot be created through."""
+    problem = link_problem(path)
+    if problem is None:
+        return
+    local = local_path(path)
+    if os.path.exists(local):
+        fix = f"pass the path it points to ({os.path.realpath(local)}) instead"
+    else:
+        fix = "remove the link, or pass the path where the store should be"
+    raise StoreError(f"{problem}; featurize writes a store only at a real path, never through a link: {fix}")
+
+
+#: ``format`` of a saved model's model.json (dask_kernels.learn.persist.MODEL_FORMAT) starts so.
+MODEL_FORMAT_PREFIX = "dask-kernels-model-"
+#: zarr.json or model.json larger than this is not ours (read to tell what a folder is).
+MAX_MARKER_BYTES = 256 * 2**20
+
+
+def _marker(fs, p, name):
+    """The JSON object in file ``name`` of folder ``p``, or None."""
+    f = p.rstrip("/") + "/" + name
+    try:
+        if not fs.isfile(f) or fs.size(f) > MAX_MARKER_BYTES:
+            return None
+        meta = json.loads(fs.cat_file(f))
+    except (OSError, ValueError, RecursionError):
+        return None
+    return meta if isinstance(meta, dict) else None
+
+
+def folder_kind(fs, p):
+    """"store" (a dask_kernels feature store), "model" (a saved model) or None."""
+    if is_store_meta(_marker(fs, p, "zarr.json")):
+        return "store"
+    meta = _marker(fs, p, "model.json")
+    if meta is not None and str(meta.get("format", "")).startswith(MODEL_FORMAT_PREFIX):
+        return "model"
+    return None
+
+
+def enclosing(path, storage_options=None):
+    """``(kind, folder, rest)`` of the nearest folder above ``path`` that is a feature store
+    ("store") or a saved model ("model"), ``rest`` the path below it ("/"-separated), or None.
+    Local paths are resolved first (links included), so a folder reached through a link is
+    found too."""
+    local = local_path(path)
+    if local is not None:
+        fs, p = filesystem(os.path.realpath(os.path.abspath(local)))
+    else:
+        fs, p = filesystem(path, storage_options)
+    p = full = p.rstrip("/")
+    split = os.path.dirname if local is not None else posixpath.dirname
+    while True:
+        parent = split(p)
+        if not parent or parent == p:
+            return None
+        kind = folder_kind(fs, parent)
+        if kind is not None:
+            rest = full[len(parent):].strip("/").replace(os.sep, "/")
+            url = str(path).rstrip("/")
+            if local is None and url.endswith("/" + rest):  # named as the caller named it (with s3://)
+                parent = url[:-len(rest) - 1]
+            return kind, parent, rest
+        p = parent
+
+
+def refuse_nesting(path, storage_options=None, what="store"):
+    """Refuse a feature store (``what="store"``) inside a saved model or inside another store
+    (its own segments excepted), and a saved model (``what="model"``) inside a store: replacing
+    the outer one would delete the inner one, or refuse to."""
+    from .layout import SEGMENT_NAME
+
+    outer = enclosing(path, storage_options)
+    if outer is None:
+        return
+    kind, folder, rest = outer
+    if what == "store" and kind == "store" and rest.startswith("segments/") and \
+            SEGMENT_NAME.match(rest[len("segments/"):]):
+        return  # an appended segment: a part of its store
+    outer_name = "feature store" if kind == "store" else "saved model"
+    raise StoreError(f"{path} is inside the {outer_name} {folder}; a {'feature store' if what == 'store' else 'model'} "
+                     f"is never written into a {outer_name}'s folder (it is not one of its files, so replacing "
+                     f"the {outer_name} would refuse or delete it): choose a path outside {folder}")

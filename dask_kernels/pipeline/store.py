@@ -27,10 +27,20 @@ matches; reading a block re-computes the digests, so a damaged (bit flip), missi
 chunk) or swapped chunk is an error naming the array, block and rows, and a re-run of the job
 rewrites it.
 
+Appended segments (``featurize(..., mode="append")``) are stores of their own under
+``segments/``; format 4 (sharded or not) lists each with its identity (job fingerprint, lease,
+rows, a digest of its done records) under ``segments_sha256``, so an edited list or a swapped
+or rewritten segment is refused on open naming it. Earlier formats list names only (read as
+listed; the next append upgrades the store to format 4).
+
 Safety rules, in the order featurize applies them:
 
+* a store path that is a symbolic link, or lies inside a saved model or another store (its own
+  segments excepted), is refused;
 * a store path must be absent, an empty folder or a dask_kernels store; anything else is
-  refused, with or without ``overwrite=True``, and left as it was;
+  refused, with or without ``overwrite=True``, and left as it was; ``overwrite=True`` also
+  refuses a store holding entries a store does not consist of (``layout.OWN_FILE``), and
+  deletes only a store's own entries;
 * a local store is created whole under a temporary name in the same folder and renamed into
   place, so a killed creation never leaves a half-made store at the path; an fsspec URL (object
   stores have no rename) gets its attributes first, so a half-made store is still recognised as
@@ -60,7 +70,7 @@ from ._digest import digest
 from .layout import COLUMNS, open_checked
 from .location import StoreError, open_group
 from .records import DONE, FIELD, RECORD_FIELDS, read_records, record_ok
-from .segments import segment_path
+from .segments import records_digest, segment_path
 
 #: Integrity checks (chunk checksums, digests, input re-checks, leases) on new runs. Private
 #: switch for benchmarks/bench_pipeline.py, which measures what they cost.
@@ -69,6 +79,11 @@ _INTEGRITY = True
 
 class StoreIntegrityError(StoreError):
     """A stored block does not match its done record (damaged, missing or swapped chunk)."""
+
+
+def _name(entry):
+    """A listed segment's name (format 4 lists entries, earlier formats names)."""
+    return entry["name"] if isinstance(entry, dict) else entry
 
 
 class BlockReader:
@@ -172,7 +187,8 @@ class FeatureStore:
     n_rows, n_blocks, block_rows : int
     fingerprint : dict
     format : int
-        Store format (1: older stores, read without verification; 2: current; 3: sharded).
+        Store format (1: older stores, read without verification; 2: current; 3: sharded;
+        4: with appended segments, each checked against the store's list).
     segments : list of FeatureStore
         Rows appended with ``featurize(..., mode="append")``, in order; ``features``, ``labels``,
         ``n_rows``, ``n_blocks``, ``blocks()``, ``read_block`` and ``done`` cover the store's own
@@ -220,11 +236,28 @@ class FeatureStore:
         for name in ("features",) + COLUMNS:
             arr = g[name] if name in keys else None
             setattr(self, name, None if arr is None else self._array(name, arr, tag))
-        self.segments = [FeatureStore(segment_path(path, s), storage_options, verify)
-                         for s in self.info.get("segments", [])]
+        listed = self.info.get("segments", [])
+        self.segments = [FeatureStore(segment_path(path, _name(s)), storage_options, verify) for s in listed]
+        for seg, entry in zip(self.segments, listed):
+            if isinstance(entry, dict):  # format 4: the segment must be the one that was appended
+                self._check_segment(seg, entry)
         self._own_blocks = self.n_blocks
         if self.segments:
             self._join_segments()
+
+    def _check_segment(self, seg, entry):
+        where = f"{self.path}: segment {entry['name']} ({seg.path})"
+        fix = ("restore the segment that was appended, or re-run the append that wrote it (same input) to "
+               "rewrite it")
+        if seg.info["fingerprint_sha256"] != entry["fingerprint_sha256"] or seg.n_rows != entry["n_rows"]:
+            raise StoreIntegrityError(f"{where} holds another job's rows than the segment the store lists "
+                                      f"(swapped or replaced segment); {fix}")
+        if seg.lease != entry["lease"]:
+            raise StoreIntegrityError(f"{where} is not the store that was appended (another store's segment, "
+                                      f"or a segment written again: its lease differs); {fix}")
+        if self.verify and records_digest(seg.group) != entry["records"]:
+            raise StoreIntegrityError(f"{where}: its done records changed since it was appended (damaged, "
+                                      f"swapped or rewritten segment); {fix}")
 
     def _join_segments(self):
         """Appended segments: their rows follow the first ones, block numbers run on."""

@@ -29,7 +29,7 @@ def data(tmp_path_factory):
     y = (X[:, 0] + X[:, 1] > 1).astype(np.int64)
     df = pd.DataFrame(X, columns=list("abcde"))
     df.insert(2, "label", y)  # between feature columns, as real files have it
-    df["name"] = "row"  # a text column: not a number, never a feature by default
+    df.assign(name="row").to_parquet(d / "named.parquet")  # a text column: refused unless --columns skip it
     df.iloc[:200].to_parquet(d / "train.parquet", row_group_size=64)
     os.makedirs(d / "dataset")
     df.iloc[:100].to_parquet(d / "dataset" / "part-0.parquet")
@@ -119,8 +119,11 @@ def test_a_job_file_reads_parquet(data, capsys):
     (["train", "{d}/train.parquet", "-o", "{d}/m.dk"], "source {d}/train.parquet: --label-column NAME is required"),
     (["train", "{d}/train.parquet", "--label-column", "nope", "-o", "{d}/m.dk"],
      "source {d}/train.parquet: label column 'nope' not found (columns: ['a', 'b', 'label',"),
-    (["train", "{d}/train.parquet", "--label-column", "name", "-o", "{d}/m.dk"],
-     "source {d}/train.parquet: column 'name' has type large_string, not a number"),
+    (["train", "{d}/named.parquet", "--label-column", "name", "-o", "{d}/m.dk"],
+     "source {d}/named.parquet: column 'name' has type large_string, not a number"),
+    (["train", "{d}/named.parquet", "--label-column", "label", "-o", "{d}/m.dk"],
+     "source {d}/named.parquet: column 'name' (large_string) is not numeric; select the feature columns with "
+     "--columns"),
     (["train", "{d}/train.parquet", "--label-column", "label", "--labels", "{d}/y.npy", "-o", "{d}/m.dk"],
      "--labels is for .npy input: parquet labels are a column, use --label-column"),
     (["train", "{d}/X.npy", "--labels", "{d}/y.npy", "--label-column", "label", "-o", "{d}/m.dk"],

@@ -25,7 +25,7 @@ import json, os, signal, sys, time
 import numpy as np
 from sklearn.linear_model import SGDClassifier
 from dask_kernels import GCWS, fit_incremental
-from dask_kernels.learn.checkpoint import load_npz
+from dask_kernels._npz import load_npz
 
 out, kills_wanted, seed = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 rng = np.random.default_rng(0)

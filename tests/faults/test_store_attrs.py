@@ -1,4 +1,4 @@
-"""Store attributes read from disk are validated before use (issue 9): damaged or edited
+"""Store attributes read from disk are validated before use: damaged or edited
 attributes give a message naming the store and the key, never a bare KeyError or JSON error;
 store format versions are checked."""
 
@@ -104,3 +104,27 @@ def test_format_1_store_opens_read_only_and_is_not_resumed(store):
         featurize(X, G, store=store, block_rows=100, progress=False)
     s = featurize(X, G, store=store, block_rows=100, overwrite=True, progress=False)
     assert s.format == 2 and np.array_equal(s.features.compute(), REF)
+
+
+@pytest.mark.parametrize("damage, message", [
+    # consolidated metadata lists the arrays: a damaged name used to hide the labels
+    ((r'"labels": \{', '"la`els": {'), r"unknown array 'la`els'; the store's metadata \(zarr.json\) is damaged"),
+    # an array entry zarr cannot read used to give "no feature store at ..."
+    ((r'"zarr_format": 3,(\s+)"node_type": "array"', r'"{arr_format": 3,\1"node_type": "array"'),
+     r"cannot read the store's metadata \(zarr.json\)"),
+])
+def test_damaged_array_entry_in_zarr_json_is_refused_naming_the_store(tmp_path, damage, message):
+    import re
+
+    from dask_kernels.pipeline.location import StoreError
+
+    p = str(tmp_path / "l.zarr")
+    featurize(X, G, labels=np.arange(len(X)) % 2, store=p, block_rows=100, progress=False)
+    meta_path = os.path.join(p, "zarr.json")
+    text = open(meta_path).read()
+    damaged = re.sub(damage[0], damage[1], text, count=1)
+    assert damaged != text
+    open(meta_path, "w").write(damaged)
+    with pytest.raises(StoreError, match=message) as e:
+        open_store(p)
+    assert p in str(e.value)

@@ -23,16 +23,17 @@ REF = G.transform(X)
 COLS = [f"x{j}" for j in range(6)]
 
 
-def _frame():
+def _frame(text=False):
     df = pd.DataFrame(X, columns=COLS)
     df["y"] = Y
-    df["name"] = [f"r{i}" for i in range(len(df))]  # not a number: never a feature by default
+    if text:  # not a number: a feature only when selected, and then refused
+        df["name"] = [f"r{i}" for i in range(len(df))]
     return df
 
 
-def _write_parquet(folder, files=2, row_group_size=50):
+def _write_parquet(folder, files=2, row_group_size=50, text=False):
     os.makedirs(folder, exist_ok=True)
-    df = _frame()
+    df = _frame(text)
     edges = np.linspace(0, len(df), files + 1).astype(int)
     for k in range(files):
         part = pa.Table.from_pandas(df.iloc[edges[k]:edges[k + 1]], preserve_index=False)
@@ -55,12 +56,12 @@ def test_read_parquet_row_counts_from_metadata_and_values(tmp_path):
 
 
 def test_read_parquet_refuses_text_columns_and_names_null_rows(tmp_path):
-    folder = _write_parquet(str(tmp_path / "t"))
+    folder = _write_parquet(str(tmp_path / "t"), text=True)
     with pytest.raises(ValueError, match="column 'name' has type (large_)?string, not a number"):
         read_parquet(folder, columns=["x0", "name"])
     with pytest.raises(ValueError, match="label column 'nope' not found"):
         read_parquet(folder, label="nope")
-    df = _frame().drop(columns="name")
+    df = _frame()
     df.loc[123, "x4"] = None
     p = str(tmp_path / "nulls.parquet")
     df.to_parquet(p, index=False)
@@ -129,8 +130,9 @@ def test_from_dataframe_and_read_csv(tmp_path):
     Xc, yc = read_csv(p, label="y", blocksize=8000)
     assert Xc.numblocks[0] > 2 and sum(Xc.chunks[0]) == 500
     assert np.array_equal(Xc.compute(), X) and np.array_equal(yc.compute(), Y)
+    _frame(text=True).to_csv(str(tmp_path / "text.csv"), index=False)
     with pytest.raises(ValueError, match="column 'name' has dtype"):
-        read_csv(p, columns=["x0", "name"])
+        read_csv(str(tmp_path / "text.csv"), columns=["x0", "name"])
     s = featurize(Xc, G, labels=yc, store=str(tmp_path / "c.zarr"), progress=False)
     assert np.array_equal(open_store(s.path).features.compute(), REF)
 

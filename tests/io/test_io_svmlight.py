@@ -1,5 +1,7 @@
 """svmlight/LIBSVM byte-range reader: format corners, partition invariance, error locations."""
 
+from decimal import Context, Decimal
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -101,11 +103,117 @@ def test_index_zero_in_one_based_file(tmp_path):
     assert "below 1" in _error(tmp_path, b"1 0:1\n")
 
 
-def test_empty_file_and_nan_values(tmp_path):
+def test_empty_file(tmp_path):
     src = read_svmlight(_write(tmp_path, b"# nothing\n", "e.svm"), n_features=3)
     assert src.shape == (0, 3)
-    X, _, _ = read_svmlight(_write(tmp_path, b"1 1:nan\n")).compute()
-    assert np.isnan(X.data[0])  # parsed; the pipeline rejects it naming the row
+
+
+# a decimal that looks finite but is infinite: 10**(1000000 - 100000); a scanner that caps the
+# exponent at 100000 reads it as 1e0
+INF_IN_DISGUISE = b"0." + b"0" * 99999 + b"1e1000000"
+
+
+@pytest.mark.parametrize("token", [b"nan", b"-inf", b"Infinity", b"1e400", b"-1.8e308", INF_IN_DISGUISE])
+@pytest.mark.parametrize("where", ["value", "label"])
+@pytest.mark.parametrize("split", [False, True])
+def test_non_finite_number_is_refused_naming_line_and_offset(tmp_path, token, where, split):
+    assert not np.isfinite(float(token))
+    bad = b"1 3:" + token if where == "value" else token + b" 3:1"
+    data = b"1 1:1\n# c\n" + bad + b"\n2 2:2\n"
+    blocksize = (8 if len(data) < 100 else len(data) // 4) if split else 10**7  # several ranges, or one
+    for n_features in (None, 5):
+        msg = _error(tmp_path, data, n_features=n_features, blocksize=blocksize)
+        assert "d.svm: line 3 (row 1), byte offset 10:" in msg and "not finite" in msg, msg[:300]
+        assert len(msg) < 600  # a megabyte-long number is not copied into the message
+
+
+@pytest.mark.parametrize("line, what", [
+    (b"1 qid:9223372036854775808 2:1", "query id 9223372036854775808 is out of range"),
+    (b"1 qid:-9223372036854775809 2:1", "query id -9223372036854775809 is out of range"),
+    (b"1 9223372036854775808:1", "feature index 9223372036854775808 is out of range"),
+    (b"1 2:1 123456789012345678901234567890:1", "feature index 123456789012345678901234567890 is out of range"),
+])
+def test_integer_out_of_int64_names_line_and_offset(tmp_path, line, what):
+    msg = _error(tmp_path, b"1 1:1\n" + line + b"\n")
+    assert "d.svm: line 2 (row 1), byte offset 6:" in msg and what in msg, msg
+
+
+def test_largest_integers_are_read(tmp_path):
+    p = _write(tmp_path, b"1 qid:-9223372036854775808 9223372036854775807:1\n2 qid:9223372036854775807 1:2\n")
+    src = read_svmlight(p)
+    assert src.shape == (2, 2**63 - 1)
+    assert src.qid.compute().tolist() == [-(2**63), 2**63 - 1]
+
+
+# -- exact conversion: every token the scanner takes converts as Python's float ---------------
+EXACT = Context(prec=2000)  # exact sums of doubles (at most ~770 significant digits)
+
+
+def _adversarial_tokens(rng, n):
+    """Decimals where a fast conversion goes wrong: long mantissas, halfway cases, huge and
+    tiny exponents (with mantissas that shift them back), subnormals, leading zeros."""
+    fixed = ["0", "-0", "-0.0", "+0e999999999", "1e-400", "-1e-400", "4.9e-324", "2.4703282292062327e-324",
+             "2.4703282292062328e-324", "2.2250738585072011e-308", "2.2250738585072014e-308",
+             "1.7976931348623157e308", "1.7976931348623158e308", "9007199254740993", "9007199254740992.5",
+             "9007199254740993.0000000000000000000001", "1e22", "1e23", "8.98846567431158e307",
+             "0." + "0" * 99999 + "1e100000", "1" + "0" * 400 + "e-400", "0." + "0" * 400 + "1e401",
+             "1e99999", "1e100000", "0.1e-100001", "123456789012345678901234567890e-30",
+             "7.1e-10", "1.00000000000000011102230246251565404236316680908203125",
+             "1.00000000000000011102230246251565404236316680908203124",
+             "1.00000000000000011102230246251565404236316680908203126"]
+    out = list(fixed)
+    digits = np.array(list("0123456789"))
+    while len(out) < n:
+        kind = rng.integers(6)
+        if kind == 0:  # the exact decimal midpoint between two doubles (all its digits), or just off it
+            v = float(rng.standard_normal() * 10.0 ** rng.integers(-320, 308))
+            mid = EXACT.add(Decimal(v), EXACT.divide(Decimal(float(np.spacing(v))), 2))
+            mant, _, exp = format(mid, "e").partition("e")
+            out.append(mant + rng.choice(["", "0000", "0001", "9" * 30]) + "e" + exp)
+            continue
+        mant = "".join(rng.choice(digits, rng.integers(1, 60)))
+        zeros = "0" * int(rng.integers(0, 30))
+        point = rng.integers(0, len(mant) + 1)
+        body = zeros + mant[:point] + "." + mant[point:]
+        sign = rng.choice(["", "-", "+"])
+        if kind == 1:
+            out.append(sign + body)
+        elif kind == 2:
+            out.append(f"{sign}{body}e{rng.integers(-330, 330)}")
+        elif kind == 3:  # exponent and leading/trailing zeros that cancel
+            k = int(rng.integers(0, 200))
+            out.append(f"{sign}0.{'0' * k}{mant}e{k + rng.integers(-25, 25)}")
+        elif kind == 4:  # near the fast path's limits: 2**53, 10**22
+            m = int(rng.integers(2**52, 2**54))
+            out.append(f"{sign}{m}e{rng.integers(-24, 24)}")
+        else:
+            out.append(f"{sign}{mant}E{rng.choice(['+', '-', ''])}{rng.integers(0, 400)}")
+    return out
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_every_accepted_number_converts_as_python_float(seed):
+    from dask_kernels.io import _svmlight_scan
+
+    rng = np.random.default_rng(seed)
+    tokens = [t for t in _adversarial_tokens(rng, 3000) if np.isfinite(float(t))]
+    doc = b"".join(f"{t} 1:{t} 2:-{t.lstrip('+-')}\n".encode() for t in tokens)
+    fast = _svmlight_scan.parse(doc, None, False)
+    assert fast is not None
+    labels, values = fast[4][3], fast[4][1]
+    for k, t in enumerate(tokens):
+        want = np.float64(float(t)).view(np.uint64)
+        assert labels[k].view(np.uint64) == want, t
+        assert values[2 * k].view(np.uint64) == want, t
+        assert values[2 * k + 1].view(np.uint64) == np.float64(-float(t.lstrip("+-"))).view(np.uint64), t
+
+
+def test_infinite_decimals_leave_the_range_to_the_python_parser():
+    from dask_kernels.io import _svmlight_scan
+
+    rng = np.random.default_rng(99)
+    for t in [t for t in _adversarial_tokens(rng, 3000) if not np.isfinite(float(t))] + [INF_IN_DISGUISE.decode()]:
+        assert _svmlight_scan.parse(f"1 1:1\n1 2:{t}\n".encode(), None, False) is None, t[:80]
 
 
 def test_fingerprint_changes_with_file(tmp_path):
@@ -140,7 +248,7 @@ def _number_text(rng):
     if kind == 5:
         return "".join(rng.choice(list("0123456789"), rng.integers(18, 30))) + "." + "7" * int(rng.integers(0, 30))
     if kind == 6:
-        return rng.choice(["4.9e-324", "2.2250738585072014e-308", "1.7976931348623157e308", "1e-400", "-1e400",
+        return rng.choice(["4.9e-324", "2.2250738585072014e-308", "1.7976931348623157e308", "1e-400", "-1e-400",
                            "2.4703282292062327e-324", "123e-30"])
     if kind == 7:
         return f"{rng.random():.{rng.integers(1, 20)}f}"
@@ -202,7 +310,8 @@ def test_fast_path_equals_the_reference_parser_bitwise(seed):
     (b"1 99:1", False),                  # beyond n_features
     (b"1 2:x", False), (b"1 2:", False), (b"1 :2", False), (b"1 2:3:4", False), (b"x 2:1", False),
     (b"1 qid:a 2:1", False), (b"1 2:1 qid:3", False), (b"1 2:1e", False), (b"1 2:1.2.3", False),
-    (b"1 2:inf", True), (b"1 2:nan", True), (b"1 2:1_0", True), (b"1 +2:1", True), (b"1 qid:+3 2:1", True),
+    (b"1 2:inf", False), (b"1 2:nan", False), (b"1 2:1e400", False), (b"nan 2:1", False),
+    (b"1 2:1_0", True), (b"1 +2:1", True), (b"1 qid:+3 2:1", True),
     (b"1 2:" + b"1" * 40, True), (b"1 1234567890123456789:1", False),
 ])
 def test_fast_path_leaves_every_other_decision_to_the_reference(line, accepted):

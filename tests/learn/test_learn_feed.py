@@ -116,8 +116,8 @@ def test_with_a_held_out_fraction_one_window_of_every_block_is_read_once_per_run
         assert len(model.history) == 3
         assert src.reads == {i: 1 for i in range(6)}  # held-out and training rows: one read of each block
     # the same held-out set and training rows as reading them separately
-    from dask_kernels.learn.incremental import _held_out
-    from dask_kernels.learn.shuffle import EpochPlan
+    from dask_kernels.learn.feeds import Feed, LocalFeed
+    from dask_kernels.learn.shuffle import EpochPlan, Order
 
     X, y = _data()
     fmap = NRFF(n_components=32, gamma=0.5, seed=0).fit(X)
@@ -125,11 +125,13 @@ def test_with_a_held_out_fraction_one_window_of_every_block_is_read_once_per_run
     def source():
         return StoreSource(float_store) if make == "store" else ArraySource(X, y, fmap, block_rows=200)
 
-    cache = {}
-    held, fraction = _held_out(0.2, None, source(), "classifier", 0, None, cache=cache)
-    plain, _ = _held_out(0.2, None, source(), "classifier", 0, None)
-    assert held.n_rows == plain.n_rows > 0 and sorted(cache) == list(range(6))
-    for (a, b), (c, d) in zip(held.parts, plain.parts):
+    fraction, order = 0.2, Order(seed=0, window=6, fraction=0.2)
+    feed = LocalFeed(source(), order, None, epochs=1, prefetch=True)
+    cache = feed.cache
+    held = feed.held_out()
+    plain = Feed(source(), order, None, epochs=1, prefetch=True).held_out()
+    assert sum(len(p[1]) for p in held) == sum(len(p[1]) for p in plain) > 0 and sorted(cache) == list(range(6))
+    for (a, b), (c, d) in zip(held, plain):
         np.testing.assert_array_equal(a, c)
         np.testing.assert_array_equal(b, d)
     plan = EpochPlan(source(), 0, 0, 6, fraction)

@@ -5,6 +5,7 @@ model the same with the fast path on and off."""
 
 import itertools
 
+import dask.config
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -14,14 +15,10 @@ from dask_kernels import fit_incremental
 from dask_kernels.learn import learner, sgd_fast
 
 
-@pytest.fixture(autouse=True)
-def _check_the_installed_scikit_learn(monkeypatch):
-    """Run the replica against the scikit-learn installed here even if it is not (yet) in
-    VERIFIED: a new release whose loop differs fails these tests (and stays off in use, where
-    the gate sends it to scikit-learn); one that matches tells that it can be added."""
-    import sklearn
 
-    monkeypatch.setattr(sgd_fast, "VERIFIED", (sklearn.__version__,))
+def _set(monkeypatch, key, value):
+    """The dask config key ``dask_kernels.<key>`` for the rest of the test."""
+    monkeypatch.setitem(dask.config.config, "dask_kernels", {**dask.config.config.get("dask_kernels", {}), key: value})
 
 
 def _data(n=240, m=12, classes=4, dtype=np.float64, seed=0, scale=1.0):
@@ -218,12 +215,11 @@ def test_fallback_for_other_configurations(monkeypatch):
     assert not sgd_fast.applies(est, X, y, classes=np.array([0, 1, 2, 5]))
     for same in (est.classes_, [3, 1, 0, 2], np.arange(4.0), np.array([0, 1, 1, 2, 3])):  # unique_labels: classes_
         assert sgd_fast.applies(est, X, y, classes=same), same
-    monkeypatch.setattr(sgd_fast, "VERIFIED", ("0.0",))
+    supported = sgd_fast.SUPPORTED
+    monkeypatch.setattr(sgd_fast, "SUPPORTED", ((0, 1), (0, 2)))  # a scikit-learn it does not replicate
     assert not sgd_fast.applies(est, X, y, classes=classes)
-    import sklearn
-
-    monkeypatch.setattr(sgd_fast, "VERIFIED", (sklearn.__version__,))
-    monkeypatch.setattr(sgd_fast, "ENABLED", False)
+    monkeypatch.setattr(sgd_fast, "SUPPORTED", supported)
+    _set(monkeypatch, "sgd_fast", False)
     assert not sgd_fast.applies(est, X, y, classes=classes)
 
 
@@ -256,7 +252,7 @@ def test_fit_incremental_same_model(monkeypatch, loss):
     monkeypatch.setattr(sgd_fast, "partial_fit", lambda *a, **k: calls.append(1) or real(*a, **k))
     on = fit()
     assert len(calls) == 12  # every call, the first one too (primed)
-    monkeypatch.setattr(sgd_fast, "ENABLED", False)
+    _set(monkeypatch, "sgd_fast", False)
     off = fit()
     assert len(calls) >= 10 and on.t_ == off.t_
     _same(on, off)
@@ -320,3 +316,48 @@ def test_first_call_refused_as_sklearn_leaves_the_estimator_as_sklearn_does():
         assert sorted(vars(est)) == sorted(vars(ref)) and not hasattr(est, "coef_")
     est = SGDClassifier(random_state=0)
     assert sgd_fast.takes_rows(est) and not sgd_fast.applies(est, X, y)  # classes needed on a first call
+
+
+def test_the_declared_scikit_learn_versions_are_supported():
+    """The gate is pyproject.toml's range (its lowest and highest releases are what CI checks
+    the replica against), not one release: 1.6.1 had it off, training half as fast."""
+    import re
+    import sklearn
+
+    text = open(__file__.rsplit("/tests/", 1)[0] + "/pyproject.toml").read()
+    lo, hi = re.search(r'"scikit-learn>=(\d+\.\d+),<(\d+\.\d+)"', text).groups()
+    assert sgd_fast.SUPPORTED == (tuple(map(int, lo.split("."))), tuple(map(int, hi.split("."))))
+    for v in ("1.6.0", "1.6.1", "1.7.2", "1.8.0", "1.9.1", sklearn.__version__):
+        assert sgd_fast.supported(v), v
+    for v in ("1.5.2", "1.10.0", "1.10.dev0", "2.0.0", "nightly"):
+        assert not sgd_fast.supported(v), v
+
+
+@pytest.mark.parametrize("why", ["config", "version"])
+def test_off_says_so_once(monkeypatch, caplog, why):
+    X, y = _data()
+    classes = np.arange(4)
+    est = SGDClassifier(random_state=0).partial_fit(X[:40], y[:40], classes=classes)
+    sgd_fast._off.cache_clear()  # (it says so once per process)
+    if why == "config":
+        _set(monkeypatch, "sgd_fast", False)
+    else:
+        monkeypatch.setattr(sgd_fast, "SUPPORTED", ((0, 1), (0, 2)))
+    with caplog.at_level("INFO", logger="dask_kernels"):
+        for _ in range(3):
+            assert not sgd_fast.applies(est, X, y, classes=classes)
+        learner.partial_fit(est, X, y, {"classes": classes})
+    said = [r for r in caplog.records if r.name == "dask_kernels" and "fast path is off" in r.getMessage()]
+    assert len(said) == 1
+    assert ("dask_kernels.sgd_fast" if why == "config" else "scikit-learn") in said[0].getMessage()
+    sgd_fast._off.cache_clear()
+
+
+def test_on_says_nothing(caplog):
+    X, y = _data()
+    classes = np.arange(4)
+    est = SGDClassifier(random_state=0).partial_fit(X[:40], y[:40], classes=classes)
+    sgd_fast._off.cache_clear()
+    with caplog.at_level("DEBUG", logger="dask_kernels"):
+        assert sgd_fast.applies(est, X, y, classes=classes)
+    assert not [r for r in caplog.records if "fast path" in r.getMessage()]

@@ -11,15 +11,8 @@ from dask_kernels import fit_incremental
 from dask_kernels.learn import learner, sgd_fast
 from dask_kernels.learn._gather import StepRows
 from dask_kernels.learn.shuffle import KeptRows, _Window, step_features
-from test_sgd_fast import _same  # bitwise equal fitted state
+from test_sgd_fast import _same, _set  # bitwise equal fitted state; a config key
 
-
-@pytest.fixture(autouse=True)
-def _check_the_installed_scikit_learn(monkeypatch):
-    """As in test_sgd_fast.py: the replica against the scikit-learn installed here."""
-    import sklearn
-
-    monkeypatch.setattr(sgd_fast, "VERIFIED", (sklearn.__version__,))
 
 
 def _kept(dtype, sizes=(37, 50, 23, 41), m=9, seed=0):
@@ -148,10 +141,10 @@ def test_what_the_indexed_path_does_not_take(monkeypatch):
     assert not sgd_fast.applies(est, StepRows(X.base, np.array([-1, 0]), np.float64), y[:2])
     assert not sgd_fast.applies(est, StepRows(np.asfortranarray(whole), rows, np.float64), y[rows])
     assert not sgd_fast.applies(est, StepRows(whole.astype(np.float16), rows, np.float64), y[rows])
-    monkeypatch.setattr(sgd_fast, "ROWS", False)
+    _set(monkeypatch, "sgd_fast_in_place", False)
     assert not sgd_fast.takes_rows(est)
-    monkeypatch.setattr(sgd_fast, "ROWS", True)
-    monkeypatch.setattr(sgd_fast, "ENABLED", False)
+    _set(monkeypatch, "sgd_fast_in_place", True)
+    _set(monkeypatch, "sgd_fast", False)
     assert not sgd_fast.takes_rows(est) and not sgd_fast.applies(est, step, y[rows], classes=classes)
 
 
@@ -181,16 +174,19 @@ def test_step_features_gathers_where_rows_are_not_kept_in_one_array():
     src = ArraySource(whole, y % 4, block_rows=40)
     est = SGDClassifier(random_state=0).partial_fit(whole[:20].astype(np.float64), y[:20] % 4, classes=np.arange(4))
     rows = np.arange(0, 100, 3)
-    F, _, n = step_features(src, X, y, rows, est)
+    def steps(X, est):  # the step as the learner asks for it (in place where it reads kept rows)
+        return step_features(src, X, y, rows, est, learner.Fitter.in_place(est))
+
+    F, _, n = steps(X, est)
     assert isinstance(F, StepRows) and n == rows.size
     plain = _Window(X.parts)  # blocks read for one window, not kept
-    F, _, _ = step_features(src, plain, y, rows, est)
+    F, _, _ = steps(plain, est)
     assert isinstance(F, np.ndarray) and F.tobytes() == whole[rows].astype(np.float64).tobytes()
-    F, _, _ = step_features(src, X, y, rows, SGDClassifier())  # not fitted yet: its first call is primed
+    F, _, _ = steps(X, SGDClassifier())  # not fitted yet: its first call is primed
     assert isinstance(F, StepRows) and F.dtype == np.float64
-    F, _, _ = step_features(src, X, y, rows, SGDClassifier(average=True))  # a configuration not replicated
+    F, _, _ = steps(X, SGDClassifier(average=True))  # a configuration not replicated
     assert isinstance(F, np.ndarray)
-    F, _, _ = step_features(src, X, y, rows, Perceptron().partial_fit(whole[:20], y[:20] % 4, classes=range(4)))
+    F, _, _ = steps(X, Perceptron().partial_fit(whole[:20], y[:20] % 4, classes=range(4)))
     assert isinstance(F, np.ndarray)
     assert not sp.issparse(F)
 
@@ -219,11 +215,11 @@ def test_fit_incremental_same_model(monkeypatch, dtype, validation, shuffle):
     kinds = _spy(monkeypatch)
     indexed = fit()
     assert kinds == [StepRows] * 16, kinds  # every step, the first one too (primed, not scikit-learn's)
-    monkeypatch.setattr(sgd_fast, "ROWS", False)
+    _set(monkeypatch, "sgd_fast_in_place", False)
     del kinds[:]
     gathered = fit()
     assert StepRows not in kinds and len(kinds) >= 14
-    monkeypatch.setattr(sgd_fast, "ENABLED", False)
+    _set(monkeypatch, "sgd_fast", False)
     sklearn_only = fit()
     _same(indexed, gathered)
     _same(indexed, sklearn_only)
@@ -250,7 +246,7 @@ def test_fit_incremental_on_a_store(monkeypatch, tmp_path):
     kinds = _spy(monkeypatch)
     indexed = fit()
     assert kinds.count(StepRows) >= 12
-    monkeypatch.setattr(sgd_fast, "ROWS", False)
+    _set(monkeypatch, "sgd_fast_in_place", False)
     _same(indexed, fit())
 
 

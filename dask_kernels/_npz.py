@@ -1,8 +1,10 @@
-"""Atomic, pickle-free, bounded files of arrays + JSON (checkpoints and saved models).
+"""Atomic, pickle-free, bounded ``.npz`` files: checkpoints, saved models' arrays, sidecars.
 
-A file is an ``.npz`` (zip) archive: one ``.npy`` member per array and ``__meta__.npy``, a JSON
-text that also lists every array's shape and dtype (``meta["arrays"]``). Writing goes to a
-temporary name in the same folder, is flushed to disk, then renamed over the target; on any
+A file is an ``.npz`` (zip) archive: one ``.npy`` member per array and, in checkpoints and
+models, ``__meta__.npy``, a JSON text that also lists every array's shape and dtype
+(``meta["arrays"]``). A feature map's sidecar (:mod:`dask_kernels.sidecar`) has no metadata
+member: its manifest is in the map's spec and is given to :func:`read_arrays`. Writing goes to
+a temporary name in the same folder, is flushed to disk, then renamed over the target; on any
 failure the temporary file is removed.
 
 Reading trusts nothing in the file. It opens the zip itself (never ``np.load``), reads only
@@ -19,6 +21,7 @@ import math
 import os
 import tempfile
 import zipfile
+import zlib
 
 import numpy as np
 
@@ -29,6 +32,9 @@ MAX_RATIO = 16
 MIN_BUDGET = 2**20
 _CHUNK = 2**20
 _ALLOWED_KINDS = "biufU"  # numbers, booleans and fixed-width strings: nothing that unpickles
+# what zipfile raises for damaged members (NotImplementedError: an unknown compression method,
+# RuntimeError: the encryption flag, zlib.error and EOFError: a broken deflate stream)
+_ZIP_ERRORS = (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError)
 
 
 def manifest(arrays):
@@ -37,17 +43,19 @@ def manifest(arrays):
             for k, v in arrays.items()}
 
 
-def save_npz(path, arrays, meta):
+def save_npz(path, arrays, meta=None):
     """Write ``arrays`` and the JSON ``meta`` to ``path`` atomically (temp file, fsync, rename).
 
     A reader sees either the previous file or the complete new one, never a partial write, and
-    a failed write leaves no temporary file behind. ``meta["arrays"]`` is set to the manifest.
+    a failed write leaves no temporary file behind. ``meta["arrays"]`` is set to the manifest;
+    ``meta`` None writes the arrays alone (a sidecar: its manifest is kept elsewhere).
     """
     path = os.fspath(path)
     folder, base = os.path.split(os.path.abspath(path))
     payload = {k: np.asarray(v) for k, v in arrays.items()}
-    meta = dict(meta, arrays=manifest(payload))
-    payload[_META] = np.array(json.dumps(meta))
+    if meta is not None:
+        meta = dict(meta, arrays=manifest(payload))
+        payload[_META] = np.array(json.dumps(meta))
     fd, tmp = tempfile.mkstemp(prefix=f".{base}.tmp-{os.getpid()}-", dir=folder)
     try:
         with os.fdopen(fd, "wb") as f:
@@ -105,6 +113,13 @@ def _read_member(zf, path, name, declared, budget):
         info = zf.getinfo(member)
     except KeyError:
         raise _bad(path, member, "missing (the file is truncated or was edited)") from None
+    try:
+        return _read_array(zf, info, path, member, declared, budget)
+    except _ZIP_ERRORS as e:  # a damaged local header, CRC, compression method or stream
+        raise _bad(path, member, f"damaged ({type(e).__name__}: {e})") from None
+
+
+def _read_array(zf, info, path, member, declared, budget):
     with zf.open(info) as f:
         try:
             version = np.lib.format.read_magic(f)
@@ -126,7 +141,7 @@ def _read_member(zf, path, name, declared, budget):
         nbytes = math.prod(shape) * dtype.itemsize
         header = f.tell()
         if info.file_size != header + nbytes:
-            raise _bad(path, member, f"is {info.file_size} bytes, its header says {header + nbytes}")
+            raise _bad(path, member, f"has {info.file_size - header} data bytes, its header says {nbytes}")
         if nbytes > budget:
             raise _bad(path, member, f"would need {nbytes:,} bytes, more than this file may allocate "
                                      f"({budget:,} bytes: {MAX_RATIO}x its size on disk + "
@@ -134,16 +149,13 @@ def _read_member(zf, path, name, declared, budget):
         out = np.empty(math.prod(shape), dtype=dtype)
         buf = memoryview(out.view(np.uint8)) if nbytes else None
         pos = 0
-        try:
-            while pos < nbytes:
-                chunk = f.read(min(_CHUNK, nbytes - pos))
-                if not chunk:
-                    raise _bad(path, member, f"truncated: {pos} of {nbytes} data bytes")
-                buf[pos:pos + len(chunk)] = chunk
-                pos += len(chunk)
-            f.read(1)  # reach the member's end: the zip layer checks its CRC there
-        except zipfile.BadZipFile as e:
-            raise _bad(path, member, f"damaged ({e})") from None
+        while pos < nbytes:
+            chunk = f.read(min(_CHUNK, nbytes - pos))
+            if not chunk:
+                raise _bad(path, member, f"truncated: {pos} of {nbytes} data bytes")
+            buf[pos:pos + len(chunk)] = chunk
+            pos += len(chunk)
+        f.read(1)  # reach the member's end: the zip layer checks its CRC there
     return out.reshape(shape, order="F" if fortran else "C"), nbytes
 
 
@@ -189,11 +201,7 @@ def load_npz(path, max_bytes=None):
     """
     path = os.fspath(path)
     budget = _budget(path, max_bytes)
-    try:
-        zf = zipfile.ZipFile(path)
-    except (zipfile.BadZipFile, zipfile.LargeZipFile) as e:
-        raise _bad(path, None, f"not a dask_kernels file (not a zip archive: {e})") from None
-    with zf:
+    with _open(path) as zf:
         if f"{_META}.npy" not in zf.NameToInfo:
             raise _bad(path, None, "not a dask_kernels file (no metadata member __meta__.npy)")
         text, used = _read_member(zf, path, _META, None, budget)
@@ -211,11 +219,38 @@ def load_npz(path, max_bytes=None):
             declared = {n: None for n in names}
         else:
             _check_manifest(path, declared, budget - used)
-        arrays = {}
-        for name, d in declared.items():
-            arrays[name], n = _read_member(zf, path, name, d, budget - used)
-            used += n
-    return arrays, meta
+        return _read_members(zf, path, declared, budget - used), meta
+
+
+def _read_members(zf, path, declared, budget):
+    arrays = {}
+    for name, d in declared.items():
+        arrays[name], n = _read_member(zf, path, name, d, budget)
+        budget -= n
+    return arrays
+
+
+def _open(path):
+    try:
+        return zipfile.ZipFile(path)
+    except (zipfile.BadZipFile, zipfile.LargeZipFile) as e:
+        raise _bad(path, None, f"not a dask_kernels file (not a zip archive: {e})") from None
+
+
+def read_arrays(path, declared, max_bytes=None):
+    """The arrays of a file written by :func:`save_npz` without metadata (a sidecar), whose
+    manifest ``declared`` (``{name: {"shape": [...], "dtype": str}}``) comes from elsewhere:
+    the file must hold exactly those members, each checked as :func:`load_npz` checks them,
+    with the same bound on what it allocates. Raises ``ValueError`` naming the file and member.
+    """
+    path = os.fspath(path)
+    budget = _budget(path, max_bytes)
+    _check_manifest(path, declared, budget)
+    with _open(path) as zf:
+        names = sorted(zf.namelist())
+        if names != sorted(f"{n}.npy" for n in declared):
+            raise _bad(path, None, f"holds members {names}, expected {sorted(f'{n}.npy' for n in declared)}")
+        return _read_members(zf, path, declared, budget)
 
 
 def read_format(source, *, name=None, size=None):
@@ -236,12 +271,3 @@ def read_format(source, *, name=None, size=None):
     except (OSError, ValueError, zipfile.BadZipFile, RecursionError, IndexError):
         return None
     return meta.get("format") if isinstance(meta, dict) else None
-
-
-def prefixed(arrays, prefix):
-    return {f"{prefix}/{k}": v for k, v in arrays.items()}
-
-
-def unprefixed(arrays, prefix):
-    n = len(prefix) + 1
-    return {k[n:]: v for k, v in arrays.items() if k.startswith(prefix + "/")}

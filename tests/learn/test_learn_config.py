@@ -1,0 +1,57 @@
+"""fit_incremental's options as a TrainConfig, and the progress lines of its loop."""
+
+import numpy as np
+import pytest
+from sklearn.linear_model import SGDClassifier
+
+from dask_kernels import fit_incremental
+from dask_kernels.learn import incremental
+from dask_kernels.learn.config import TrainConfig
+
+
+def _data(n=1200, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 6))
+    return X, (X[:, 0] + X[:, 1] > 0).astype(int)
+
+
+def _sgd():
+    return SGDClassifier(loss="log_loss", learning_rate="constant", eta0=0.05, random_state=0)
+
+
+def test_a_config_object_and_keywords_give_the_same_run():
+    X, y = _data()
+    cfg = TrainConfig(epochs=3, block_rows=200, validation_fraction=0.2, seed=4, progress=False)
+    a = fit_incremental(_sgd(), X, y, config=cfg)
+    b = fit_incremental(_sgd(), X, y, epochs=3, block_rows=200, validation_fraction=0.2, seed=4, progress=False)
+    c = fit_incremental(_sgd(), X, y, config=cfg, seed=5)  # keywords replace the config's fields
+    assert a.estimator.coef_.tobytes() == b.estimator.coef_.tobytes()
+    assert a.estimator.coef_.tobytes() != c.estimator.coef_.tobytes()
+    assert cfg.seed == 4  # (the config is not changed)
+
+
+def test_unknown_options_and_bad_values_are_refused_before_any_work():
+    X, y = _data()
+    with pytest.raises(TypeError, match="unexpected keyword argument 'epoch'.*epochs"):
+        fit_incremental(_sgd(), X, y, epoch=3)
+    with pytest.raises(TypeError, match="config must be a TrainConfig"):
+        fit_incremental(_sgd(), X, y, config={"epochs": 3})
+    for bad, match in [({"step_blocks": 0}, "step_blocks"), ({"shuffle_window": "all"}, "shuffle_window"),
+                       ({"metric": "f1"}, "unknown metric"), ({"epochs": 0}, "epochs"),
+                       ({"replicas": 1.5}, "replicas"), ({"validation_fraction": 1.5}, r"\[0, 1\)")]:
+        with pytest.raises(ValueError, match=match):
+            TrainConfig(**bad)
+
+
+def test_progress_lines_within_an_epoch_and_one_per_epoch(monkeypatch, capsys):
+    X, y = _data()
+    monkeypatch.setattr(incremental, "PROGRESS_SECONDS", 0.0)  # a line after every step
+    fit_incremental(_sgd(), X, y, epochs=2, block_rows=200, validation_fraction=None)
+    lines = capsys.readouterr().err.splitlines()
+    steps = [line for line in lines if " step " in line]
+    assert len(steps) == 12 and steps[0].startswith("epoch 1  step 1/6  200 rows")
+    assert steps[-1].startswith("epoch 2  step 6/6  1200 rows")
+    assert [line.split("  ")[0] for line in lines if " step " not in line] == ["epoch 1", "epoch 2"]
+    monkeypatch.setattr(incremental, "PROGRESS_SECONDS", 3600.0)
+    fit_incremental(_sgd(), X, y, epochs=2, block_rows=200, validation_fraction=None)
+    assert len(capsys.readouterr().err.splitlines()) == 2  # the epochs' lines only
