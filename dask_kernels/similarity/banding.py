@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 #: Default (false-positive, false-negative) weights of :func:`choose_bands`.
-WEIGHTS = (0.05, 0.95)
+WEIGHTS = (0.01, 0.99)
 #: Points of the trapezoid rule over each integral.
 _GRID = 513
 
@@ -79,7 +79,7 @@ def choose_bands(threshold, n_hashes, bits=None, weights=WEIGHTS, max_rows=64):
         Codes per row (the map's ``n_components``).
     bits : int, optional
         Code width; None for full samples.
-    weights : (float, float), default (0.05, 0.95)
+    weights : (float, float), default (0.01, 0.99)
         False-positive and false-negative weights (summing to 1).
     max_rows : int, default 64
         Largest band width considered.
@@ -88,7 +88,7 @@ def choose_bands(threshold, n_hashes, bits=None, weights=WEIGHTS, max_rows=64):
     --------
     >>> from dask_kernels.similarity import choose_bands
     >>> choose_bands(0.8, 256, bits=8)
-    (25, 10)
+    (28, 9)
     """
     t = float(threshold)
     if not 0.0 < t < 1.0:
