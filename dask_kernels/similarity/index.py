@@ -114,10 +114,9 @@ class SimilarityIndex:
         for j in range(bands):
             lo = np.searchsorted(keys[:, j], qk[:, j], side="left")
             hi = np.searchsorted(keys[:, j], qk[:, j], side="right")
-            counts = hi - lo
-            qs.append(np.repeat(np.arange(len(codes)), counts))
-            rs.append(order[np.concatenate([np.arange(a, b) for a, b in zip(lo, hi)] or [np.empty(0, np.int64)])
-                            .astype(np.int64), j])
+            q, at = _ranges(lo, hi)
+            qs.append(q)
+            rs.append(order[at, j])
         out = self._result(np.concatenate(qs), np.concatenate(rs), codes)
         return out[out["estimate"] >= threshold].reset_index(drop=True)
 
@@ -155,11 +154,10 @@ class SimilarityIndex:
         qs, rs = [], []
         for t, (order, sorted_bytes) in enumerate(self._prefix_trees(trees)):
             pos = np.searchsorted(sorted_bytes, self._slice_bytes(codes, t, width))
-            for qi, p in enumerate(pos):
-                sel = order[max(0, p - w):min(self.n_rows, p + w)]
-                qs.append(np.full(sel.size, qi))
-                rs.append(sel)
-        out = self._result(np.concatenate(qs), np.concatenate(rs), codes) if qs else self._result([], [], codes)
+            q, at = _ranges(np.maximum(pos - w, 0), np.minimum(pos + w, self.n_rows))
+            qs.append(q)
+            rs.append(order[at])
+        out = self._result(np.concatenate(qs), np.concatenate(rs), codes)
         out = out.sort_values(["query", "estimate", "row"], ascending=[True, False, True], kind="stable")
         out = out.groupby("query", sort=True).head(int(k)).reset_index(drop=True)
         out["rank"] = out.groupby("query").cumcount()
@@ -205,6 +203,14 @@ class SimilarityIndex:
         except SidecarError as e:
             raise ValueError(str(e)) from None
         return cls(codes, meta["bits"], meta.get("spec"))
+
+
+def _ranges(lo, hi):
+    """``(query, position)`` for every position in ``[lo[q], hi[q])`` of every query q."""
+    counts = hi - lo
+    q = np.repeat(np.arange(lo.size), counts)
+    first = np.repeat(lo - (np.cumsum(counts) - counts), counts)
+    return q, first + np.arange(q.size)
 
 
 def _read_meta(path):
