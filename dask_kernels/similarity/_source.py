@@ -99,13 +99,19 @@ def as_codes(source, bits=None, block_rows=BLOCK_ROWS, where="source"):
         return Codes(source.features, b, source.spec, (source.path, opts))
     if bits is None:
         raise ValueError(f"{where}: give bits= (the code width of the GCWS map that made these codes)")
-    if isinstance(bits, bool) or int(bits) != bits or not 1 <= bits <= 16:
-        raise ValueError(f"{where}: bits must be an integer from 1 to 16, got {bits!r}")
+    bits = check_bits(bits, where)
     arr = source if isinstance(source, da.Array) else da.from_array(np.asarray(source), chunks=(block_rows, -1))
     if arr.ndim != 2 or arr.dtype.kind != "u":
         raise ValueError(f"{where}: expected a 2-D array of unsigned integer codes (rows, hashes), got shape "
                          f"{arr.shape} dtype {arr.dtype}")
-    return Codes(arr.rechunk({1: -1}), int(bits))
+    return Codes(arr.rechunk({1: -1}), bits)
+
+
+def check_bits(bits, where="bits"):
+    """``bits`` as an int from 1 to 16, or ValueError naming ``where``."""
+    if isinstance(bits, bool) or not isinstance(bits, (int, np.integer)) or not 1 <= bits <= 16:
+        raise ValueError(f"{where}: bits must be an integer from 1 to 16, got {bits!r}")
+    return int(bits)
 
 
 def as_rows(X, codes, where="X"):

@@ -18,7 +18,7 @@ import pandas as pd
 
 from ..sidecar import SidecarError, check_manifest, manifest, read_npz, write_npz
 from ._kernels import agreement, band_keys
-from ._source import as_codes
+from ._source import as_codes, check_bits
 from .banding import WEIGHTS, check_bands, choose_bands
 from .join import code_estimate
 
@@ -65,9 +65,7 @@ class SimilarityIndex:
 
     def __init__(self, codes, bits, spec=None):
         self.codes = _codes_array(codes)
-        if isinstance(bits, bool) or int(bits) != bits or not 1 <= bits <= 16:
-            raise ValueError(f"bits must be an integer from 1 to 16, got {bits!r}")
-        self.bits, self.spec = int(bits), spec
+        self.bits, self.spec = check_bits(bits), spec
         self._tables = {}
 
     @classmethod

@@ -223,3 +223,17 @@ def test_a_damaged_or_foreign_index_is_refused(tmp_path):
     with pytest.raises(ValueError, match="refusing"):
         SimilarityIndex(codes, 8).save(other)
     assert (other / "notes.txt").read_text() == "keep"
+
+
+def test_a_damaged_store_block_is_named_not_searched(tmp_path):
+    import shutil
+
+    from dask_kernels.pipeline import StoreIntegrityError
+
+    X = _weighted_rows(groups=10)
+    path = str(tmp_path / "s.zarr")
+    featurize(X, GCWS(n_components=32, bits=8, seed=1), store=path, block_rows=20, progress=False)
+    chunk = os.path.join(path, "features", "c", "{}", "0")
+    shutil.copyfile(chunk.format(1), chunk.format(0))  # a swapped chunk: valid bytes, wrong rows
+    with pytest.raises(StoreIntegrityError, match="block 0"):
+        similarity_join(path, T).compute()
