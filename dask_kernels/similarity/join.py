@@ -65,8 +65,16 @@ def _block_keys(codes, start, side, bands, rows):
 
 
 def _partition_pairs(df, cap, cross, starts_a, starts_b):
-    df = df.sort_values(["key", "rkey", "side", "row"], kind="stable")
-    i, j = bucket_pairs(df["key"].to_numpy(), df["side"].to_numpy(), df["row"].to_numpy(), cap, cross)
+    key = df["key"].to_numpy()
+    order = np.argsort(key)  # any order of equal keys: the lexsort below fixes it
+    ks = key[order]
+    shared = np.zeros(ks.size, bool)  # rows whose key is some other row's too: most are alone
+    shared[1:] = ks[1:] == ks[:-1]
+    shared[:-1] |= shared[1:]
+    sel = order[shared]
+    side, row = df["side"].to_numpy()[sel], df["row"].to_numpy()[sel]
+    o = np.lexsort((row, side, df["rkey"].to_numpy()[sel], key[sel]))
+    i, j = bucket_pairs(key[sel][o], side[o], row[o], cap, cross)
     p = np.searchsorted(starts_a, i, side="right") - 1
     q = np.searchsorted(starts_b, j, side="right") - 1
     return pd.DataFrame({"i": i, "j": j, "bp": p * (len(starts_b) - 1) + q})

@@ -89,7 +89,10 @@ def test_join_recall_and_precision_on_weighted_rows_at_set_similarities(exact):
     codes = GCWS(n_components=512, bits=8, seed=5, sampler="dart").fit(X).transform(X)
     df = similarity_join(codes, T, bits=8, X=X if exact else None).compute()
     got = _pairs(df)
-    assert len(got & truth) >= 0.95 * len(truth)
+    # On the code estimate a pair exactly at the threshold is kept half the time (estimate noise):
+    # recall is asserted from T + 0.05 up, 2.6 standard errors at k = 512, and from T with exact GMM.
+    wanted = truth if exact else {(i, j) for i, j in truth if K[i, j] >= T + 0.05}
+    assert len(got & wanted) >= 0.95 * len(wanted)
     sims = K[df["i"], df["j"]]
     assert sims.min() >= (T if exact else T - 0.05) - 1e-12  # code estimate: 0.05 = 2.6 standard errors at k = 512
     if exact:
