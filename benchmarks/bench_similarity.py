@@ -151,18 +151,20 @@ def main():
     X, families = make_data(args.rows)
     truth = truth_pairs(X, families)
     print(f"{args.rows} rows, {len(truth)} pairs at Jaccard >= {T}; load average {os.getloadavg()[0]:.1f}")
-    results = {"dask_kernels": run_ours(X, args.workers)}
-    if "datasketch" not in args.skip:
-        results["datasketch"] = run_datasketch(X)
-    if "spark" not in args.skip:
-        r = run_spark(X, args.workers, args.spark_tables)
-        if r is not None:
-            results["spark"] = r
-    ours = results["dask_kernels"][0]
-    print(f"{'system':<14}{'seconds':>10}{'recall':>9}{'precision':>11}{'pairs':>10}{'ours faster':>13}")
-    for name, (seconds, found) in results.items():
+    print(f"{'system':<14}{'seconds':>10}{'recall':>9}{'precision':>11}{'pairs':>10}{'ours faster':>13}", flush=True)
+    ours = None
+    runs = [("dask_kernels", lambda: run_ours(X, args.workers)), ("datasketch", lambda: run_datasketch(X)),
+            ("spark", lambda: run_spark(X, args.workers, args.spark_tables))]
+    for name, run in runs:
+        if name in args.skip:
+            continue
+        result = run()
+        if result is None:
+            continue
+        seconds, found = result
+        ours = seconds if ours is None else ours
         recall, precision, n = score(X, found, truth)
-        print(f"{name:<14}{seconds:>10.1f}{recall:>9.3f}{precision:>11.3f}{n:>10}{seconds / ours:>12.1f}x")
+        print(f"{name:<14}{seconds:>10.1f}{recall:>9.3f}{precision:>11.3f}{n:>10}{seconds / ours:>12.1f}x", flush=True)
     print(f"load average at the end {os.getloadavg()[0]:.1f}")
 
 
