@@ -13,7 +13,10 @@ from __future__ import annotations
 import json
 import os
 
+from typing import Any
+
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from ..sidecar import SidecarError, check_manifest, manifest, read_npz, write_npz
@@ -63,23 +66,23 @@ class SimilarityIndex:
     7
     """
 
-    def __init__(self, codes, bits, spec=None):
+    def __init__(self, codes: npt.ArrayLike, bits: int, spec: dict | None = None) -> None:
         self.codes = _codes_array(codes)
         self.bits, self.spec = check_bits(bits), spec
         self._tables = {}
 
     @classmethod
-    def from_source(cls, source, bits=None):
+    def from_source(cls, source: Any, bits: int | None = None) -> SimilarityIndex:
         """An index of all the codes of a store (path or opened) or an array (read into memory)."""
         c = as_codes(source, bits)
         return cls(c.array.compute(), c.bits, c.spec)
 
     @property
-    def n_rows(self):
+    def n_rows(self) -> int:
         return self.codes.shape[0]
 
     @property
-    def n_hashes(self):
+    def n_hashes(self) -> int:
         return self.codes.shape[1]
 
     def _table(self, bands, rows):
@@ -96,7 +99,8 @@ class SimilarityIndex:
         return pd.DataFrame({"query": pairs[:, 0].astype(np.int64), "row": pairs[:, 1].astype(np.int64),
                              "estimate": est})
 
-    def query(self, codes, threshold, bands=None, rows=None, weights=WEIGHTS):
+    def query(self, codes: npt.ArrayLike, threshold: float, bands: int | None = None, rows: int | None = None,
+              weights: tuple[float, float] = WEIGHTS) -> pd.DataFrame:
         """Rows of the index at estimated GMM similarity >= ``threshold`` to each query row.
 
         ``codes``: the queries' codes, made by the same map. Returns a DataFrame ``(query, row,
@@ -135,7 +139,7 @@ class SimilarityIndex:
         part = np.ascontiguousarray(codes[:, t * width:(t + 1) * width].astype(codes.dtype.newbyteorder(">")))
         return part.view(f"V{width * codes.dtype.itemsize}").ravel()
 
-    def top_k(self, codes, k, candidates=None, trees=_TREES):
+    def top_k(self, codes: npt.ArrayLike, k: int, candidates: int | None = None, trees: int = _TREES) -> pd.DataFrame:
         """The ``k`` rows of highest estimated similarity to each query row, found as in an LSH
         forest: in each of ``trees`` slices of the codes, the rows sorted next to the query (the
         longest shared prefixes) are candidates, ``candidates`` per side and tree (default
@@ -161,7 +165,7 @@ class SimilarityIndex:
         out["rank"] = out.groupby("query").cumcount()
         return out
 
-    def save(self, path):
+    def save(self, path: str | os.PathLike) -> str:
         """Write the index as folder ``path`` (``index.json`` and ``codes.npz``; versioned, no
         pickle); returns the path. An existing ``path`` must be an index folder (it is replaced)
         or an empty folder."""
@@ -181,7 +185,7 @@ class SimilarityIndex:
         return path
 
     @classmethod
-    def load(cls, path):
+    def load(cls, path: str | os.PathLike) -> SimilarityIndex:
         """Read an index written by :meth:`save`, checking its version, sizes and checksum."""
         path = os.fspath(path)
         meta = _read_meta(path)

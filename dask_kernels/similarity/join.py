@@ -24,12 +24,18 @@ partitions, so the pairs are the same whatever the partitioning.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from ._kernels import agreement, band_keys, bucket_pairs, gmm_pairs, row_keys
 from ._source import as_codes, as_rows, load
 from .banding import WEIGHTS, check_bands, choose_bands
+
+if TYPE_CHECKING:
+    import dask.dataframe as dd
 
 #: Default cap of :func:`similarity_join`'s bucket handling (``max_bucket``).
 MAX_BUCKET = 64
@@ -99,8 +105,10 @@ def _verify(df, p, q, block_a, block_b, rows_a, rows_b, start_a, start_b, thresh
     return pd.DataFrame({k: v[keep] for k, v in cols.items()})
 
 
-def similarity_join(source, threshold, other=None, *, bits=None, X=None, other_X=None, bands=None, rows=None,
-                    weights=WEIGHTS, max_bucket=MAX_BUCKET, npartitions=None):
+def similarity_join(source: Any, threshold: float, other: Any = None, *, bits: int | None = None,
+                    X: npt.ArrayLike | None = None, other_X: npt.ArrayLike | None = None, bands: int | None = None,
+                    rows: int | None = None, weights: tuple[float, float] = WEIGHTS, max_bucket: int = MAX_BUCKET,
+                    npartitions: int | None = None) -> dd.DataFrame:
     """All pairs of rows whose GMM similarity is at least ``threshold``, as a dask DataFrame.
 
     Parameters
