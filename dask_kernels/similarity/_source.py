@@ -45,7 +45,9 @@ class Codes:
         holds only the blocks it works on), or the dask array's chunk."""
         if self.store is not None:
             return _StoreBlock(*self.store, i)
-        return self.array.to_delayed().ravel()[i]
+        if getattr(self, "_chunks", None) is None:
+            self._chunks = self.array.to_delayed().ravel()
+        return self._chunks[i]
 
 
 class _StoreBlock:
