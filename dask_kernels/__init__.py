@@ -26,6 +26,7 @@ _LAZY = {
     "FeatureStore": ".pipeline", "featurize": ".pipeline", "open_store": ".pipeline",
     "RNG_SCHEME": ".rng",
     "RandomFeatureSelector": ".select", "select_features": ".select",
+    "SimilarityIndex": ".similarity", "similarity_join": ".similarity",
 }
 
 if TYPE_CHECKING:  # the same names for type checkers and IDEs
@@ -43,6 +44,7 @@ if TYPE_CHECKING:  # the same names for type checkers and IDEs
     from .pipeline import FeatureStore, featurize, open_store
     from .rng import RNG_SCHEME
     from .select import RandomFeatureSelector, select_features
+    from .similarity import SimilarityIndex, similarity_join
 
 
 def __getattr__(name: str):
@@ -70,6 +72,7 @@ __all__ = [
     "RFF",
     "RNG_SCHEME",
     "RandomFeatureSelector",
+    "SimilarityIndex",
     "SoftmaxSGD",
     "SparsePartitions",
     "core_kernel",
@@ -92,5 +95,6 @@ __all__ = [
     "rbf_kernel",
     "registered_maps",
     "select_features",
+    "similarity_join",
     "__version__",
 ]

@@ -1,0 +1,68 @@
+"""``dask-kernels similar STORE [OTHER] --threshold T -o PAIRS.parquet``: all pairs of rows at GMM
+similarity >= T, from the codes of GCWS feature stores (within STORE, or STORE x OTHER).
+
+Writes a Parquet dataset (a folder) with columns ``i``, ``j`` (global row numbers, ``i < j``
+within one store) and ``estimate`` (the GMM estimate from all the codes). See
+:func:`dask_kernels.similarity.similarity_join`.
+"""
+
+from ._args import UsageError, fraction, positive_int
+from ._cluster import add_cluster_arguments, client_for
+
+help = "all pairs of rows at GMM similarity >= a threshold, from GCWS feature stores (LSH join on Dask)"
+
+
+def add_arguments(parser):
+    parser.add_argument("store", help="GCWS feature store (path, file:// or fsspec URL)")
+    parser.add_argument("other", nargs="?", help="a second store of the same map: pairs across the two stores")
+    parser.add_argument("--threshold", type=fraction, required=True, help="GMM similarity in (0, 1), e.g. 0.8")
+    parser.add_argument("-o", "--output", required=True, help="Parquet dataset (folder) to write the pairs to; "
+                                                               "must not exist")
+    parser.add_argument("--bands", type=positive_int, help="LSH bands (default: chosen from the threshold)")
+    parser.add_argument("--rows", type=positive_int, help="codes per band (with --bands)")
+    parser.add_argument("--max-bucket", type=positive_int, default=None,
+                        help="pairs per member of an oversized bucket (default 64)")
+    add_cluster_arguments(parser)
+    parser.add_argument("--no-progress", action="store_true",
+                        help="no progress (default: a bar on a terminal, a plain line every few seconds otherwise)")
+
+
+def run(args):
+    import time
+
+    import dask.dataframe as dd
+
+    from .._progress import wait_futures
+    from ..pipeline import open_store
+    from ..similarity import similarity_join
+    from ..similarity.join import MAX_BUCKET
+    from ._paths import exists, existing, is_store, normalize
+
+    stores = []
+    for flag, path in (("store", args.store), ("other", args.other)):
+        if path is None:
+            continue
+        p = existing(path, flag)
+        if not is_store(p):
+            raise UsageError(f"{flag} {path}: not a dask_kernels feature store")
+        stores.append(open_store(p))
+    if not 0.0 < args.threshold < 1.0:
+        raise UsageError(f"--threshold {args.threshold}: expected a similarity strictly between 0 and 1")
+    if (args.bands is None) != (args.rows is None):
+        raise UsageError("--bands and --rows go together: give both or neither")
+    output = normalize(args.output)
+    if exists(output):
+        raise UsageError(f"-o {args.output}: already exists; choose another path or remove it")
+    with client_for(args) as client:
+        pairs = similarity_join(stores[0], args.threshold, stores[1] if len(stores) > 1 else None,
+                                bands=args.bands, rows=args.rows, max_bucket=args.max_bucket or MAX_BUCKET)
+        t0 = time.perf_counter()
+        future = client.compute(pairs.to_parquet(output, write_index=False, compute=False))
+        if not args.no_progress:
+            wait_futures([future], label="similar")
+        future.result()
+        n = len(dd.read_parquet(output))
+        seconds = time.perf_counter() - t0
+    print(f"{output}: {n} pairs at GMM >= {args.threshold:g} among {stores[0].n_rows} rows"
+          + (f" x {stores[1].n_rows} rows" if len(stores) > 1 else "") + f"; {seconds:.1f} s")
+    return 0

@@ -1,0 +1,126 @@
+"""Codes to search, from a feature store, a dask array or a NumPy array, in blocks of rows."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+
+import numpy as np
+
+#: Rows per block when the codes come as a NumPy array.
+BLOCK_ROWS = 50_000
+
+
+class Codes:
+    """b-bit codes of ``n_rows`` rows, in blocks of rows.
+
+    Attributes
+    ----------
+    array : dask.array.Array (n_rows, n_hashes), one chunk across the hashes
+    bits : int or None
+    spec : dict or None (the map's spec, for a store)
+    starts : ndarray of int64, the first row of each block and ``n_rows``
+    store : (path, storage_options) or None
+    """
+
+    def __init__(self, array, bits, spec=None, store=None):
+        self.array, self.bits, self.spec, self.store = array, bits, spec, store
+        self.starts = np.concatenate([[0], np.cumsum(array.chunks[0])]).astype(np.int64)
+
+    @property
+    def n_rows(self):
+        return int(self.array.shape[0])
+
+    @property
+    def n_hashes(self):
+        return int(self.array.shape[1])
+
+    @property
+    def n_blocks(self):
+        return len(self.array.chunks[0])
+
+    def block(self, i):
+        """Block i for a task: a reader of the store's block (read when the task runs, so a task
+        holds only the blocks it works on), or the dask array's chunk."""
+        if self.store is not None:
+            return _StoreBlock(*self.store, i)
+        if getattr(self, "_chunks", None) is None:
+            self._chunks = self.array.to_delayed().ravel()
+        return self._chunks[i]
+
+
+class _StoreBlock:
+    """Block i of a store's features, read (and verified) where it is called."""
+
+    def __init__(self, path, options, i):
+        self.path, self.options, self.i = path, options, i
+
+    def __call__(self):
+        return _opened(self.path, self.options).read_block(self.i)["features"]
+
+    def __dask_tokenize__(self):
+        return ("dk-store-block", self.path, self.options, self.i)
+
+
+@functools.lru_cache(maxsize=8)
+def _opened(path, options_json):
+    from ..pipeline import open_store
+
+    return open_store(path, storage_options=json.loads(options_json))
+
+
+def load(block):
+    """A block's codes: ``block`` itself (an array a task received) or what its reader reads."""
+    return block() if callable(block) else np.asarray(block)
+
+
+def _bits_of_spec(spec, where):
+    if spec.get("method") != "gcws":
+        raise ValueError(f"{where}: holds {spec.get('method')!r} features; similarity search needs the codes of a "
+                         "GCWS map (featurize with --method gcws)")
+    return int(spec["params"]["bits"])
+
+
+def as_codes(source, bits=None, block_rows=BLOCK_ROWS, where="source"):
+    """:class:`Codes` of a store (path, URL or :class:`~dask_kernels.FeatureStore`), a dask array
+    or a NumPy array of codes. A store knows its ``bits``; arrays need ``bits``."""
+    import dask.array as da
+
+    from ..pipeline import FeatureStore, open_store
+
+    if isinstance(source, (str, os.PathLike)):
+        source = open_store(os.fspath(source))
+    if isinstance(source, FeatureStore):
+        b = _bits_of_spec(source.spec, f"{where} {source.path}")
+        if bits is not None and int(bits) != b:
+            raise ValueError(f"{where} {source.path}: its codes have {b} bits, not bits={bits}")
+        if not source.complete:
+            raise ValueError(f"{where} {source.path}: the store is not complete; finish its featurize run first")
+        opts = json.dumps(source.storage_options or {}, sort_keys=True)
+        return Codes(source.features, b, source.spec, (source.path, opts))
+    if bits is None:
+        raise ValueError(f"{where}: give bits= (the code width of the GCWS map that made these codes)")
+    bits = check_bits(bits, where)
+    arr = source if isinstance(source, da.Array) else da.from_array(np.asarray(source), chunks=(block_rows, -1))
+    if arr.ndim != 2 or arr.dtype.kind != "u":
+        raise ValueError(f"{where}: expected a 2-D array of unsigned integer codes (rows, hashes), got shape "
+                         f"{arr.shape} dtype {arr.dtype}")
+    return Codes(arr.rechunk({1: -1}), bits)
+
+
+def check_bits(bits, where="bits"):
+    """``bits`` as an int from 1 to 16, or ValueError naming ``where``."""
+    if isinstance(bits, bool) or not isinstance(bits, (int, np.integer)) or not 1 <= bits <= 16:
+        raise ValueError(f"{where}: bits must be an integer from 1 to 16, got {bits!r}")
+    return int(bits)
+
+
+def as_rows(X, codes, where="X"):
+    """Raw rows aligned with ``codes`` (same row count, same blocks) as a float64 dask array."""
+    import dask.array as da
+
+    arr = X if isinstance(X, da.Array) else da.from_array(np.asarray(X))
+    if arr.ndim != 2 or arr.shape[0] != codes.n_rows:
+        raise ValueError(f"{where}: expected {codes.n_rows} rows (one per row of codes), got shape {arr.shape}")
+    return arr.astype(np.float64).rechunk((codes.array.chunks[0], -1))

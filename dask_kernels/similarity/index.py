@@ -1,0 +1,235 @@
+"""A similarity index over codes held in memory: threshold queries and top-k, saved without pickle.
+
+Saved format (a folder, version :data:`INDEX_FORMAT`): ``index.json`` holds ``{"format",
+"n_rows", "n_hashes", "bits", "spec", "sidecar"}``, and ``codes.npz`` the codes (one member,
+no pickle); ``sidecar`` is a :mod:`dask_kernels.sidecar` manifest of the codes (shape, dtype,
+sha256), checked against the declared sizes before the codes are read and against their bytes
+after. Loading refuses other versions and metadata over :data:`MAX_META_BYTES`, and allocates
+only what the checked manifest declares.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from ..sidecar import SidecarError, check_manifest, manifest, read_npz, write_npz
+from ._kernels import agreement, band_keys
+from ._source import as_codes, check_bits
+from .banding import WEIGHTS, check_bands, choose_bands
+from .join import code_estimate
+
+INDEX_FORMAT = "dk-similarity-index-1"
+META, CODES = "index.json", "codes.npz"
+MAX_META_BYTES = 1 << 20
+#: Neighbours taken on each side of a query in each prefix tree of :meth:`SimilarityIndex.top_k`.
+_TREES = 8
+
+
+def _codes_array(codes, n_hashes=None, where="codes"):
+    c = np.asarray(codes)
+    if c.ndim != 2 or c.dtype.kind != "u" or (n_hashes is not None and c.shape[1] != n_hashes):
+        raise ValueError(f"{where}: expected unsigned integer codes of shape (rows, {n_hashes or 'hashes'}), got "
+                         f"shape {c.shape} dtype {c.dtype}")
+    return np.ascontiguousarray(c)
+
+
+class SimilarityIndex:
+    """Codes of ``n_rows`` rows, searchable by GMM similarity.
+
+    Parameters
+    ----------
+    codes : ndarray (n_rows, n_hashes) of unsigned integers
+    bits : int
+        Code width of the map that made them.
+    spec : dict, optional
+        The map's spec (kept with the index, so queries can be featurized the same way).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dask_kernels import GCWS
+    >>> from dask_kernels.similarity import SimilarityIndex
+    >>> X = np.random.default_rng(0).random((300, 20))
+    >>> gcws = GCWS(n_components=128, bits=8, seed=1).fit(X)
+    >>> index = SimilarityIndex(gcws.transform(X), bits=8)
+    >>> hits = index.query(gcws.transform(X[[7]]), 0.9)
+    >>> hits[["query", "row"]].values.tolist()
+    [[0, 7]]
+    >>> index.top_k(gcws.transform(X[[7]]), 2)["row"].tolist()[0]
+    7
+    """
+
+    def __init__(self, codes: npt.ArrayLike, bits: int, spec: dict | None = None) -> None:
+        self.codes = _codes_array(codes)
+        self.bits, self.spec = check_bits(bits), spec
+        self._tables = {}
+
+    @classmethod
+    def from_source(cls, source: Any, bits: int | None = None) -> SimilarityIndex:
+        """An index of all the codes of a store (path or opened) or an array (read into memory)."""
+        c = as_codes(source, bits)
+        return cls(c.array.compute(), c.bits, c.spec)
+
+    @property
+    def n_rows(self) -> int:
+        return self.codes.shape[0]
+
+    @property
+    def n_hashes(self) -> int:
+        return self.codes.shape[1]
+
+    def _table(self, bands, rows):
+        """Per band: the rows' keys sorted, and the rows in that order."""
+        if (bands, rows) not in self._tables:
+            keys = band_keys(self.codes, bands, rows)
+            order = np.argsort(keys, axis=0, kind="stable")
+            self._tables[(bands, rows)] = (np.take_along_axis(keys, order, axis=0), order)
+        return self._tables[(bands, rows)]
+
+    def _result(self, q, r, codes):
+        pairs = np.unique(np.stack([q, r], axis=1), axis=0) if len(q) else np.empty((0, 2), np.int64)
+        est = code_estimate(agreement(codes, self.codes, pairs[:, 0], pairs[:, 1]), self.n_hashes, self.bits)
+        return pd.DataFrame({"query": pairs[:, 0].astype(np.int64), "row": pairs[:, 1].astype(np.int64),
+                             "estimate": est})
+
+    def query(self, codes: npt.ArrayLike, threshold: float, bands: int | None = None, rows: int | None = None,
+              weights: tuple[float, float] = WEIGHTS) -> pd.DataFrame:
+        """Rows of the index at estimated GMM similarity >= ``threshold`` to each query row.
+
+        ``codes``: the queries' codes, made by the same map. Returns a DataFrame ``(query, row,
+        estimate)`` sorted by query, then row.
+        """
+        codes = _codes_array(codes, self.n_hashes, "query codes")
+        if bands is None and rows is None:
+            bands, rows = choose_bands(threshold, self.n_hashes, self.bits, weights)
+        bands, rows = check_bands(bands, rows, self.n_hashes)
+        keys, order = self._table(bands, rows)
+        qk = band_keys(codes, bands, rows)
+        qs, rs = [], []
+        for j in range(bands):
+            lo = np.searchsorted(keys[:, j], qk[:, j], side="left")
+            hi = np.searchsorted(keys[:, j], qk[:, j], side="right")
+            q, at = _ranges(lo, hi)
+            qs.append(q)
+            rs.append(order[at, j])
+        out = self._result(np.concatenate(qs), np.concatenate(rs), codes)
+        return out[out["estimate"] >= threshold].reset_index(drop=True)
+
+    def _prefix_trees(self, trees):
+        """Per tree: the rows sorted by their codes of that tree's slice (big-endian bytes, so byte
+        order is numeric order), and those sorted byte strings."""
+        if ("trees", trees) not in self._tables:
+            width = self.n_hashes // trees
+            out = []
+            for t in range(trees):
+                s = self._slice_bytes(self.codes, t, width)
+                order = np.argsort(s, kind="stable")
+                out.append((order, s[order]))
+            self._tables[("trees", trees)] = out
+        return self._tables[("trees", trees)]
+
+    def _slice_bytes(self, codes, t, width):
+        part = np.ascontiguousarray(codes[:, t * width:(t + 1) * width].astype(codes.dtype.newbyteorder(">")))
+        return part.view(f"V{width * codes.dtype.itemsize}").ravel()
+
+    def top_k(self, codes: npt.ArrayLike, k: int, candidates: int | None = None, trees: int = _TREES) -> pd.DataFrame:
+        """The ``k`` rows of highest estimated similarity to each query row, found as in an LSH
+        forest: in each of ``trees`` slices of the codes, the rows sorted next to the query (the
+        longest shared prefixes) are candidates, ``candidates`` per side and tree (default
+        ``4 k``); candidates are ranked on all their codes.
+
+        Returns a DataFrame ``(query, row, estimate, rank)``; ties in the estimate go to the lower row.
+        """
+        codes = _codes_array(codes, self.n_hashes, "query codes")
+        if isinstance(k, bool) or int(k) != k or k < 1:
+            raise ValueError(f"k must be a positive integer, got {k!r}")
+        trees = max(1, min(int(trees), self.n_hashes))
+        w = int(candidates or 4 * k)
+        width = self.n_hashes // trees
+        qs, rs = [], []
+        for t, (order, sorted_bytes) in enumerate(self._prefix_trees(trees)):
+            pos = np.searchsorted(sorted_bytes, self._slice_bytes(codes, t, width))
+            q, at = _ranges(np.maximum(pos - w, 0), np.minimum(pos + w, self.n_rows))
+            qs.append(q)
+            rs.append(order[at])
+        out = self._result(np.concatenate(qs), np.concatenate(rs), codes)
+        out = out.sort_values(["query", "estimate", "row"], ascending=[True, False, True], kind="stable")
+        out = out.groupby("query", sort=True).head(int(k)).reset_index(drop=True)
+        out["rank"] = out.groupby("query").cumcount()
+        return out
+
+    def save(self, path: str | os.PathLike) -> str:
+        """Write the index as folder ``path`` (``index.json`` and ``codes.npz``; versioned, no
+        pickle); returns the path. An existing ``path`` must be an index folder (it is replaced)
+        or an empty folder."""
+        path = os.fspath(path)
+        if os.path.exists(path):
+            if not os.path.isdir(path) or (os.listdir(path) and not os.path.exists(os.path.join(path, META))):
+                raise ValueError(f"{path}: exists and is not a similarity index folder; refusing to write into it")
+            _read_meta(path)  # ours (any damage short of that is replaced)
+        os.makedirs(path, exist_ok=True)
+        write_npz(os.path.join(path, CODES), {"codes": self.codes})
+        meta = {"format": INDEX_FORMAT, "n_rows": self.n_rows, "n_hashes": self.n_hashes, "bits": self.bits,
+                "spec": self.spec, "sidecar": manifest({"codes": self.codes})}
+        tmp = os.path.join(path, f"{META}.tmp-{os.getpid()}")
+        with open(tmp, "w") as f:
+            json.dump(meta, f, sort_keys=True)
+        os.replace(tmp, os.path.join(path, META))
+        return path
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> SimilarityIndex:
+        """Read an index written by :meth:`save`, checking its version, sizes and checksum."""
+        path = os.fspath(path)
+        meta = _read_meta(path)
+        where = os.path.join(path, META)
+        for key in ("n_rows", "n_hashes", "bits"):
+            v = meta.get(key)
+            if not isinstance(v, int) or isinstance(v, bool) or v < (0 if key == "n_rows" else 1):
+                raise ValueError(f"{where}: {key!r} is {v!r}, expected a {'nonnegative' if key == 'n_rows' else 'positive'} "
+                                 "integer")
+        if not 1 <= meta["bits"] <= 16:
+            raise ValueError(f"{where}: 'bits' is {meta['bits']}, expected 1 to 16")
+        dtype = "|u1" if meta["bits"] <= 8 else "<u2"
+        shape = (meta["n_rows"], meta["n_hashes"])
+        try:
+            man = check_manifest(meta.get("sidecar"), {"codes": (shape, dtype)}, where=f"{where}: 'sidecar'")
+            codes = read_npz(os.path.join(path, CODES), man)["codes"]
+        except SidecarError as e:
+            raise ValueError(str(e)) from None
+        return cls(codes, meta["bits"], meta.get("spec"))
+
+
+def _ranges(lo, hi):
+    """``(query, position)`` for every position in ``[lo[q], hi[q])`` of every query q."""
+    counts = hi - lo
+    q = np.repeat(np.arange(lo.size), counts)
+    first = np.repeat(lo - (np.cumsum(counts) - counts), counts)
+    return q, first + np.arange(q.size)
+
+
+def _read_meta(path):
+    where = os.path.join(path, META)
+    try:
+        size = os.path.getsize(where)
+        if size > MAX_META_BYTES:
+            raise ValueError(f"{where}: {size} bytes, more than {MAX_META_BYTES}: not an index's metadata")
+        with open(where, "rb") as f:
+            meta = json.loads(f.read().decode())
+    except FileNotFoundError:
+        raise ValueError(f"{path}: not a similarity index (no {META})") from None
+    except (ValueError, UnicodeDecodeError, RecursionError) as e:
+        if "more than" in str(e):
+            raise
+        raise ValueError(f"{where}: not UTF-8 JSON ({type(e).__name__})") from None
+    if not isinstance(meta, dict) or meta.get("format") != INDEX_FORMAT:
+        raise ValueError(f"{where}: format {meta.get('format') if isinstance(meta, dict) else None!r}, expected "
+                         f"{INDEX_FORMAT!r} (written by another version?)")
+    return meta

@@ -1,0 +1,203 @@
+"""All pairs of rows at GMM similarity at least a threshold, on Dask, from GCWS codes.
+
+How :func:`similarity_join` computes, per stage:
+
+1. **Bands** (one task per block of codes): the ``bands`` keys of each row
+   (:func:`~dask_kernels.similarity._kernels.band_keys`) and its row key, as a DataFrame
+   ``(key, rkey, side, row)`` of ``bands`` records per row.
+2. **Candidates**: dask's shuffle on ``key`` puts each bucket in one partition; each partition is
+   sorted by ``(key, rkey, side, row)`` and every bucket gives its pairs. A bucket larger than
+   ``max_bucket + 1`` rows gives each member's pairs with the next ``max_bucket`` members only:
+   O(m * max_bucket) pairs instead of O(m**2). The row key sorts equal rows next to one another,
+   so groups of up to ``max_bucket + 1`` equal rows keep all their pairs; two different rows
+   of an oversized bucket become candidates through that band only when they fall within
+   ``max_bucket`` places (a chance of about ``2 max_bucket / m``), and still through any other
+   band they share.
+3. **Verification** (one task per pair of blocks): a second shuffle gathers the candidates of
+   each pair of blocks, duplicates (one per shared band) are dropped, and each pair is checked
+   on all its codes, ``estimate = (matches / k - 2**-b) / (1 - 2**-b)`` (unbiased for GMM, standard
+   error about ``sqrt(p (1 - p) / k)``), or on the exact GMM of the raw rows when they are given.
+
+Every stage depends only on the rows' codes and global row numbers, never on the blocks or
+partitions, so the pairs are the same whatever the partitioning.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from ._kernels import agreement, band_keys, bucket_pairs, gmm_pairs, row_keys
+from ._source import as_codes, as_rows, load
+from .banding import WEIGHTS, check_bands, choose_bands
+
+if TYPE_CHECKING:
+    import dask.dataframe as dd
+
+#: Default cap of :func:`similarity_join`'s bucket handling (``max_bucket``).
+MAX_BUCKET = 64
+
+_KEYS_META = pd.DataFrame({"key": np.empty(0, np.uint64), "rkey": np.empty(0, np.uint64),
+                           "side": np.empty(0, np.int8), "row": np.empty(0, np.int64)})
+_PAIRS_META = pd.DataFrame({"i": np.empty(0, np.int64), "j": np.empty(0, np.int64), "bp": np.empty(0, np.int64)})
+
+
+def code_estimate(matches, n_hashes, bits):
+    """Unbiased GMM estimate from the number of equal b-bit codes out of ``n_hashes``.
+
+    Examples
+    --------
+    >>> from dask_kernels.similarity import code_estimate
+    >>> float(code_estimate(160, 256, bits=1))   # 62.5 % agree, half of them by chance
+    0.25
+    """
+    p = np.asarray(matches, dtype=np.float64) / n_hashes
+    if bits is None:
+        return p
+    floor = 2.0 ** -int(bits)
+    return (p - floor) / (1.0 - floor)
+
+
+def _block_keys(codes, start, side, bands, rows):
+    codes = load(codes)
+    keys = band_keys(np.ascontiguousarray(codes), bands, rows)
+    n = codes.shape[0]
+    return pd.DataFrame({"key": keys.ravel(), "rkey": np.repeat(row_keys(np.ascontiguousarray(codes)), bands),
+                         "side": np.full(n * bands, side, np.int8),
+                         "row": np.repeat(np.arange(start, start + n, dtype=np.int64), bands)})
+
+
+def _partition_pairs(df, cap, cross, starts_a, starts_b):
+    key = df["key"].to_numpy()
+    order = np.argsort(key)  # any order of equal keys: the lexsort below fixes it
+    ks = key[order]
+    shared = np.zeros(ks.size, bool)  # rows whose key is some other row's too: most are alone
+    shared[1:] = ks[1:] == ks[:-1]
+    shared[:-1] |= shared[1:]
+    sel = order[shared]
+    side, row = df["side"].to_numpy()[sel], df["row"].to_numpy()[sel]
+    o = np.lexsort((row, side, df["rkey"].to_numpy()[sel], key[sel]))
+    i, j = bucket_pairs(key[sel][o], side[o], row[o], cap, cross)
+    p = np.searchsorted(starts_a, i, side="right") - 1
+    q = np.searchsorted(starts_b, j, side="right") - 1
+    return pd.DataFrame({"i": i, "j": j, "bp": p * (len(starts_b) - 1) + q})
+
+
+def _verify(df, p, q, block_a, block_b, rows_a, rows_b, start_a, start_b, threshold, bits):
+    cols = {"i": np.empty(0, np.int64), "j": np.empty(0, np.int64), "estimate": np.empty(0)}
+    if rows_a is not None:
+        cols["exact"] = np.empty(0)
+    if not len(df):
+        return pd.DataFrame(cols)
+    pairs = np.unique(np.stack([df["i"].to_numpy(), df["j"].to_numpy()], axis=1), axis=0)  # sorted, distinct
+    ia, ib = pairs[:, 0] - start_a, pairs[:, 1] - start_b
+    ca, cb = load(block_a), load(block_b)
+    est = code_estimate(agreement(ca, cb, ia, ib), ca.shape[1], bits)
+    cols = {"i": pairs[:, 0], "j": pairs[:, 1], "estimate": est}
+    if rows_a is None:
+        keep = est >= threshold
+    else:
+        cols["exact"] = gmm_pairs(np.asarray(rows_a), np.asarray(rows_b), ia, ib)
+        keep = cols["exact"] >= threshold
+    return pd.DataFrame({k: v[keep] for k, v in cols.items()})
+
+
+def similarity_join(source: Any, threshold: float, other: Any = None, *, bits: int | None = None,
+                    X: npt.ArrayLike | None = None, other_X: npt.ArrayLike | None = None, bands: int | None = None,
+                    rows: int | None = None, weights: tuple[float, float] = WEIGHTS, max_bucket: int = MAX_BUCKET,
+                    npartitions: int | None = None) -> dd.DataFrame:
+    """All pairs of rows whose GMM similarity is at least ``threshold``, as a dask DataFrame.
+
+    Parameters
+    ----------
+    source : str, FeatureStore, dask or NumPy array
+        GCWS codes: a feature store (path or opened), or an array of codes (rows, hashes)
+        with ``bits``.
+    threshold : float in (0, 1)
+    other : same kinds as ``source``, optional
+        A second set of codes of the same map: pairs ``(i in source, j in other)`` instead of
+        pairs within ``source``.
+    bits : int, optional
+        Code width, for arrays (a store knows its own).
+    X, other_X : array-like of shape (n_rows, n_features), optional
+        The raw rows the codes were made from (dense, after any centering of the map): pairs
+        are then kept on their exact GMM (column ``exact``) instead of the code estimate.
+    bands, rows : int, optional
+        The LSH split (``bands * rows <= n_hashes``); by default :func:`choose_bands` of the
+        threshold, the hash count, ``bits`` and ``weights``.
+    weights : (float, float)
+        False-positive and false-negative weights of :func:`choose_bands`.
+    max_bucket : int, default 64
+        Rows paired with each member of an oversized bucket (see the module docstring).
+    npartitions : int, optional
+        Partitions of the band shuffle (default: the blocks of codes).
+
+    Returns
+    -------
+    dask.dataframe.DataFrame
+        Columns ``i``, ``j`` (global row numbers; ``i < j`` in a self join), ``estimate`` (from the
+        codes) and, with raw rows, ``exact``. One partition per pair of blocks, each sorted by
+        ``(i, j)``; the pairs are the same for any partitioning of the input.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dask_kernels import GCWS
+    >>> from dask_kernels.similarity import similarity_join
+    >>> X = np.random.default_rng(0).random((200, 20))
+    >>> X[150] = X[3]                                    # an exact duplicate
+    >>> codes = GCWS(n_components=128, bits=8, seed=1).fit_transform(X)
+    >>> pairs = similarity_join(codes, 0.9, bits=8, X=X).compute()
+    >>> pairs[["i", "j", "estimate", "exact"]].values.tolist()
+    [[3.0, 150.0, 1.0, 1.0]]
+    """
+    import dask
+    import dask.dataframe as dd
+
+    threshold = float(threshold)
+    if not 0.0 < threshold < 1.0:
+        raise ValueError(f"threshold must be in (0, 1), got {threshold!r}")
+    if isinstance(max_bucket, bool) or int(max_bucket) != max_bucket or max_bucket < 1:
+        raise ValueError(f"max_bucket must be a positive integer, got {max_bucket!r}")
+    a = as_codes(source, bits, where="source")
+    b = a if other is None else as_codes(other, bits if bits is not None else a.bits, where="other")
+    cross = other is not None
+    if cross and (b.n_hashes != a.n_hashes or b.bits != a.bits or
+                  (a.spec is not None and b.spec is not None and a.spec != b.spec)):
+        raise ValueError("source and other hold codes of different maps (hashes, bits or spec differ): their codes "
+                         "cannot be compared")
+    if (X is None) != (other_X is None) if cross else other_X is not None:
+        raise ValueError("give the raw rows of both sides (X and other_X), or of neither; other_X needs other")
+    k = a.n_hashes
+    if bands is None and rows is None:
+        bands, rows = choose_bands(threshold, k, a.bits, weights)
+    elif bands is None or rows is None:
+        raise ValueError("give both bands and rows, or neither")
+    bands, rows = check_bands(bands, rows, k)
+    xa = None if X is None else as_rows(X, a, "X")
+    xb = xa if not cross else (None if other_X is None else as_rows(other_X, b, "other_X"))
+
+    make_keys = dask.delayed(_block_keys, pure=True)
+    parts = [make_keys(c.block(i), int(c.starts[i]), side, bands, rows)
+             for side, c in enumerate([a, b] if cross else [a]) for i in range(c.n_blocks)]
+    keys = dd.from_delayed(parts, meta=_KEYS_META, verify_meta=False)
+    keys = keys.shuffle(on="key", npartitions=npartitions or len(parts))
+    pairs = keys.map_partitions(_partition_pairs, int(max_bucket), cross, a.starts, b.starts, meta=_PAIRS_META)
+    nb = b.n_blocks
+    grouped = pairs.set_index("bp", divisions=list(range(a.n_blocks * nb + 1)), sorted=False).to_delayed()
+    verify = dask.delayed(_verify, pure=True)
+    rows_a = None if xa is None else xa.to_delayed().ravel()
+    rows_b = None if xb is None else xb.to_delayed().ravel()
+    out = []
+    for p in range(a.n_blocks):
+        for q in range(p if not cross else 0, nb):
+            out.append(verify(grouped[p * nb + q], p, q, a.block(p), b.block(q),
+                              None if rows_a is None else rows_a[p], None if rows_b is None else rows_b[q],
+                              int(a.starts[p]), int(b.starts[q]), threshold, a.bits))
+    meta = pd.DataFrame({"i": np.empty(0, np.int64), "j": np.empty(0, np.int64), "estimate": np.empty(0)})
+    if xa is not None:
+        meta["exact"] = np.empty(0)
+    return dd.from_delayed(out, meta=meta, verify_meta=False)

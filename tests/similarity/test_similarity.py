@@ -1,0 +1,242 @@
+"""Similarity search on GCWS codes: banding, the join against brute force, partition invariance,
+A x B against the self join of A u B, oversized buckets, the index and its saved format."""
+
+import json
+import os
+
+import dask
+import dask.array as da
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.integrate import quad
+from sklearn.datasets import load_digits, load_iris
+
+import dask_kernels.maps.base  # noqa: F401  (import order of the package's lazy names)
+from dask_kernels import GCWS, featurize, gmm_kernel, open_store
+from dask_kernels.similarity import (SimilarityIndex, candidate_probability, choose_bands, code_estimate,
+                                     collision_probability, similarity_join)
+
+T = 0.8
+
+
+@pytest.fixture(autouse=True)
+def _sync():
+    with dask.config.set(scheduler="synchronous"):
+        yield
+
+
+def _pairs(df):
+    return set(zip(df["i"].tolist(), df["j"].tolist()))
+
+
+def _truth(X, threshold):
+    K = gmm_kernel(X)
+    i, j = np.nonzero(np.triu(K >= threshold, 1))
+    return set(zip(i.tolist(), j.tolist())), K
+
+
+def _weighted_rows(seed=0, groups=60, d=40):
+    """Base rows of exponential weights (a third of them zero) and partners at set GMM
+    similarities: GMM(x, s x) = s exactly, and GMM(s1 x, s2 x) = s1 / s2."""
+    rng = np.random.default_rng(seed)
+    levels = [0.6, 0.75, 0.8, 0.85, 0.9, 0.95, 1.0]
+    rows = []
+    for _ in range(groups):
+        x = rng.exponential(size=d) * (rng.random(d) > 1 / 3)
+        rows += [s * x for s in levels]
+    return np.array(rows)
+
+
+def test_collision_and_candidate_probability():
+    assert collision_probability(0.3, bits=2) == pytest.approx(0.3 + 0.7 / 4)
+    assert collision_probability(0.3) == pytest.approx(0.3)
+    assert candidate_probability(0.8, 4, 5, bits=None) == pytest.approx(1 - (1 - 0.8**5) ** 4)
+
+
+def test_choose_bands_minimizes_the_weighted_error_areas():
+    t, k, bits, (wfp, wfn) = 0.7, 24, 4, (0.3, 0.7)
+
+    def cost(b, r):
+        fp = quad(lambda s: candidate_probability(s, b, r, bits), 0, t)[0]
+        fn = quad(lambda s: 1 - candidate_probability(s, b, r, bits), t, 1)[0]
+        return wfp * fp + wfn * fn
+
+    best = min(((k // r, r) for r in range(1, k + 1)), key=lambda br: cost(*br))
+    assert choose_bands(t, k, bits, (wfp, wfn)) == best
+    with pytest.raises(ValueError, match="threshold"):
+        choose_bands(1.0, k)
+
+
+def test_code_agreement_is_gmm_plus_chance_agreement_of_b_bits():
+    """Exact for DartMinHash codes (a hash of the winning dart); ICWS's codes (bits of i* alone)
+    agree at least as often, and on rows ``x`` and ``s x`` much more (t* differs, i* does not)."""
+    X = _weighted_rows(seed=1, groups=40)
+    codes = GCWS(n_components=256, bits=2, seed=3, sampler="dart").fit_transform(X)
+    a, b = np.arange(6, len(X), 7), np.arange(3, len(X), 7)  # pairs (x, 0.85 x): GMM 0.85 exactly
+    p = (codes[a] == codes[b]).mean()
+    expect = collision_probability(0.85, bits=2)
+    assert abs(p - expect) < 4 * np.sqrt(expect * (1 - expect) / (a.size * 256))
+    assert code_estimate(p * 256, 256, 2) == pytest.approx(0.85, abs=4 * np.sqrt(0.15 * 0.85 / (a.size * 256)) / 0.75)
+    icws = GCWS(n_components=256, bits=2, seed=3).fit_transform(X)
+    assert (icws[a] == icws[b]).mean() > p
+
+
+@pytest.mark.parametrize("exact", [True, False])
+def test_join_recall_and_precision_on_weighted_rows_at_set_similarities(exact):
+    X = _weighted_rows()
+    truth, K = _truth(X, T)
+    codes = GCWS(n_components=512, bits=8, seed=5, sampler="dart").fit(X).transform(X)
+    df = similarity_join(codes, T, bits=8, X=X if exact else None).compute()
+    got = _pairs(df)
+    # On the code estimate a pair exactly at the threshold is kept half the time (estimate noise):
+    # recall is asserted from T + 0.05 up, 2.6 standard errors at k = 512, and from T with exact GMM.
+    wanted = truth if exact else {(i, j) for i, j in truth if K[i, j] >= T + 0.05}
+    assert len(got & wanted) >= 0.95 * len(wanted)
+    sims = K[df["i"], df["j"]]
+    assert sims.min() >= (T if exact else T - 0.05) - 1e-12  # code estimate: 0.05 = 2.6 standard errors at k = 512
+    if exact:
+        assert np.allclose(df["exact"], sims)
+    assert (df["i"] < df["j"]).all() and not df.duplicated(["i", "j"]).any()
+
+
+def _real_rows():
+    """Iris (one exact duplicate, rows 101 and 142, and many naturally close rows) and digits
+    with near duplicates: 150 digit images with one or two pixels changed by one grey level."""
+    iris = np.pad(load_iris().data, ((0, 0), (0, 60)))  # zero columns: the same GMM, digits' width
+    digits = load_digits().data[:400]
+    rng = np.random.default_rng(0)
+    near = digits[rng.choice(len(digits), 150, replace=False)].copy()
+    for row in near:
+        cols = rng.choice(np.flatnonzero(row), rng.integers(1, 3), replace=False)
+        row[cols] += rng.choice([-1.0, 1.0], cols.size)
+    return np.vstack([iris, digits, near]), len(iris)
+
+
+def test_join_finds_the_real_exact_and_near_duplicates():
+    X, n_iris = _real_rows()
+    truth, K = _truth(X, 0.9)
+    assert (101, 142) in truth and K[101, 142] == 1.0  # iris's own exact duplicate
+    assert sum(1 for i, j in truth if i >= n_iris) >= 150  # the digits' near duplicates
+    # DartMinHash: ICWS's codes are bits of i*, and iris's rows have 4 nonzero features: 4 codes
+    codes = GCWS(n_components=256, bits=8, seed=2, sampler="dart").fit(X).transform(X)
+    df = similarity_join(codes, 0.9, bits=8, X=X).compute()
+    got = _pairs(df)
+    assert (101, 142) in got
+    assert len(got & truth) >= 0.95 * len(truth) and got <= truth
+
+
+def test_results_do_not_depend_on_the_partitioning(tmp_path):
+    X = _weighted_rows(groups=30)
+    gcws = GCWS(n_components=128, bits=4, seed=7).fit(X)
+    codes = gcws.transform(X)
+    runs = [similarity_join(da.from_array(codes, chunks=(c, -1)), T, bits=4, npartitions=p).compute()
+            for c, p in ((len(X), 1), (37, 5), (100, 2))]
+    featurize(X, gcws, store=str(tmp_path / "s.zarr"), block_rows=53, progress=False)
+    runs.append(similarity_join(str(tmp_path / "s.zarr"), T, npartitions=3).compute())
+    canon = [r.sort_values(["i", "j"]).reset_index(drop=True) for r in runs]
+    assert len(canon[0]) > 50
+    for r in canon[1:]:
+        pd.testing.assert_frame_equal(r, canon[0])
+
+
+def test_cross_join_is_the_filtered_self_join_of_the_union():
+    X = _weighted_rows(groups=30, seed=4)
+    codes = GCWS(n_components=128, bits=8, seed=9).fit_transform(X)
+    perm = np.random.default_rng(1).permutation(len(X))
+    A, B = codes[perm[:120]], codes[perm[120:]]
+    cross = similarity_join(da.from_array(A, chunks=(50, -1)), T, da.from_array(B, chunks=(40, -1)), bits=8,
+                            max_bucket=8).compute()
+    union = similarity_join(np.vstack([A, B]), T, bits=8, max_bucket=8).compute()
+    union = union[(union["i"] < 120) & (union["j"] >= 120)].assign(j=lambda d: d["j"] - 120)
+    key = ["i", "j"]
+    assert len(cross) > 20
+    pd.testing.assert_frame_equal(cross.sort_values(key).reset_index(drop=True),
+                                  union.sort_values(key).reset_index(drop=True))
+
+
+def test_an_oversized_bucket_gives_linear_not_quadratic_candidates():
+    rng = np.random.default_rng(0)
+    X = rng.random((400, 10))
+    X[100:400] = X[0]  # 301 equal rows: one bucket of 301 in every band
+    codes = GCWS(n_components=64, bits=8, seed=1).fit_transform(X)
+    full = similarity_join(codes, 0.9, bits=8, max_bucket=1000).compute()
+    capped = similarity_join(codes, 0.9, bits=8, max_bucket=5).compute()
+    assert len(full) == 301 * 300 // 2
+    assert len(capped) <= 301 * 5 and _pairs(capped) <= _pairs(full)
+    dup = {0, *range(100, 400)}  # each equal row is still paired, with its neighbours in the bucket
+    assert {i for p in _pairs(capped) for i in p} == dup
+
+
+def test_bad_arguments_are_named():
+    codes = np.zeros((5, 8), np.uint8)
+    with pytest.raises(ValueError, match="bits="):
+        similarity_join(codes, 0.5)
+    with pytest.raises(ValueError, match="bands \\* rows"):
+        similarity_join(codes, 0.5, bits=8, bands=4, rows=3)
+    with pytest.raises(ValueError, match="different maps"):
+        similarity_join(codes, 0.5, np.zeros((5, 16), np.uint8), bits=8)
+    with pytest.raises(ValueError, match="rows"):
+        similarity_join(codes, 0.5, bits=8, X=np.zeros((4, 3)))
+
+
+def test_a_store_of_another_map_is_refused(tmp_path):
+    from dask_kernels import RFF
+
+    X = np.random.default_rng(0).random((20, 4))
+    featurize(X, RFF(n_components=8), store=str(tmp_path / "r.zarr"), progress=False)
+    with pytest.raises(ValueError, match="GCWS"):
+        similarity_join(str(tmp_path / "r.zarr"), 0.5)
+
+
+def test_index_queries_match_brute_force_and_round_trip(tmp_path):
+    X = _weighted_rows(groups=40)
+    codes = GCWS(n_components=256, bits=8, seed=5).fit_transform(X)
+    index = SimilarityIndex(codes, bits=8)
+    q = codes[::5]
+    est = code_estimate((q[:, None, :] == codes[None, :, :]).sum(2), 256, 8)
+    truth = set(zip(*np.nonzero(est >= T)))
+    got = index.query(q, T)
+    assert len(set(zip(got["query"], got["row"])) & truth) >= 0.95 * len(truth)
+    assert (got["estimate"] >= T).all()
+    top = index.top_k(q, 3)
+    best = np.sort(est, axis=1)[:, ::-1][:, :3]  # the three highest estimates of each query
+    assert np.allclose(top["estimate"].to_numpy().reshape(-1, 3), best)
+    loaded = SimilarityIndex.load(index.save(tmp_path / "idx"))
+    assert np.array_equal(loaded.codes, codes) and loaded.bits == 8
+    pd.testing.assert_frame_equal(loaded.query(q, T), got)
+
+
+def test_a_damaged_or_foreign_index_is_refused(tmp_path):
+    codes = GCWS(n_components=16, bits=8, seed=0).fit_transform(np.random.default_rng(0).random((30, 5)))
+    path = SimilarityIndex(codes, 8).save(tmp_path / "idx")
+    meta = json.load(open(os.path.join(path, "index.json")))
+    np.savez(os.path.join(path, "codes.npz"), codes=codes[::-1].copy())  # other bytes, same shape
+    with pytest.raises(ValueError, match="sha256"):
+        SimilarityIndex.load(path)
+    json.dump(dict(meta, n_rows=10**12), open(os.path.join(path, "index.json"), "w"))
+    with pytest.raises(ValueError, match="shape|limit"):
+        SimilarityIndex.load(path)
+    json.dump(dict(meta, format="dk-similarity-index-0"), open(os.path.join(path, "index.json"), "w"))
+    with pytest.raises(ValueError, match="format"):
+        SimilarityIndex.load(path)
+    other = tmp_path / "mine"
+    other.mkdir()
+    (other / "notes.txt").write_text("keep")
+    with pytest.raises(ValueError, match="refusing"):
+        SimilarityIndex(codes, 8).save(other)
+    assert (other / "notes.txt").read_text() == "keep"
+
+
+def test_a_damaged_store_block_is_named_not_searched(tmp_path):
+    import shutil
+
+    from dask_kernels.pipeline import StoreIntegrityError
+
+    X = _weighted_rows(groups=10)
+    path = str(tmp_path / "s.zarr")
+    featurize(X, GCWS(n_components=32, bits=8, seed=1), store=path, block_rows=20, progress=False)
+    chunk = os.path.join(path, "features", "c", "{}", "0")
+    shutil.copyfile(chunk.format(1), chunk.format(0))  # a swapped chunk: valid bytes, wrong rows
+    with pytest.raises(StoreIntegrityError, match="block 0"):
+        similarity_join(path, T).compute()
