@@ -172,33 +172,29 @@ class KernelModel(MetaEstimatorMixin, BaseEstimator):
             raise ValueError(f"expected 2-D rows, got shape {X.shape}")
         X = X.rechunk({1: -1})
         probe = np.ones((1, X.shape[1]), dtype=X.dtype)  # stays lazy: no data is read
-        out_dtype, out_w = self._out_meta(fn, self.features(probe), width, dtype)
-
-        def block(b, block_info=None):
-            return fn(self.features(b, block_info[0]["array-location"][0][0] if block_info else 0))
-
-        if out_w is None:
-            return X.map_blocks(block, dtype=out_dtype, drop_axis=1, chunks=(X.chunks[0],),
-                                meta=np.empty((0,), out_dtype))
-        return X.map_blocks(block, dtype=out_dtype, chunks=(X.chunks[0], (out_w,)),
-                            meta=np.empty((0, 0), out_dtype))
+        return self._map_blocks(X, _raw_block, fn, self.features(probe), width, dtype)
 
     def _apply_store(self, fn, store, width, dtype):
         if self.feature_map is None or store.feature_map.spec() != self.feature_map.spec():
             raise ValueError(f"the store at {getattr(store, 'path', '?')} was made by a different "
                              "feature map than this model's: predict on raw rows instead")
         F = store.features.rechunk({1: -1})
-        expand = self._learner_input
         probe = np.zeros((1, F.shape[1]), dtype=F.dtype)  # stays lazy: no data is read
-        out_dtype, out_w = self._out_meta(fn, expand(probe), width, dtype)
+        return self._map_blocks(F, _stored_block, fn, self._learner_input(probe), width, dtype)
 
-        def block(b):
-            return fn(expand(b))
+    def _map_blocks(self, A, block, fn, probe_features, width, dtype):
+        """``block(b, model, method)`` over A's row blocks; the model is one shared key of the
+        graph (:func:`dask_kernels._graph.shared_key`), not a copy of its coefficients per task."""
+        from dask.base import tokenize
 
+        from .._graph import shared_key
+
+        out_dtype, out_w = self._out_meta(fn, probe_features, width, dtype)
+        model = shared_key(self, f"dk-model-{tokenize(A.name, fn.__name__, id(self))}")
         if out_w is None:
-            return F.map_blocks(block, dtype=out_dtype, drop_axis=1, chunks=(F.chunks[0],),
+            return A.map_blocks(block, model, fn.__name__, dtype=out_dtype, drop_axis=1, chunks=(A.chunks[0],),
                                 meta=np.empty((0,), out_dtype))
-        return F.map_blocks(block, dtype=out_dtype, chunks=(F.chunks[0], (out_w,)),
+        return A.map_blocks(block, model, fn.__name__, dtype=out_dtype, chunks=(A.chunks[0], (out_w,)),
                             meta=np.empty((0, 0), out_dtype))
 
     # -- estimator API ------------------------------------------------------------------------
@@ -317,3 +313,14 @@ def load_model(path: str | os.PathLike, *, max_bytes: int | None = None,
     True
     """
     return KernelModel(*read_model(path, max_bytes=max_bytes, storage_options=storage_options))
+
+
+def _raw_block(b, model, method, block_info=None):
+    """A task: the model's ``method`` on one block of raw rows (its global first row from dask)."""
+    first = block_info[0]["array-location"][0][0] if block_info else 0
+    return getattr(model.estimator, method)(model.features(b, first))
+
+
+def _stored_block(b, model, method):
+    """A task: the model's ``method`` on one block of a store's features."""
+    return getattr(model.estimator, method)(model._learner_input(b))
