@@ -14,14 +14,13 @@ that the installed versions lie within them).
   first use, so importing dask_kernels does not import Zarr.
 """
 
-import importlib
-
 from numba.core import cgutils
 
-from ._lazy import lazy_getattr
+from ._lazy import lazy_attributes
 
 #: Names taken from ``sklearn.utils._param_validation`` (imported when one is first used).
-_PARAM_VALIDATION = ("HasMethods", "Interval", "InvalidParameterError", "StrOptions", "validate_parameter_constraints")
+_LAZY = {name: "sklearn.utils._param_validation" for name in (
+    "HasMethods", "Interval", "InvalidParameterError", "StrOptions", "validate_parameter_constraints")}
 
 #: Distribution name -> version specifier, exactly as in ``pyproject.toml``'s dependencies.
 TESTED = {
@@ -31,8 +30,7 @@ TESTED = {
 }
 
 
-__getattr__ = lazy_getattr(globals(), _PARAM_VALIDATION,
-                           lambda: importlib.import_module("sklearn.utils._param_validation"))
+__getattr__, __dir__ = lazy_attributes(globals(), _LAZY)
 
 
 def zarr_sync(coroutine):

@@ -223,10 +223,9 @@ def _rename(message, names):
     return message
 
 
-def _parse(argv, where, names):
-    """Parse a step with the CLI's own parser; argparse errors name the job file's keys."""
-    from . import build_parser
-
+def _parse(argv, where, names, build_parser):
+    """Parse a step with the CLI's own parser (``build_parser()``); argparse errors name the job
+    file's keys."""
     parser = build_parser()
     sub = next(a for a in parser._subparsers._group_actions).choices[argv[0]]
 
@@ -254,7 +253,8 @@ def run(args):
     from .featurize import build_map
 
     job = load_job(args.job)
-    plan = [(where, _parse(argv, where, names), argv, names) for where, argv, names in steps(job, cluster_override(args))]
+    plan = [(where, _parse(argv, where, names, args._build_parser), argv, names)
+            for where, argv, names in steps(job, cluster_override(args))]
     for where, parsed, argv, names in plan:  # the map too, before a cluster starts
         out = getattr(parsed, "output", None)
         if parsed.command in ("train", "predict") and out and "://" not in out \

@@ -17,7 +17,7 @@ import shutil
 import tempfile
 
 from ..pipeline.location import filesystem, local_path
-from ..maps.base import from_spec
+from ..maps.spec import from_spec
 from ..sidecar import model_arrays, save_model_arrays
 from .checkpoint import load_npz, save_npz
 from .model import KernelModel, learner_width

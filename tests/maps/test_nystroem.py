@@ -19,7 +19,8 @@ from sklearn.linear_model import SGDClassifier
 from dask_kernels import KernelModel, Nystroem, featurize, from_spec, load_model, open_store
 from dask_kernels.exact import cosine_rbf_kernel, gmm_kernel, laplacian_kernel, minmax_kernel, rbf_kernel
 from dask_kernels.io import from_sparse
-from dask_kernels.sidecar import SidecarError, load_map, save_map
+from dask_kernels.maps import load_map, save_map
+from dask_kernels.sidecar import SidecarError
 
 KERNELS = ["gmm", "minmax", "rbf", "laplacian", "cosine_rbf"]
 RNG = np.random.default_rng(12)
