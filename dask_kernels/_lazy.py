@@ -42,7 +42,11 @@ def lazy_attributes(namespace: dict, table: Mapping[str, str]) -> tuple[Callable
         module = table.get(name)
         if module is None:
             raise AttributeError(f"module {namespace['__name__']!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(module, namespace["__package__"]), name)
+        try:
+            value = getattr(importlib.import_module(module, namespace["__package__"]), name)
+        except AttributeError as e:  # raised while importing: not "no such name" (which
+            # `from package import name` would report, hiding the cause)
+            raise ImportError(f"{namespace['__name__']}.{name}: importing {module} failed: {e}") from e
         namespace[name] = value
         return value
 

@@ -130,6 +130,28 @@ def test_the_cycle_check_sees_lazy_and_deferred_imports():
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [{"a", "b", "c"}]
 
 
+#: Modules that import by name at run time, and what: any other use of importlib or pkgutil in
+#: the package is a second import mechanism, hidden from the cycle check above.
+DYNAMIC_IMPORTS = {
+    "dask_kernels._lazy": "the one lazy-import mechanism (its _LAZY tables are read above)",
+    "dask_kernels.warm": "warm_writer preloads Zarr (WRITER_MODULES), no module of the package",
+    "dask_kernels.learn.persist": "a saved model's scikit-learn estimator class, by its name",
+}
+
+
+def test_no_other_import_mechanism():
+    found = set()
+    for name, (path, _) in _modules().items():
+        with open(path) as f:
+            tree = ast.parse(f.read())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import) and any(a.name in ("importlib", "pkgutil") for a in node.names) or \
+                    isinstance(node, ast.ImportFrom) and node.module in ("importlib", "pkgutil") or \
+                    isinstance(node, ast.Name) and node.id == "__import__":
+                found.add(name)
+    assert found <= set(DYNAMIC_IMPORTS), f"modules importing by name at run time: {sorted(found - set(DYNAMIC_IMPORTS))}"
+
+
 # Each line imports one thing with the package's modules removed from sys.modules first, so it
 # meets the package as a fresh interpreter does (third-party libraries stay loaded: fast). The
 # first line is checked in a truly fresh interpreter too (below).

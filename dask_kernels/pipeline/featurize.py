@@ -426,7 +426,7 @@ def _shard_writes(args, job, names, pending, run):
     it would need the shard's rows as one chunk (dask's rechunk copies them: 7-9 CPU-ms per block) and
     leave coarse tasks, 8x longer, so a worker slowed down by other load finishes a whole shard
     after the other (what made the cost of sharding vary between runs)."""
-    from dask.highlevelgraph import HighLevelGraph
+    from .._compat import HighLevelGraph
 
     n_blocks = args[0].numblocks[0]
     blocks = da.map_blocks(featurize_dense_chunk, *args, job=job, names=names, dtype=object,
