@@ -16,6 +16,7 @@ import os
 import shutil
 import tempfile
 
+from .._versions import check_saved, estimator_class, versions
 from ..pipeline.location import filesystem, local_path
 from ..maps.spec import from_spec
 from ..sidecar import model_arrays, save_model_arrays
@@ -67,6 +68,7 @@ def save_model(model: KernelModel, path: str | os.PathLike, overwrite: bool = Fa
         "feature_map": None if model.feature_map is None else model.feature_map.spec(),
         "estimator": {"class": name, "params": json_params(model.estimator), "state": state},
         "history": list(model.history or []),
+        "versions": versions(),  # said again when loaded under others (dask_kernels._versions)
     }
     path = os.fspath(path)
     path = path.rstrip("/") or path
@@ -321,7 +323,7 @@ def load_model(path: str | os.PathLike, *, max_bytes: int | None = None,
         if not isinstance(name, str) or name not in SAVABLE:
             raise ValueError(f"{where}: estimator.class {name!r} is not a loadable model class "
                              f"({', '.join(sorted(SAVABLE))})")
-        cls = getattr(importlib.import_module(SAVABLE[name]), name)
+        cls = estimator_class(SAVABLE[name], name, check_saved(meta.get("versions"), where), where)
         params = est_meta["params"]
         if not isinstance(params, dict):
             raise ValueError(f"{where}: estimator.params must be an object")
