@@ -23,12 +23,15 @@ kernels imports neither scikit-learn nor dask's graph modules through this file)
 * Zarr: ``zarr.core.sync.sync`` (run one store coroutine from synchronous code).
 
 Used as attributes of public objects (:data:`PRIVATE_ATTRIBUTES`): scikit-learn's
-``BaseEstimator._validate_params`` and estimators' ``_parameter_constraints`` (the maps and
-the selector validate their parameters as scikit-learn's estimators do); dask's ``Array._meta``, ``Blockwise.indices``, ``.io_deps``,
-``.task`` and ``BlockwiseDepDict.mapping`` (read_parquet finds and replaces its read layers);
-``dask.callbacks.Callback._start_state`` / ``._finish`` and the local scheduler's state dict
-(``finished``, ``ready``, ``waiting``, ``running``: the plain progress lines count them);
-argparse's ``ArgumentParser._subparsers`` (a job file's steps parsed by the command line's parser).
+``BaseEstimator._validate_params`` and estimators' ``_parameter_constraints`` (the maps and the
+selector validate their parameters as scikit-learn's estimators do); dask's ``Array._meta``,
+``Blockwise.indices``, ``.io_deps``, ``.task`` and ``BlockwiseDepDict.mapping``
+(read_parquet finds and replaces its read layers); ``dask.callbacks.Callback._start_state`` /
+``._finish`` and the local scheduler's state dict (``finished``, ``ready``, ``waiting``,
+``running``: the plain progress lines count them); argparse's ``ArgumentParser._subparsers``
+(a job file's steps parsed by the command line's parser).
+
+Version differences handled here: :func:`csv_float_options` (pandas before 3.0).
 """
 
 from numba.core import cgutils
@@ -65,13 +68,23 @@ PRIVATE_ATTRIBUTES = {
 TESTED = {
     "scikit-learn": ">=1.6,<1.10",
     "numba": ">=0.60,<0.69",
-    "zarr": ">=3.1.4,<3.2",
+    "zarr": ">=3.1.6,<3.2",
     "dask": ">=2025.1",
     "distributed": ">=2025.1",
 }
 
 
 __getattr__, __dir__ = lazy_attributes(globals(), _LAZY)
+
+
+def csv_float_options() -> dict:
+    """``read_csv`` options that parse every float exactly (a value written with 17 digits reads
+    back as the same double). pandas before 3.0 parses with its "high" precision converter by
+    default, which can be one unit in the last place off; from 3.0 the default is exact and
+    ``float_precision`` is deprecated."""
+    import pandas
+
+    return {} if int(pandas.__version__.split(".")[0]) >= 3 else {"float_precision": "round_trip"}
 
 
 def zarr_sync(coroutine):
@@ -81,4 +94,4 @@ def zarr_sync(coroutine):
     return sync(coroutine)
 
 
-__all__ = ["PRIVATE_ATTRIBUTES", "TESTED", "cgutils", "zarr_sync", *_LAZY]
+__all__ = ["PRIVATE_ATTRIBUTES", "TESTED", "cgutils", "csv_float_options", "zarr_sync", *_LAZY]

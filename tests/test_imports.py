@@ -149,7 +149,8 @@ def test_no_other_import_mechanism():
                     isinstance(node, ast.ImportFrom) and node.module in ("importlib", "pkgutil") or \
                     isinstance(node, ast.Name) and node.id == "__import__":
                 found.add(name)
-    assert found <= set(DYNAMIC_IMPORTS), f"modules importing by name at run time: {sorted(found - set(DYNAMIC_IMPORTS))}"
+    assert found <= set(DYNAMIC_IMPORTS), \
+        f"modules importing by name at run time: {sorted(found - set(DYNAMIC_IMPORTS))}"
 
 
 # Each line imports one thing with the package's modules removed from sys.modules first, so it

@@ -28,7 +28,7 @@ import dask
 import dask.array as da
 import numpy as np
 
-from .._compat import Blockwise, BlockwiseDepDict, HighLevelGraph, blockwise
+from .._compat import Blockwise, BlockwiseDepDict, HighLevelGraph, blockwise, csv_float_options
 from .._hashing import parts_hash
 from ._identity import FileIdentity, InputChangedError
 from .dense import default_block_rows
@@ -587,5 +587,6 @@ def read_csv(path: str, *, columns: list[str] | None = None, label: str | None =
     """
     import dask.dataframe as dd
 
-    ddf = dd.read_csv(path, blocksize=blocksize, storage_options=storage_options, **kwargs)
+    # every float exactly as written, on every supported pandas (the caller's kwargs win)
+    ddf = dd.read_csv(path, blocksize=blocksize, storage_options=storage_options, **{**csv_float_options(), **kwargs})
     return from_dataframe(ddf, columns=columns, label=label)
