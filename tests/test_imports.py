@@ -136,6 +136,7 @@ DYNAMIC_IMPORTS = {
     "dask_kernels._lazy": "the one lazy-import mechanism (its _LAZY tables are read above)",
     "dask_kernels.warm": "warm_writer preloads Zarr (WRITER_MODULES), no module of the package",
     "dask_kernels.learn.persist": "a saved model's scikit-learn estimator class, by its name",
+    "dask_kernels._versions": "the same, where the installed scikit-learn may no longer have it",
 }
 
 
@@ -193,6 +194,17 @@ def test_a_map_imports_first_in_a_fresh_interpreter():
     for statement in ("from dask_kernels import RFF", "import dask_kernels as dk; dk.NRFF"):
         run = subprocess.run([sys.executable, "-c", statement], capture_output=True, text=True, timeout=300)
         assert run.returncode == 0, f"{statement}:\n{run.stderr[-2000:]}"
+
+
+def test_from_spec_knows_every_map_whatever_was_imported_first():
+    import numpy as np
+
+    spec = dask_kernels.GCWS(n_components=4).fit(np.ones((1, 3))).spec_json()
+    code = ("import sys; from dask_kernels.maps.rff import RFF; from dask_kernels.maps import from_spec, "
+            "registered_maps; print(from_spec(sys.argv[1]).method, len(registered_maps()))")
+    run = subprocess.run([sys.executable, "-c", code, spec], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.split() == ["gcws", str(len(dask_kernels.maps.spec.BUILTIN_MAPS))]
 
 
 def test_every_public_name_is_in_the_lazy_table():

@@ -134,7 +134,6 @@ def from_spec(spec: Mapping[str, Any] | str | bytes, arrays: Any = None) -> Feat
 
 
 
-
 def save_map(fmap: FeatureMap, path: str | os.PathLike) -> str:
     """Write a fitted map as ``path`` (spec JSON) plus, if it has fitted arrays, an .npz beside it.
 
