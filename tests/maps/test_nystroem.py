@@ -189,7 +189,7 @@ def test_partition_invariance_on_a_two_worker_cluster(tmp_path):
                       progress=False)
         assert len(client.scheduler_info()["workers"]) == 2
         # the arrays were scattered once, and each worker rebuilt and verified the map once
-        rebuilt = client.run(lambda: len(__import__("dask_kernels.sidecar").sidecar._REBUILT))
+        rebuilt = client.run(lambda: len(__import__("dask_kernels.pipeline.tasks").pipeline.tasks._REBUILT))
         assert sorted(rebuilt.values()) == [1, 1]
     assert fitted.spec() == ref.spec()
     assert _stores_equal(s, ref_store)
