@@ -2,7 +2,7 @@
 
     python benchmarks/bench_cluster.py [--quick] [--rows 2000000] [--cols 64] [--workers 2] [--repeat 1]
 
-``--quick``: 500,000 rows (about a minute on a quiet 2-core machine; the fixed start-up costs
+``--quick``: 500,000 rows (about a minute on an idle 2-core machine; the fixed start-up costs
 weigh four times more there than in the full 2,000,000-row run, so its speed-up is lower).
 
 Writes a dense float64 ``.npy`` (half zeros) to a temporary folder, then times, alternately:
@@ -13,8 +13,7 @@ Writes a dense float64 ``.npy`` (half zeros) to a temporary folder, then times, 
   --threads-per-worker 1`` as a fresh process, LocalCluster start and shutdown included,
 
 and prints the wall times, the cluster's speed-up, and the CLI's own split (the seconds it reports
-for featurizing, the rest being process start, imports and cluster start/stop). The issue's
-target is a speed-up of at least 1.6 on 2 cores. Each figure is the best of ``--repeat`` runs.
+for featurizing, the rest being process start, imports and cluster start/stop). Each figure is the best of ``--repeat`` runs.
 
 Bytecode: with ``PYTHONDONTWRITEBYTECODE=1`` and no ``__pycache__`` in site-packages (a venv
 installed without compiling, e.g. ``uv`` without ``--compile-bytecode``), every process compiles

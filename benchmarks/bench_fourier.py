@@ -164,8 +164,8 @@ def main():
     ap.add_argument("--quick", action="store_true", help="fewer rows and repeats (about 1 min)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--repeats", type=int, default=None,
-                    help="interleaved repeats per figure (default 2 with --quick, else 4); a 1.1x target "
-                         "needs more than 2 on a machine whose runs spread by 10 %%")
+                    help="interleaved repeats per figure (default 2 with --quick, else 4); ratios 10 %% apart "
+                         "need more than 2 on a machine whose runs spread by 10 %%")
     args = ap.parse_args()
     n_rows, repeats = (512, 2) if args.quick else (1024, 4)
     repeats = args.repeats or repeats

@@ -33,7 +33,7 @@ from _timing import best_time, best_times  # noqa: E402
 
 from dask_kernels import GCWS  # noqa: E402
 
-TARGET_SPARSE, TARGET_DENSE = 10.0, 3.0  # issue 15's targets for dart vs ICWS (k = 256)
+TARGET_SPARSE, TARGET_DENSE = 10.0, 3.0  # the speed-ups dart should reach over ICWS (k = 256)
 
 
 def bench_datasketch(X, k, repeat):

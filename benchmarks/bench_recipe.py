@@ -1,4 +1,4 @@
-"""The README's out-of-core recipe against a converged linear model on the same stored features.
+"""The out-of-core training recipe (docs/guide/training.md) against a converged linear model on the same stored features.
 
 For each dataset the training rows are featurized once into a GCWS feature store (b = 8,
 k = 256) and three models are trained on exactly those stored features:

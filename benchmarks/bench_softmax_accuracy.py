@@ -8,7 +8,7 @@ rows held out, early stopping, at most ``--epochs`` epochs), eta0 = s / k with s
 picked by held-out accuracy, alpha = 1e-5:
 
 * ``SoftmaxSGD`` on the codes (no expansion), rank None (full W), 8, 4, 2;
-* the README's OvR recipe, ``SGDClassifier(loss="log_loss")`` on the one-hot CSR.
+* the one-vs-rest recipe, ``SGDClassifier(loss="log_loss")`` on the one-hot CSR.
 
 Reference in the same run: a converged multinomial ``LogisticRegression`` (lbfgs) on the same
 one-hot features held in memory, C in {0.1, 1, 10} picked on the same kind of 10% split of

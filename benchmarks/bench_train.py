@@ -334,7 +334,7 @@ def main():
 
 
 
-# -- SoftmaxSGD (issue 11): the multinomial softmax on GCWS codes, no one-hot expansion -----------
+# -- SoftmaxSGD: the multinomial softmax on GCWS codes, no one-hot expansion -----------
 def synthetic10(n, d=10, seed=0):
     """10 classes: quintiles of the product term of :func:`synthetic` times its radius term."""
     X, _ = synthetic(n, d, seed)

@@ -154,7 +154,7 @@ class RandomFeatureSelector(TransformerMixin, BaseEstimator):
         The model of each round, cloned for every round; one ``partial_fit`` call on the R rows
         is the SGD pass; ``coef_`` holds the weights, (n_classes, n_features) or the transpose
         (for a low-rank model, the product W = U V, as in the thesis). None: ``SGDClassifier(loss="log_loss", alpha=1e-5,
-        learning_rate="constant", eta0=1 / mean ||z||^2)``, the README's recipe (one-vs-rest).
+        learning_rate="constant", eta0=1 / mean ||z||^2)``, one-vs-rest.
     seed : int, default=0
         Seed of the row subsets (and of the estimator's ``random_state`` when it is None).
 

@@ -4,4 +4,4 @@
 set -euo pipefail
 SCHEDULER_FILE=${1:?scheduler file}
 HOST=${2:-127.0.0.1}   # use the node's cluster-network address when workers run on other nodes
-exec dask scheduler --host "$HOST" --port 0 --no-dashboard --scheduler-file "$SCHEDULER_FILE"
+exec dask scheduler --host "$HOST" --port 0 --scheduler-file "$SCHEDULER_FILE"

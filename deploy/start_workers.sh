@@ -9,4 +9,4 @@ HOST=${3:-127.0.0.1}
 export NUMBA_CACHE_DIR=${NUMBA_CACHE_DIR:-${TMPDIR:-/tmp}/numba-cache}
 for _ in $(seq 60); do [ -f "$SCHEDULER_FILE" ] && break; sleep 1; done
 exec dask worker --scheduler-file "$SCHEDULER_FILE" --nworkers "$N" --nthreads 1 \
-    --host "$HOST" --no-dashboard --local-directory "${TMPDIR:-/tmp}/dask-worker-space"
+    --host "$HOST" --local-directory "${TMPDIR:-/tmp}/dask-worker-space"

@@ -14,8 +14,8 @@ sys.path.insert(0, os.path.join(HERE, "_ext"))
 import dask_kernels  # noqa: E402  (installed into .venv by `make docs`)
 
 project = "dask_kernels"
-author = "the dask_kernels developers"
-copyright = "2026, the dask_kernels developers"
+author = "the dask_kernels contributors"
+copyright = "2026, the dask_kernels contributors"
 release = dask_kernels.__version__
 version = ".".join(release.split(".")[:2])
 

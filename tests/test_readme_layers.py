@@ -1,9 +1,9 @@
-"""The README's layer table is the import graph of the package.
+"""The layer table of docs/guide/development.md is the import graph of the package.
 
 Every import inside ``dask_kernels`` (module level or inside a function) is resolved to the
 top-level module or subpackage it reaches: ``from .. import open_store`` counts as an import of
 ``pipeline``, where ``open_store`` is defined. The tests fail when the code gains or loses an
-arrow that the README's table (section "Development") does not show, when an arrow points up
+arrow that the table does not show, when an arrow points up
 the layers, and when a private helper module (``_compat``, ``_progress``, ...) imports any
 other part of the package.
 """
@@ -71,7 +71,7 @@ def import_graph():
 
 
 def readme_layers():
-    """``{unit: (layer, {imports})}`` from the README table between the layer markers."""
+    """``{unit: (layer, {imports})}`` from the development guide's table between the layer markers."""
     with open(os.path.join(ROOT, "docs", "guide", "development.md")) as f:
         text = f.read()
     body = text.split("<!-- layers:begin -->")[1].split("<!-- layers:end -->")[0]

@@ -6,6 +6,7 @@ and its name in :func:`_subcommands` (``tests/test_imports.py`` checks that none
 """
 
 import argparse
+import logging
 import os
 import sys
 
@@ -82,8 +83,39 @@ def main(argv=None):
     return exit_with(status) if argv is None else status
 
 
+class _Stderr(logging.StreamHandler):
+    """A handler writing to ``sys.stderr`` as it is when a message comes (not when the handler was
+    made: ``main`` may run many times in one process, each with its own stderr)."""
+
+    @property
+    def stream(self):
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value):  # StreamHandler.__init__ sets it; the property always looks it up
+        pass
+
+
+def _log_to_stderr(args):
+    """The package's diagnostics (logger ``dask_kernels``) as plain lines on stderr: INFO and above
+    (the dashboard's address, what a command chose for you), DEBUG with ``--debug``. Results go to
+    stdout; progress and diagnostics to stderr, so a log file of stderr shows them in order."""
+    logger = logging.getLogger("dask_kernels")
+    logger.setLevel(logging.DEBUG if _debug(args) else logging.INFO)
+    if not any(getattr(h, "_dask_kernels_cli", False) for h in logger.handlers):
+        handler = _Stderr()
+        handler.setFormatter(logging.Formatter(f"dask-kernels {args.command}: %(message)s"))
+        handler._dask_kernels_cli = True
+        logger.addHandler(handler)
+    else:
+        for h in logger.handlers:
+            if getattr(h, "_dask_kernels_cli", False):
+                h.setFormatter(logging.Formatter(f"dask-kernels {args.command}: %(message)s"))
+
+
 def _main(argv):
     args = build_parser().parse_args(argv)
+    _log_to_stderr(args)
     try:
         return args._run(args)
     except KeyboardInterrupt:  # Ctrl-C: what was kept and how to go on, not the stack of a wait

@@ -96,6 +96,41 @@ def warm_plugin(args):
     return WarmKernels(methods=[method]) if method in registered_maps() else None
 
 
+#: Input up to this many bytes (local files) is processed in the command's own process, on dask's
+#: threaded scheduler, when no ``--scheduler``, ``--scheduler-file`` or ``--workers`` is given:
+#: starting a 2-process LocalCluster costs seconds, more than computing such an input takes
+#: (the kernels release the GIL, so threads use every core).
+IN_PROCESS_BYTES = 256 * 2**20
+
+
+def _local_bytes(path):
+    """Bytes under a local path (a file, or a folder such as a Zarr array), or None for a URL."""
+    from ._paths import is_url
+
+    if not path or is_url(path):
+        return None
+    path = os.path.realpath(os.path.expanduser(str(path)))
+    if os.path.isfile(path):
+        return os.path.getsize(path)
+    total = 0
+    for folder, _, files in os.walk(path):
+        for name in files:
+            total += os.path.getsize(os.path.join(folder, name))
+            if total > IN_PROCESS_BYTES:
+                return total
+    return total
+
+
+def runs_in_process(args) -> bool:
+    """True when the command computes in its own process (threads), without starting a cluster:
+    no scheduler or ``--workers`` given and its input (``args.input`` or ``args.source``, local)
+    is at most :data:`IN_PROCESS_BYTES`."""
+    if not starts_local_cluster(args) or getattr(args, "workers", None):
+        return False
+    size = _local_bytes(getattr(args, "input", None) or getattr(args, "source", None))
+    return size is not None and size <= IN_PROCESS_BYTES
+
+
 def starts_local_cluster(args) -> bool:
     """True when the command starts its own LocalCluster (no ``--scheduler``/``--scheduler-file``):
     its workers then run on this machine, in this environment, and read what this process reads."""
@@ -145,7 +180,7 @@ def start_worker_server(args):
     fork from it with everything loaded. Nothing happens for a running scheduler or when workers
     are not forked from a forkserver (see :func:`worker_start_method`).
     """
-    if not starts_local_cluster(args) or worker_start_method() != "forkserver":
+    if not starts_local_cluster(args) or runs_in_process(args) or worker_start_method() != "forkserver":
         return
     import multiprocessing
     import multiprocessing.forkserver
@@ -200,6 +235,27 @@ def _run_beside(prepare):
     return run_beside(prepare, "dask-kernels-prepare").join
 
 
+def _scheduler_has_bokeh():
+    import importlib.util
+
+    return importlib.util.find_spec("bokeh") is not None
+
+
+def _announce_dashboard(client):
+    """Log the address of the scheduler's dashboard, when it serves one: distributed answers on
+    the dashboard's port with or without bokeh, but draws plots only with it (the ``dashboard``
+    extra), so the link is given only where bokeh is installed beside the scheduler."""
+    import logging
+
+    try:
+        services = client.scheduler_info().get("services", {})
+        if "dashboard" not in services or not client.run_on_scheduler(_scheduler_has_bokeh):
+            return
+    except Exception:  # noqa: BLE001  (an informational line never fails a command)
+        return
+    logging.getLogger("dask_kernels.cli").info("dashboard: %s", client.dashboard_link)
+
+
 @contextlib.contextmanager
 def client_for(args, prepare=None):
     """A distributed Client as the arguments say; closes what it started.
@@ -209,7 +265,16 @@ def client_for(args, prepare=None):
 
     ``prepare``: a function run in a thread of this process while a LocalCluster starts (and
     waited for before the client is handed out), to load what the command uses next (Zarr, Numba)
-    while this process would otherwise only wait for its workers."""
+    while this process would otherwise only wait for its workers.
+
+    Small local input (:func:`runs_in_process`) starts no cluster: the block yields None and the
+    work runs on dask's threaded scheduler in this process."""
+    if runs_in_process(args):
+        import dask
+
+        with dask.config.set(scheduler="threads"):
+            yield None
+        return
     from distributed import Client, LocalCluster
 
     if getattr(args, "scheduler", None):
@@ -231,6 +296,7 @@ def client_for(args, prepare=None):
         client = Client(cluster)
         prepared()
     try:
+        _announce_dashboard(client)
         plugin = warm_plugin(args)
         if plugin is not None:
             client.register_plugin(plugin)

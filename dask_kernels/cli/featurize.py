@@ -177,6 +177,8 @@ def run(args):
         stored_map = append_map(output, params, method=method)
     with client_for(args, prepare=_prepare_client):
         X, labels = read_input(args)
+        if X.shape[0] == 0:  # before a map is fitted on nothing (its message names no file)
+            raise UsageError(f"input {args.input}: has no rows (an empty file?): nothing to featurize")
         fmap = stored_map if stored_map is not None else resolve_center(fmap, X)
         t0 = time.perf_counter()
         if starts_local_cluster(args):

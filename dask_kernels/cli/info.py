@@ -1,19 +1,24 @@
-"""``dask-kernels info STORE``: what a feature store holds and whether it is whole.
+"""``dask-kernels info PATH``: what a feature store or a saved model holds.
 
-Reads the store's attributes and done records (cheap); ``--verify`` also reads every block and
-checks it against its checksums and done record. Exit status 0 for a complete store whose
-blocks are all done (and verified, with ``--verify``), 1 otherwise, so scripts can test it.
+A store: its rows, blocks (per appended segment: their own block sizes), map spec and whether
+it is whole. Reads the store's attributes and done records (cheap); ``--verify`` also reads
+every block and checks it against its checksums and done record. Exit status 0 for a complete
+store whose blocks are all done (and verified, with ``--verify``), 1 otherwise, so scripts can
+test it.
+
+A saved model (``dask-kernels train -o``): its map, estimator, classes, training history and the
+library versions that wrote it; loading it checks every file, so exit status 0 means it loads.
 """
 
 import json
 
 from ._args import UsageError
 
-help = "show a feature store's rows, blocks, map spec, completeness and integrity"
+help = "show a feature store's rows, blocks, map spec, completeness and integrity, or what a saved model holds"
 
 
 def add_arguments(parser):
-    parser.add_argument("store", help="feature store (path, file:// or fsspec URL)")
+    parser.add_argument("store", metavar="PATH", help="feature store or saved model (path, file:// or fsspec URL)")
     parser.add_argument("--verify", action="store_true", help="read every block and check its checksums")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of lines")
 
@@ -35,20 +40,78 @@ def summary(store, verify=False):
         "package_version": store.package_version,
         "method": store.spec.get("method"),
         "params": store.spec.get("params"),
+        "segments": [{"rows": s.n_rows, "blocks": s.n_blocks, "block_rows": s.block_rows}
+                     for s in [store] + list(store.segments)] if store.segments else [],
     }
+    if store.segments:  # the first rows' own counts, not the joined ones
+        out["segments"][0].update(rows=int(store.info["n_rows"]), blocks=store._own_blocks)
     if verify:
         bad = store.verify_blocks()
         out["blocks_bad"] = {str(k): v for k, v in sorted(bad.items())}
     return out
 
 
+def model_summary(path):
+    """The dict ``info`` prints for a saved model (loaded, so every file is checked)."""
+    from ..learn import load_model
+
+    model = load_model(path)
+    fmap, est = model.feature_map, model.estimator
+    classes = getattr(est, "classes_", None)
+    return {
+        "path": path,
+        "kind": "model",
+        "method": None if fmap is None else fmap.method,
+        "params": None if fmap is None else fmap.spec()["params"],
+        "n_features_in": None if fmap is None else int(fmap.n_features_in_),
+        "estimator": type(est).__name__,
+        "estimator_params": {k: v for k, v in est.get_params(deep=False).items()
+                             if isinstance(v, (str, int, float, bool, type(None)))},
+        "classes": None if classes is None else [c.item() if hasattr(c, "item") else c for c in classes],
+        "history": list(model.history or []),
+        "versions": getattr(model, "versions_", None),
+    }
+
+
+def _print_model(s):
+    params = ", ".join(f"{k}={v!r}" for k, v in sorted((s["params"] or {}).items()) if k != "center" or v is None)
+    print(f"model: {s['path']}")
+    print(f"map: {s['method']}({params}) on {s['n_features_in']} features" if s["method"] else "map: none (raw rows)")
+    est = ", ".join(f"{k}={v!r}" for k, v in sorted(s["estimator_params"].items()))
+    print(f"estimator: {s['estimator']}({est})")
+    if s["classes"] is not None:
+        shown = ", ".join(map(str, s["classes"][:20])) + (", ..." if len(s["classes"]) > 20 else "")
+        print(f"classes: {len(s['classes'])} ({shown})")
+    print(f"history: {len(s['history'])} epochs")
+    for record in s["history"]:
+        print("  " + ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in record.items()))
+    if s["versions"]:
+        print("written with: " + ", ".join(f"{k} {v}" for k, v in sorted(s["versions"].items())))
+
+
 def run(args):
     from ..pipeline import open_store
     from ._paths import existing, is_store
 
-    path = existing(args.store, "store")
+    path = existing(args.store, "path")
     if not is_store(path):
-        raise UsageError(f"store {args.store}: not a dask_kernels feature store")
+        from ..learn.persist import check_model_path
+
+        try:
+            is_model = check_model_path(path, overwrite=True) == "model"
+        except (OSError, ValueError):
+            is_model = False
+        if not is_model:
+            raise UsageError(f"{args.store}: neither a dask_kernels feature store nor a saved model")
+        try:
+            s = model_summary(path)
+        except ValueError as e:
+            raise UsageError(f"model {args.store}: {e}") from None
+        if args.json:
+            print(json.dumps(s, sort_keys=True, default=str))
+        else:
+            _print_model(s)
+        return 0
     s = summary(open_store(path), args.verify)
     ok = s["complete"] and s["blocks_done"] == s["blocks"] and not s.get("blocks_bad")
     if args.json:
@@ -57,7 +120,12 @@ def run(args):
     params = ", ".join(f"{k}={v!r}" for k, v in sorted((s["params"] or {}).items()) if k != "center" or v is None)
     print(f"store: {s['path']}")
     print(f"rows: {s['rows']} x {s['width']} {s['dtype']}")
-    print(f"blocks: {s['blocks']} of {s['block_rows']} rows, {s['blocks_done']} done")
+    if s["segments"]:
+        print(f"blocks: {s['blocks']}, {s['blocks_done']} done, in {len(s['segments'])} segments (appended):")
+        for n, seg in enumerate(s["segments"]):
+            print(f"  segment {n}: {seg['rows']} rows, {seg['blocks']} blocks of {seg['block_rows']} rows")
+    else:
+        print(f"blocks: {s['blocks']} of {s['block_rows']} rows, {s['blocks_done']} done")
     print(f"columns: {', '.join(s['columns']) or 'none'}")
     print(f"spec: {s['method']}({params})")
     print(f"complete: {'yes' if s['complete'] else 'no (re-run the same featurize command to finish it)'}")

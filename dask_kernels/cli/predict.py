@@ -2,17 +2,22 @@
 
 Predictions (or ``--proba`` class probabilities) of every input row are computed by the
 workers, partition by partition, and written to ``OUTPUT``: a Zarr array (``.zarr``: written
-by the workers), a Parquet dataset (``.parquet``: written by the workers; needs pyarrow) or a
-``.npy`` file (gathered by the client). An existing ``OUTPUT`` is never replaced: results are
-written under a temporary name beside it and renamed into place.
+by the workers), a Parquet dataset (``.parquet``: written by the workers, with a ``row`` column
+giving each prediction's 0-based row number in the input) or a ``.npy`` file (gathered by the
+client). Row ``i`` of a Zarr or ``.npy`` output is input row ``i``. Results are written under a temporary name beside
+``OUTPUT`` and renamed into place. An existing ``OUTPUT`` is replaced only with ``--overwrite``
+and only when it is a prediction output that ``predict`` wrote (:mod:`._owned`); a job file's
+``[[outputs]]`` replace what the same job wrote on its previous run.
 """
 
+import argparse
 import os
 import uuid
 
 from ._args import UsageError
 from ._cluster import add_cluster_arguments, client_for
 from ._inputs import add_input_arguments
+from ._owned import check_replaceable, remove_own, write_marker, writer_of
 from ._paths import exists, is_url, normalize
 
 help = "predict labels or probabilities of raw rows (or a store) with a saved model; write Zarr, Parquet or .npy"
@@ -25,14 +30,21 @@ def add_arguments(parser):
     parser.add_argument("input", help="rows to predict: .npy, Zarr array, Parquet, CSV, svmlight file, or a feature store "
                                       "made with the model's map")
     parser.add_argument("-o", "--output", required=True,
-                        help="where to write: NAME.zarr, NAME.parquet or NAME.npy (must not exist)")
+                        help="where to write: NAME.zarr, NAME.parquet or NAME.npy (must not exist, see --overwrite)")
     parser.add_argument("--proba", action="store_true", help="class probabilities instead of labels")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace OUTPUT if it is a prediction output written by dask-kernels predict "
+                             "(anything else is refused, never replaced)")
+    parser.add_argument("--job", default=None, help=argparse.SUPPRESS)  # set by `run`: the job file writing OUTPUT
     add_input_arguments(parser)
     add_cluster_arguments(parser)
 
 
-def output_kind(path):
-    """"zarr", "parquet" or "npy" from the output's suffix; checked before any work."""
+def output_kind(path, replace_for=False):
+    """"zarr", "parquet" or "npy" from the output's suffix; checked before any work.
+
+    ``replace_for``: False (an existing output is refused), None (``--overwrite``: any prediction
+    output may be replaced) or a job's writer (only that job's outputs may be)."""
     kind = KINDS.get(os.path.splitext(str(path).rstrip("/"))[1].lower())
     if kind is None:
         raise UsageError(f"-o {path}: unknown output format; use a name ending in .zarr, .parquet or .npy")
@@ -46,7 +58,10 @@ def output_kind(path):
     if kind == "npy" and is_url(path):
         raise UsageError(f"-o {path}: .npy output must be a local file; use .zarr for URLs")
     if exists(path):
-        raise UsageError(f"-o {path}: already exists; refusing to replace it (choose another name or move it away)")
+        if replace_for is False:
+            raise UsageError(f"-o {path}: already exists; refusing to replace it (choose another name or move it "
+                             "away, or give --overwrite if dask-kernels predict wrote it)")
+        check_replaceable(path, kind, replace_for)
     if not is_url(path) and not os.path.isdir(os.path.dirname(path)):
         raise UsageError(f"-o {path}: folder {os.path.dirname(path)} does not exist")
     return kind
@@ -59,9 +74,23 @@ def _temporary(path):
     return os.path.join(folder, f".{base}.dk-tmp-{uuid.uuid4().hex[:8]}")
 
 
-def _publish(tmp, path):
-    """Rename ``tmp`` to ``path`` without replacing anything that appeared there meanwhile."""
+def _publish(tmp, path, kind, replace_for):
+    """Rename ``tmp`` to ``path``. An output that was there is replaced only if it still passes
+    :func:`._owned.check_replaceable` (moved aside, then deleted once the new one is in place);
+    nothing else that appeared there meanwhile is replaced."""
     if tmp == path:
+        return
+    if replace_for is not False and os.path.lexists(path):
+        check_replaceable(path, kind, replace_for)
+        folder, base = os.path.split(path)
+        old = os.path.join(folder, f".{base}.dk-old-{uuid.uuid4().hex[:8]}")
+        os.rename(path, old)
+        try:
+            _publish(tmp, path, kind, False)
+        except BaseException:
+            os.rename(old, path)  # the previous output back where it was
+            raise
+        _remove_ours(old, path)
         return
     if os.path.isdir(tmp):
         if os.path.lexists(path):
@@ -75,10 +104,14 @@ def _publish(tmp, path):
         os.unlink(tmp)
 
 
-def write(result, path, kind, columns):
-    """Compute ``result`` (a dask array) on the cluster into ``path``."""
+def write(result, path, kind, columns, writer="command line", replace_for=False):
+    """Compute ``result`` (a dask array) on the cluster into ``path``, marked as written by ``writer``."""
     import numpy as np
 
+    if is_url(path) and replace_for is not False and exists(path):
+        # object stores have no rename: the previous output (checked ours) goes first
+        check_replaceable(path, kind, replace_for)
+        remove_own(path, kind)
     tmp = _temporary(path)
     try:
         if kind == "zarr":  # Zarr wants equal chunks (but the last): partitions may differ in size
@@ -86,12 +119,22 @@ def write(result, path, kind, columns):
         elif kind == "parquet":
             import dask.dataframe as dd
 
+            import dask.array as da
+
             frame = dd.from_dask_array(result if result.ndim == 2 else result[:, None], columns=columns)
-            frame.to_parquet(tmp, write_index=False)
+            # each prediction names its input row (0-based position), whatever the partitions
+            rows = dd.from_dask_array(da.arange(result.shape[0], chunks=result.chunks[0], dtype="int64"))
+            frame = frame.assign(row=rows)[["row"] + list(columns)]
+            # zero-padded part names: readers that list files by name read the rows in order
+            frame.to_parquet(tmp, write_index=False, name_function=lambda i: f"part.{i:06d}.parquet")
         else:
             np.save(tmp + ".npy", result.compute())
             os.rename(tmp + ".npy", tmp)
-        _publish(tmp, path)
+        if kind != "npy":
+            write_marker(tmp, kind, writer, path)
+        _publish(tmp, path, kind, replace_for)
+        if kind == "npy":  # the digest of the file now in place
+            write_marker(path, kind, writer, path)
     except BaseException:
         _remove_ours(tmp, path)
         raise
@@ -113,7 +156,9 @@ def run(args):
 
     model_path = existing(args.model, "model")
     output = normalize(args.output)
-    kind = output_kind(output)
+    writer = writer_of(args.job)
+    replace_for = writer if args.job else (None if args.overwrite else False)
+    kind = output_kind(output, replace_for)
     existing(args.input, "input")
     model = load_model(model_path)
     if args.proba and not hasattr(model.estimator, "predict_proba"):
@@ -126,7 +171,7 @@ def run(args):
         check_width(model, X, args.input)
         result = lazy_apply(model, X, method)
         columns = ([f"proba_{c}" for c in model.estimator.classes_] if args.proba else ["prediction"])
-        write(result, output, kind, columns)
+        write(result, output, kind, columns, writer, replace_for)
     what = "probabilities" if args.proba else "predictions"
     print(f"{output}: {what} of {int(result.shape[0])} rows ({kind})")
     return 0

@@ -5,8 +5,10 @@ outputs; each step is the matching subcommand (``featurize``, then ``train`` fro
 then ``predict`` per output), with the same checks, so a job file and a command line behave
 alike. Relative paths are relative to the job file's folder. The whole file is checked (unknown
 keys, types, values: messages name the key) before a cluster starts. Re-running a job resumes
-an unfinished store; a finished training output or prediction is refused, not replaced (set
-``overwrite = true`` under ``[training]`` to replace the model).
+an unfinished store. A job's ``[[outputs]]`` replace the predictions the same job file wrote on
+an earlier run (each output records its writer; a file of anyone else's is refused, never
+replaced); a saved model is replaced only with ``overwrite = true`` under ``[training]``. Local
+folders of the outputs are created when missing (``--dry-run`` creates nothing).
 
 Example::
 
@@ -74,7 +76,7 @@ SECTIONS = {"cluster": CLUSTER, "input": INPUT, "map": MAP, "store": STORE, "tra
 
 
 def add_arguments(parser):
-    parser.add_argument("job", help="TOML job file (see `dask-kernels run --help` and the README's 'Batch jobs')")
+    parser.add_argument("job", help="TOML job file (its sections and keys: docs/guide/batch.md)")
     add_cluster_arguments(parser)
     parser.add_argument("--dry-run", action="store_true", help="check the job file and print the steps' command lines")
 
@@ -192,7 +194,7 @@ def _items(table):
     return [(k, f, v) for k, (f, v) in table.items()]
 
 
-def steps(job, cluster_argv):
+def steps(job, cluster_argv, job_path=None):
     """``[(section name, argv, {flag: key})]``: the subcommands the job runs, in order."""
     out = []
     names = {}
@@ -211,6 +213,8 @@ def steps(job, cluster_argv):
         names = {}
         model = o["model"][1] if "model" in o else job["training"]["output"][1]
         argv = ["predict", model, o["input"][1]] + _argv(_items(o), names, f"[[outputs]] #{i + 1}") + cluster
+        if job_path is not None:  # the job's own outputs of an earlier run are replaced, nothing else
+            argv += ["--job", job_path]
         out.append((f"[[outputs]] #{i + 1}", argv, names))
     return out
 
@@ -254,17 +258,25 @@ def run(args):
 
     job = load_job(args.job)
     plan = [(where, _parse(argv, where, names, args._build_parser), argv, names)
-            for where, argv, names in steps(job, cluster_override(args))]
+            for where, argv, names in steps(job, cluster_override(args), os.path.abspath(args.job))]
+    folders = []  # local folders of the outputs that do not exist yet: created when the job runs
     for where, parsed, argv, names in plan:  # the map too, before a cluster starts
         out = getattr(parsed, "output", None)
-        if parsed.command in ("train", "predict") and out and "://" not in out \
-                and not os.path.isdir(os.path.dirname(os.path.abspath(out))):  # not after featurizing
-            raise JobError(f"{where}: output {out}: folder {os.path.dirname(os.path.abspath(out))} does not exist")
+        if parsed.command in ("train", "predict") and out and "://" not in out:
+            folder = os.path.dirname(os.path.abspath(out))
+            if not os.path.isdir(folder):
+                if os.path.lexists(folder):
+                    raise JobError(f"{where}: output {out}: {folder} exists and is not a folder")
+                folders.append(folder)
         if parsed.command == "featurize":
             try:
                 build_map(parsed)
             except UsageError as e:
                 raise JobError(_rename(str(e), names)) from None
+    for folder in dict.fromkeys(folders):
+        print(f"== {'would create' if args.dry_run else 'creating'} folder {folder}", flush=True)
+        if not args.dry_run:
+            os.makedirs(folder, exist_ok=True)
     for where, parsed, argv, _ in plan:
         # quoted: a path with spaces pastes back as one argument
         print(f"== {where}: dask-kernels {shlex.join(argv)}", flush=True)

@@ -62,7 +62,7 @@ def add_arguments(parser):
     parser.add_argument("--block-rows", type=positive_int, default=None)
     parser.add_argument("--step-blocks", type=positive_int, default=1,
                         help="blocks' rows per partial_fit call (default 1): fewer, longer calls, faster on "
-                             "several cores; 5 was less accurate in the README's training benchmark")
+                             "several cores; 5 was less accurate in the training benchmark")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--checkpoint", help="checkpoint file (resumed if it exists; only a checkpoint is "
                                              "ever overwritten)")
@@ -167,7 +167,7 @@ def _source(args):
     return PartitionSource(parts, fmap)
 
 
-def _default_eta0(src):
+def _default_eta0(src, name):
     # 1 / E||x||^2 keeps the first SGD steps of size ~1 whatever the width (GCWS rows have
     # k ones, Fourier rows have norm ~1); from the first block that has rows
     import numpy as np
@@ -179,7 +179,7 @@ def _default_eta0(src):
             F = src.expand(X)
             sq = F.multiply(F).sum(axis=1) if sp.issparse(F) else np.square(np.asarray(F, np.float64)).sum(axis=1)
             return float(1.0 / max(float(np.mean(sq)), 1e-12))
-    raise UsageError(f"source {src!r} has no rows")
+    raise UsageError(f"{name}: has no rows (an empty file?): nothing to train on")
 
 
 def run(args):
@@ -216,7 +216,7 @@ def _train(args):
     from dask_kernels import fit_incremental
 
     src = _source(args)
-    eta0 = args.eta0 if args.eta0 is not None else _default_eta0(src)
+    eta0 = args.eta0 if args.eta0 is not None else _default_eta0(src, args.source)
     est = _estimator(args, eta0, src.feature_map)
     print(f"training {type(est).__name__} on {src.n_rows} rows in {src.n_blocks} blocks"
           + (f" ({src.feature_map.method} features)" if src.feature_map is not None else " (raw rows)"))

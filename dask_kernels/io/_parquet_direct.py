@@ -7,7 +7,7 @@ arrays; on a block of 7,032 rows of 784 float32 columns (dictionary-encoded, Sna
 defaults) that costs about 55 CPU-ms (45 of decoding, 10 of gathering). Decoding the pages in one
 Numba call per row group, into the rows directly, costs 18-19 in one process and about 20 in a
 Dask worker, whose large allocations are fresh mappings (so a row group's bytes and rows come from
-:mod:`._reuse`'s pool; measured: ``benchmarks/bench_pipeline.py``, docs/performance.md). The
+:mod:`._reuse`'s pool; measured: ``benchmarks/bench_pipeline.py``). The
 layout comes from the footer pyarrow has already parsed; where :func:`read_rows` returns None (a
 column type, encoding or codec the decoder does not read, or anything in the file it finds
 inconsistent) the caller reads the partition with pyarrow as before, so results never depend on

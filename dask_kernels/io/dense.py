@@ -38,6 +38,18 @@ def load_npy(path: str, ndim: int | None = None) -> np.ndarray:
     required (2: rows, 1: labels).
     """
     try:
+        with open(path, "rb") as f:
+            head = f.read(64)
+    except OSError as e:
+        raise ValueError(f"{path}: not a readable .npy file ({e})") from None
+    if head and not head.startswith(b"\x93NUMPY") and not head.startswith(b"PK\x03\x04"):
+        # without the magic, numpy tries pickle and speaks of allow_pickle: say what it is instead
+        text = head.decode("utf-8", "replace")
+        kind = (" (it looks like text: a CSV file? give it a .csv name, or --format csv)"
+                if text.isprintable() or "\n" in text else "")
+        raise ValueError(f"{path}: not a .npy file: it does not start with the .npy magic bytes "
+                         f"b'\\x93NUMPY' but with {head[:16]!r}{kind}")
+    try:
         a = np.load(path, mmap_mode="r", allow_pickle=False)
     except (ValueError, EOFError, OSError) as e:
         why = "empty file" if os.path.isfile(path) and os.path.getsize(path) == 0 else str(e) or type(e).__name__

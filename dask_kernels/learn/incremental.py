@@ -179,18 +179,17 @@ def fit_incremental(
         Rows per step (per ``partial_fit`` call): this many blocks' worth, drawn from the
         window as above (at most a window; a window of fewer blocks is one step). Fewer, longer
         calls pay scikit-learn's fixed cost per call less often and give the one-vs-rest
-        threads (``n_jobs``) longer tasks: 10000-row blocks with ``step_blocks=5`` train
-        faster on 2 cores (see the README's training section), but in its benchmark (5 seeds, 3
-        epochs, constant ``eta0=0.5``) ``step_blocks=5`` was 4.1 points less accurate than 1
-        (standard error 1.6). That is the estimator's, not the feeding's: ``partial_fit`` in
-        memory on the very same rows in 50000-row calls gives the same models (bitwise with
-        ``shuffle=False``) and the same accuracy; at ``eta0=0.05`` the difference was -0.5
-        (standard error 0.5). Keep the default unless you measured. Checkpoints, ``checkpoint_every``
+        threads (``n_jobs``) longer tasks, so 10000-row blocks with ``step_blocks=5`` train
+        faster on 2 cores; but at a high constant ``eta0`` the model can be several points
+        less accurate than with 1 (at a small ``eta0`` the difference is within noise). That is
+        the estimator's, not the feeding's: ``partial_fit`` in memory on the very same rows in
+        the same calls gives the same models (bitwise with ``shuffle=False``). Keep the default
+        unless you have measured on your data. Checkpoints, ``checkpoint_every``
         and ``callback`` count steps. Memory: two prepared steps (the next is prepared while one
         trains). Keep SGD's own ``shuffle=True`` although the rows already come in a seeded
         random order: with ``shuffle=False`` it is faster (no random access to the step's
-        rows) but the one-vs-rest problems all see the rows in one order, which cost 2.8-5.5
-        points of test accuracy in the README's benchmark.
+        rows) but the one-vs-rest problems all see the rows in one order, which cost several
+        points of test accuracy in the training benchmark (``benchmarks/bench_train.py``).
     prefetch : bool, default=True
         Read the next window (after an epoch's last one, the next epoch's first) and expand
         the next step in background threads while the current step trains (under a Client the

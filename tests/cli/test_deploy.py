@@ -164,3 +164,40 @@ def test_readme_example_command_parses():
     cmd = " ".join(ln.rstrip("\\").strip() for ln in block.splitlines() if ln.strip())
     kernels = cmd[cmd.index("dask-kernels"):]
     _parse_dask_kernels(shlex.split(kernels))
+
+
+def test_the_image_has_the_s3_and_dashboard_extras_and_no_deploy_file_turns_the_dashboard_off():
+    import tomllib
+
+    with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
+        extras = tomllib.load(f)["project"]["optional-dependencies"]
+    docker = open(os.path.join(DEPLOY, "Dockerfile")).read()
+    assert '"/src[s3,dashboard]"' in docker and {"s3", "dashboard"} <= set(extras)
+    for folder, _, files in os.walk(DEPLOY):
+        for name in files:
+            assert "--no-dashboard" not in open(os.path.join(folder, name)).read(), name
+
+
+def test_a_commands_cluster_logs_its_dashboard_link(caplog):
+    import logging
+
+    from dask_kernels.cli._cluster import _announce_dashboard
+
+    class Client:
+        dashboard_link = "http://127.0.0.1:8787/status"
+
+        def __init__(self, services):
+            self.services = services
+
+        def scheduler_info(self):
+            return {"services": self.services}
+
+        def run_on_scheduler(self, function):
+            return self.bokeh
+
+    with caplog.at_level(logging.INFO, logger="dask_kernels"):
+        for services, bokeh in [({"dashboard": 8787}, True), ({}, True), ({"dashboard": 8787}, False)]:
+            client = Client(services)
+            client.bokeh = bokeh  # without bokeh the port answers but draws nothing: no link
+            _announce_dashboard(client)
+    assert [r.getMessage() for r in caplog.records] == ["dashboard: http://127.0.0.1:8787/status"]

@@ -1,4 +1,4 @@
-"""Store attributes read from disk are validated before use (issue 9): damaged or edited
+"""Store attributes read from disk are validated before use: damaged or edited
 attributes give a message naming the store and the key, never a bare KeyError or JSON error;
 store format versions are checked."""
 

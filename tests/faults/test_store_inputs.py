@@ -1,4 +1,4 @@
-"""Inputs of store jobs (issue 9): input changed mid-job is refused naming the file; a re-run
+"""Inputs of store jobs: input changed mid-job is refused naming the file; a re-run
 after fixing a row recomputes only the blocks whose input rows changed; an svmlight source whose
 first partition has no rows fits an unfitted map on the first rows there are."""
 

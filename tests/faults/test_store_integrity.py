@@ -1,4 +1,4 @@
-"""Integrity (issue 9): damaged, missing or swapped chunks are detected naming the array, block
+"""Integrity: damaged, missing or swapped chunks are detected naming the array, block
 and rows (reading, opening or training), and a re-run rewrites them; an edited spec is refused."""
 
 import json

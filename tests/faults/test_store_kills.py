@@ -1,4 +1,4 @@
-"""Randomized kill test (issue 9): SIGKILLs at random (seeded) points of store jobs, with the
+"""Randomized kill test: SIGKILLs at random (seeded) points of store jobs, with the
 threaded scheduler and with a LocalCluster of worker processes, each followed by a re-run; every
 finished store is bitwise identical to an uninterrupted reference.
 

@@ -1,4 +1,4 @@
-"""Jobs own their store (issue 9): a job whose store was replaced stops; the same job cooperates."""
+"""Jobs own their store: a job whose store was replaced stops; the same job cooperates."""
 
 import threading
 import time

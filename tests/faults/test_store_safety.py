@@ -1,4 +1,4 @@
-"""Never delete what we did not write; crash-safe creation (issue 9, store side).
+"""Never delete what we did not write; crash-safe creation (the store side).
 
 A store path must be absent, empty, or a dask_kernels store; ``overwrite=True`` replaces only a
 store of ours. Everything else is refused, with or without ``overwrite``, and left as it was.

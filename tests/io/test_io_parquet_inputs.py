@@ -1,4 +1,4 @@
-"""Other inputs of issue 14: compressed svmlight, the same file by relative and absolute path,
+"""More inputs: compressed svmlight, the same file by relative and absolute path,
 in-memory sparse rows checked before they are sliced."""
 
 import bz2

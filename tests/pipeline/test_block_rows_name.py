@@ -1,4 +1,4 @@
-"""Issue 16's names: ``block_rows`` everywhere for rows per block (``featurize(chunks=)``,
+"""One name, ``block_rows``, everywhere for rows per block (``featurize(chunks=)``,
 ``--chunks`` and a job file's ``[store] chunks`` keep working for one release with a
 FutureWarning), and one ``--param`` parser whose bad values are one line, not a traceback."""
 

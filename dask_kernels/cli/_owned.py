@@ -1,0 +1,144 @@
+"""Prediction outputs that name their writer, so a later run may replace what it wrote and nothing else.
+
+``predict`` writes a small marker with every output: inside a Zarr or Parquet output folder
+(``_dask_kernels.json``: Parquet and Zarr readers skip names starting with ``_``), and beside a
+``.npy`` file (``.NAME.npy.dask-kernels.json``, with the SHA-256 of the file, since a ``.npy``
+has nowhere to keep it). The marker records who wrote the output: a job file (``dask-kernels
+run``) or the command line. An existing output is replaced only when
+
+* its marker is there and valid,
+* the output holds nothing but what ``predict`` writes (a file a user put in the folder, or a
+  ``.npy`` whose bytes changed since it was written, makes it the user's), and
+* the writer matches: the same job file for a job's ``[[outputs]]``; any ``predict`` for
+  ``predict --overwrite``.
+
+Anything else is refused with a message naming the path, never deleted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+
+from ._args import UsageError
+from ._paths import is_url
+
+MARKER = "_dask_kernels.json"
+FORMAT = "dask-kernels-prediction"
+VERSION = 1
+MAX_MARKER_BYTES = 64 * 1024  # a marker is a few hundred bytes; a larger file is not ours
+
+#: what ``predict`` writes inside an output folder, by kind (anything else is someone else's)
+OWN_ENTRIES = {
+    "zarr": re.compile(r"^(zarr\.json|c(/.*)?|" + re.escape(MARKER) + r")$"),
+    "parquet": re.compile(r"^(part\.\d+\.parquet|_metadata|_common_metadata|" + re.escape(MARKER) + r")$"),
+}
+
+
+def writer_of(job):
+    """The writer recorded in a marker: ``job:<absolute job file path>`` or ``command line``."""
+    return f"job:{os.path.abspath(job)}" if job else "command line"
+
+
+def _npy_marker(path):
+    folder, base = os.path.split(path)
+    return os.path.join(folder, f".{base}.dask-kernels.json")
+
+
+def _sha256(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _fs(path):
+    if is_url(path):
+        from ..pipeline.location import filesystem
+
+        return filesystem(path)
+    import fsspec
+
+    return fsspec.filesystem("file"), path
+
+
+def write_marker(tmp, kind, writer, final):
+    """Record ``writer`` for the output being written at ``tmp`` (published later at ``final``)."""
+    record = {"format": FORMAT, "version": VERSION, "kind": kind, "writer": writer}
+    if kind == "npy":
+        record["sha256"] = _sha256(tmp)
+        marker = _npy_marker(final)
+        with open(marker + ".tmp", "w") as f:
+            json.dump(record, f)
+        os.replace(marker + ".tmp", marker)  # our own marker name only
+        return
+    fs, p = _fs(tmp)
+    with fs.open(f"{p.rstrip('/')}/{MARKER}", "w") as f:
+        json.dump(record, f)
+
+
+def _read_marker(fs, path):
+    try:
+        if fs.size(path) > MAX_MARKER_BYTES:
+            return None
+        with fs.open(path, "rb") as f:
+            record = json.loads(f.read(MAX_MARKER_BYTES + 1))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(record, dict) or record.get("format") != FORMAT or record.get("version") != VERSION:
+        return None
+    if not isinstance(record.get("writer"), str) or record.get("kind") not in ("zarr", "parquet", "npy"):
+        return None
+    return record
+
+
+def why_not_ours(path, kind, writer=None):
+    """None if ``path`` is a prediction output that may be replaced (by ``writer``, or by any
+    writer when None); otherwise the reason it is not, for the error message."""
+    if kind == "npy":
+        if is_url(path) or not os.path.isfile(path) or os.path.islink(path):
+            return "it is not a .npy file written by dask-kernels predict"
+        fs, _ = _fs(path)
+        record = _read_marker(fs, _npy_marker(path))
+        if record is None or record["kind"] != "npy":
+            return "it was not written by dask-kernels predict (no marker beside it)"
+        if record.get("sha256") != _sha256(path):
+            return "its bytes changed since dask-kernels predict wrote it"
+    else:
+        fs, p = _fs(path)
+        if not fs.isdir(p) or (not is_url(path) and os.path.islink(path)):
+            return f"it is not a {kind} output folder written by dask-kernels predict"
+        record = _read_marker(fs, f"{p.rstrip('/')}/{MARKER}")
+        if record is None or record["kind"] != kind:
+            return "it was not written by dask-kernels predict (no marker in it)"
+        root = p.rstrip("/") + "/"
+        for entry in fs.find(p, withdirs=False):
+            name = entry[len(root):] if entry.startswith(root) else entry
+            if not OWN_ENTRIES[kind].match(name):
+                return f"it holds {name!r}, which dask-kernels predict did not write"
+    if writer is not None and record["writer"] != writer:
+        return f"it was written by {record['writer']}, not by {writer}"
+    return None
+
+
+def check_replaceable(path, kind, writer=None):
+    """UsageError unless the existing output at ``path`` may be replaced by ``writer``."""
+    reason = why_not_ours(path, kind, writer)
+    if reason is not None:
+        raise UsageError(f"-o {path}: already exists and {reason}; refusing to replace it "
+                         "(choose another name or move it away)")
+
+
+def remove_own(path, kind):
+    """Delete a prediction output that :func:`why_not_ours` accepted (and the marker beside a .npy)."""
+    if kind == "npy":
+        os.unlink(path)
+        marker = _npy_marker(path)
+        if os.path.lexists(marker):
+            os.unlink(marker)
+        return
+    fs, p = _fs(path)
+    fs.rm(p, recursive=True)

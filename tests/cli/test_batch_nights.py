@@ -1,0 +1,150 @@
+"""A job file that runs every night: its own prediction outputs are replaced by its next run,
+nothing of anyone else's is; ``predict --overwrite`` replaces only what ``predict`` wrote; ``--dry-run``
+creates nothing.
+
+Before: the second night of a job with ``[[outputs]]`` exited 1 ("already exists; refusing to
+replace it"), and ``run --dry-run`` failed when an output folder did not exist yet.
+"""
+
+import os
+import textwrap
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+from sklearn.datasets import dump_svmlight_file
+
+from _cli import one_line_error
+from dask_kernels import load_model, open_store
+from dask_kernels.cli import main
+
+#: the shape of deploy/job.toml: a fixed input path refreshed daily, appended to the store, the
+#: model retrained and replaced, predictions of the day written to one fixed path
+NIGHTLY = """
+[input]
+path = "data/today.svm"
+n_features = 6
+zero_based = true
+
+[map]
+method = "gcws"
+params = { n_components = 32, bits = 4 }
+
+[store]
+path = "features/train.zarr"
+block_rows = 100
+append = true
+progress = false
+
+[training]
+output = "models/model.dk"
+overwrite = true
+epochs = 2
+
+[[outputs]]
+input = "data/today.svm"
+zero_based = true
+path = "predictions/today.parquet"
+"""
+
+
+def _day(folder, night):
+    rng = np.random.default_rng(night)
+    X = rng.random((150 + 10 * night, 6))
+    dump_svmlight_file(X, (X[:, 0] > 0.5).astype(int), str(folder / "data" / "today.svm"), zero_based=True)
+    return X.shape[0]
+
+
+def _job(folder, text=NIGHTLY, name="job.toml"):
+    (folder / name).write_text(textwrap.dedent(text))
+    return str(folder / name)
+
+
+def test_the_nightly_job_runs_three_nights_replacing_its_own_outputs(tmp_path, local_cluster, capsys):
+    (tmp_path / "data").mkdir()  # the output folders do not exist yet: the job creates them
+    job = _job(tmp_path)
+    total = 0
+    for night in (1, 2, 3):
+        rows = _day(tmp_path, night)
+        total += rows
+        assert main(["run", job, "--scheduler", local_cluster]) == 0, capsys.readouterr().err
+        predictions = pq.read_table(tmp_path / "predictions" / "today.parquet")
+        assert predictions.num_rows == rows  # tonight's rows, not an earlier night's
+        assert open_store(str(tmp_path / "features" / "train.zarr")).n_rows == total
+        assert load_model(str(tmp_path / "models" / "model.dk")).estimator.classes_.tolist() == [0, 1]
+    assert sorted(os.listdir(tmp_path / "predictions")) == ["today.parquet"]  # no temporary left behind
+
+
+def test_a_job_never_replaces_an_output_it_did_not_write(tmp_path, local_cluster, capsys):
+    (tmp_path / "data").mkdir()
+    _day(tmp_path, 1)
+    mine = tmp_path / "predictions" / "today.parquet"
+    mine.mkdir(parents=True)
+    (mine / "part.0.parquet").write_bytes(b"a user's file")
+    job = _job(tmp_path)
+    message = one_line_error(capsys, ["run", job, "--scheduler", local_cluster])
+    assert "predictions/today.parquet" in message and "not written by dask-kernels predict" in message
+    assert (mine / "part.0.parquet").read_bytes() == b"a user's file"
+
+
+def test_another_job_files_outputs_are_refused(tmp_path, local_cluster, capsys):
+    (tmp_path / "data").mkdir()
+    _day(tmp_path, 1)
+    assert main(["run", _job(tmp_path, name="first.toml"), "--scheduler", local_cluster]) == 0
+    before = pq.read_table(tmp_path / "predictions" / "today.parquet")
+    message = one_line_error(capsys, ["run", _job(tmp_path, name="second.toml"), "--scheduler", local_cluster])
+    assert "first.toml" in message and "second.toml" in message
+    assert pq.read_table(tmp_path / "predictions" / "today.parquet").equals(before)
+
+
+def test_dry_run_on_a_fresh_machine_creates_nothing(tmp_path, capsys):
+    (tmp_path / "data").mkdir()
+    _day(tmp_path, 1)
+    job = _job(tmp_path)
+    assert main(["run", job, "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert f"would create folder {tmp_path / 'models'}" in out
+    assert sorted(os.listdir(tmp_path)) == ["data", "job.toml"]
+
+
+@pytest.fixture
+def model_and_rows(tmp_path, local_cluster):
+    rng = np.random.default_rng(0)
+    X = rng.random((200, 4))
+    np.save(tmp_path / "X.npy", X)
+    np.save(tmp_path / "y.npy", (X[:, 0] > 0.5).astype(np.int64))
+    assert main(["train", str(tmp_path / "X.npy"), "--labels", str(tmp_path / "y.npy"), "--method", "gcws",
+                 "--param", "n_components=16", "--epochs", "1", "-o", str(tmp_path / "m.dk"),
+                 "--scheduler", local_cluster]) == 0
+    return str(tmp_path / "m.dk"), str(tmp_path / "X.npy")
+
+
+@pytest.mark.parametrize("suffix", [".npy", ".zarr", ".parquet"])
+def test_predict_overwrite_replaces_only_its_own_output(tmp_path, model_and_rows, local_cluster, capsys, suffix):
+    model, rows = model_and_rows
+    out = str(tmp_path / f"pred{suffix}")
+    argv = ["predict", model, rows, "-o", out, "--scheduler", local_cluster]
+    assert main(argv) == 0
+    assert "--overwrite" in one_line_error(capsys, argv)  # without it: refused, and told what to do
+    assert main(argv + ["--overwrite"]) == 0
+    # someone else's bytes at the same path: refused even with --overwrite, and left as they are
+    if suffix == ".npy":
+        np.save(out, np.arange(3))
+    else:
+        with open(os.path.join(out, "notes.txt"), "w") as f:
+            f.write("mine")
+    before = {n: os.path.getsize(os.path.join(tmp_path, n)) for n in os.listdir(tmp_path)}
+    message = one_line_error(capsys, argv + ["--overwrite"])
+    assert out in message and "refusing to replace it" in message
+    assert {n: os.path.getsize(os.path.join(tmp_path, n)) for n in os.listdir(tmp_path)} == before
+
+
+def test_predict_overwrite_refuses_a_folder_predict_did_not_write(tmp_path, model_and_rows, local_cluster, capsys):
+    model, rows = model_and_rows
+    out = tmp_path / "pred.zarr"
+    out.mkdir()
+    (out / "zarr.json").write_text("{}")
+    message = one_line_error(capsys, ["predict", model, rows, "-o", str(out), "--overwrite",
+                                      "--scheduler", local_cluster])
+    assert "not written by dask-kernels predict" in message
+    assert (out / "zarr.json").read_text() == "{}"

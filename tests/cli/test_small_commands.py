@@ -1,0 +1,77 @@
+"""Small local inputs are processed in the command's own process (threads), without starting a
+LocalCluster; ``--workers`` or a scheduler still gets a cluster. Before, every featurize, predict
+and score started a 2-process LocalCluster, seconds of start-up for a few thousand rows."""
+
+import argparse
+
+import distributed
+import numpy as np
+import pytest
+
+from dask_kernels.cli import _cluster, main
+
+
+@pytest.fixture
+def no_local_cluster(monkeypatch):
+    def refuse(*args, **kwargs):
+        raise AssertionError("a LocalCluster was started")
+
+    monkeypatch.setattr(distributed, "LocalCluster", refuse)
+
+
+@pytest.fixture
+def rows(tmp_path):
+    rng = np.random.default_rng(0)
+    X = rng.random((2000, 8))
+    np.save(tmp_path / "X.npy", X)
+    np.save(tmp_path / "y.npy", (X[:, 0] > 0.5).astype(np.int64))
+    return tmp_path
+
+
+def test_featurize_train_predict_score_run_in_process(rows, no_local_cluster, capsys):
+    X, y = str(rows / "X.npy"), str(rows / "y.npy")
+    assert main(["featurize", X, str(rows / "s.zarr"), "--labels", y, "--method", "gcws",
+                 "--param", "n_components=16", "--no-progress"]) == 0
+    assert main(["train", str(rows / "s.zarr"), "-o", str(rows / "m.dk"), "--epochs", "1"]) == 0
+    assert main(["predict", str(rows / "m.dk"), X, "-o", str(rows / "p.npy")]) == 0
+    assert main(["score", str(rows / "m.dk"), X, "--labels", y]) == 0
+    assert np.load(rows / "p.npy").shape == (2000,)
+    assert "accuracy" in capsys.readouterr().out
+
+
+def test_workers_or_a_large_input_start_a_cluster(rows, monkeypatch):
+    args = argparse.Namespace(scheduler=None, scheduler_file=None, workers=None, input=str(rows / "X.npy"))
+    assert _cluster.runs_in_process(args)
+    assert not _cluster.runs_in_process(argparse.Namespace(**{**vars(args), "workers": 2}))
+    assert not _cluster.runs_in_process(argparse.Namespace(**{**vars(args), "scheduler": "tcp://127.0.0.1:1"}))
+    assert not _cluster.runs_in_process(argparse.Namespace(**{**vars(args), "input": "s3://bucket/x.npy"}))
+    monkeypatch.setattr(_cluster, "IN_PROCESS_BYTES", (rows / "X.npy").stat().st_size - 1)
+    assert not _cluster.runs_in_process(args)
+
+
+def test_parquet_predictions_carry_their_input_row_numbers(rows, tmp_path):
+    from sklearn.datasets import dump_svmlight_file
+    import pandas as pd
+
+    X = np.load(rows / "X.npy")
+    dump_svmlight_file(X, np.load(rows / "y.npy"), str(rows / "X.svm"), zero_based=False)
+    assert main(["train", str(rows / "X.npy"), "--labels", str(rows / "y.npy"), "--method", "gcws",
+                 "--param", "n_components=16", "--epochs", "1", "-o", str(rows / "m.dk")]) == 0
+    out = str(rows / "p.parquet")
+    # several partitions (a small --blocksize): the row numbers still run over the whole input
+    assert main(["predict", str(rows / "m.dk"), str(rows / "X.svm"), "--blocksize", "20000", "-o", out]) == 0
+    frame = pd.read_parquet(out)
+    assert list(frame.columns) == ["row", "prediction"]
+    assert frame["row"].tolist() == list(range(X.shape[0]))
+    assert main(["predict", str(rows / "m.dk"), str(rows / "X.npy"), "-o", str(rows / "p.npy")]) == 0
+    assert (np.load(rows / "p.npy") == frame["prediction"].to_numpy()).all()
+
+
+def test_the_command_line_logs_to_the_stderr_of_each_call(rows, capsys):
+    import logging
+
+    for _ in range(2):  # each call's own stderr, though the handler was made by the first
+        assert main(["info", str(rows / "X.npy")]) == 1
+        capsys.readouterr()
+        logging.getLogger("dask_kernels.cli").info("hello")
+        assert capsys.readouterr().err == "dask-kernels info: hello\n"

@@ -1,0 +1,28 @@
+"""Errors that used to mislead now say what the file is and what to do, naming it. Before: a CSV
+renamed ``.npy`` was told about ``allow_pickle``; an empty svmlight file with ``--n-features``
+got scikit-learn's "Found array with 0 sample(s)" without the file; ``train`` on it printed
+``<...PartitionSource object at 0x...> has no rows``."""
+
+import os
+
+from _cli import one_line_error
+
+
+def test_a_csv_named_npy_is_called_what_it_looks_like(tmp_path, capsys):
+    (tmp_path / "rows.npy").write_text("a,b\n1,2\n")
+    message = one_line_error(capsys, ["featurize", str(tmp_path / "rows.npy"), str(tmp_path / "s.zarr"),
+                                      "--method", "gcws"])
+    assert "rows.npy" in message and "not a .npy file" in message and "--format csv" in message
+    assert "allow_pickle" not in message
+    assert not os.path.exists(tmp_path / "s.zarr")
+
+
+def test_an_empty_svmlight_file_is_named_by_featurize_and_train(tmp_path, capsys):
+    (tmp_path / "empty.svm").write_bytes(b"")
+    message = one_line_error(capsys, ["featurize", str(tmp_path / "empty.svm"), str(tmp_path / "s.zarr"),
+                                      "--n-features", "5"])
+    assert "empty.svm" in message and "has no rows" in message
+    message = one_line_error(capsys, ["train", str(tmp_path / "empty.svm"), "-o", str(tmp_path / "m.dk"),
+                                      "--n-features", "5"])
+    assert "empty.svm" in message and "has no rows" in message and "object at 0x" not in message
+    assert sorted(os.listdir(tmp_path)) == ["empty.svm"]
