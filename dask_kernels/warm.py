@@ -47,19 +47,22 @@ logger = logging.getLogger(__name__)
 #: Width of the tiny warm-up block for a method without a spec.
 _WARM_WIDTH = 8
 
-#: Map methods with a kernel plan (:mod:`dask_kernels.maps._plan`): a worker warms and runs them
-#: without importing scikit-learn or the map classes.
-WARM_PLANS = ("gcws",)
+def _gcws_plan(n_features_in: int) -> KernelPlan:
+    from .maps._gcws_kernels import default_plan  # here: only a process warming GCWS loads its kernels
+
+    return default_plan(n_features_in)
+
+
+#: Map method -> its kernel plan (:mod:`dask_kernels.maps._plan`) with default parameters, for
+#: ``n_features_in`` columns: a worker warms and runs these without scikit-learn or the map classes.
+WARM_PLANS = {"gcws": _gcws_plan}
 
 
 def warm_plan(method: str, n_features_in: int) -> KernelPlan | None:
     """The kernel plan of ``method``'s map with default parameters on ``n_features_in`` columns
     (its kernels' argument types), or None for a method without one (:data:`WARM_PLANS`)."""
-    if method == "gcws":
-        from .maps._gcws_kernels import default_plan
-
-        return default_plan(n_features_in)
-    return None
+    build = WARM_PLANS.get(method)
+    return None if build is None else build(n_features_in)
 
 
 def warm_maps(methods: Iterable[str] = (), specs: Iterable[str | dict] = ()) -> dict[str, float]:
