@@ -14,7 +14,19 @@ $(BIN)/.installed: pyproject.toml
 	$(BIN)/python -m uv pip install --quiet --compile-bytecode --python $(BIN)/python -e ".[test,bench,docs]"
 	touch $@
 
-.PHONY: install demo test bench docs
+# The same package at the lowest versions pyproject.toml declares for its direct dependencies
+# (uv's --resolution lowest-direct), in a venv of its own: `make test-lowest` runs the suite there,
+# so the lower bounds are tested, not only stated. Numba compiles the kernels again for its older
+# version: NUMBA_CACHE_DIR should differ from the latest venv's (.ci/run sets both).
+LOWEST ?= .venv-lowest
+$(LOWEST)/bin/.installed: pyproject.toml
+	$(PYTHON) -m venv $(LOWEST)
+	$(LOWEST)/bin/python -m pip install --quiet uv
+	$(LOWEST)/bin/python -m uv pip install --quiet --compile-bytecode --resolution lowest-direct \
+		--python $(LOWEST)/bin/python -e ".[test]"
+	touch $@
+
+.PHONY: install demo test test-lowest bench docs
 install: $(BIN)/.installed
 
 demo: $(BIN)/.installed
@@ -22,6 +34,9 @@ demo: $(BIN)/.installed
 
 test: $(BIN)/.installed
 	$(BIN)/python -m pytest
+
+test-lowest: $(LOWEST)/bin/.installed
+	$(LOWEST)/bin/python -m pytest
 
 bench: $(BIN)/.installed
 	for b in benchmarks/bench_*.py; do $(BIN)/python $$b || exit 1; done

@@ -1,15 +1,15 @@
 """dask_kernels: linearized-kernel features on Dask, stored in Zarr, learned out of core.
 
-The public names are imported on first use (PEP 562), so ``import dask_kernels`` and the
-command line start fast and a process imports only the layers it uses (a LocalCluster's worker
-server preloads just what featurizing needs).
+The public names are imported on first use (:mod:`dask_kernels._lazy`), so ``import
+dask_kernels`` and the command line start fast and a process imports only the layers it uses (a
+LocalCluster's worker server preloads just what featurizing needs).
 """
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
 
+from ._lazy import lazy_attributes
 from ._version import __version__
 
 #: public name -> the module that defines it
@@ -20,7 +20,7 @@ _LAZY = {
     "read_parquet": ".io", "read_svmlight": ".io", "read_zarr": ".io",
     "KernelModel": ".learn", "fit_incremental": ".learn", "load_model": ".learn",
     "SoftmaxSGD": ".learn.softmax",
-    "FeatureMap": ".maps", "from_spec": ".maps", "registered_maps": ".maps",
+    "FeatureMap": ".maps.base", "from_spec": ".maps.spec", "registered_maps": ".maps.spec",
     "CoRE": ".maps.core", "Fastfood": ".maps.fastfood", "GCWS": ".maps.gcws", "expand_codes": ".maps.gcws",
     "NRFF": ".maps.nrff", "Nystroem": ".maps.nystroem", "RFF": ".maps.rff",
     "FeatureStore": ".pipeline", "featurize": ".pipeline", "open_store": ".pipeline",
@@ -34,31 +34,21 @@ if TYPE_CHECKING:  # the same names for type checkers and IDEs
     from .io import SparsePartitions, from_dataframe, read_csv, read_npy, read_parquet, read_svmlight, read_zarr
     from .learn import KernelModel, fit_incremental, load_model
     from .learn.softmax import SoftmaxSGD
-    from .maps import FeatureMap, from_spec, registered_maps
+    from .maps.base import FeatureMap
     from .maps.core import CoRE
     from .maps.fastfood import Fastfood
     from .maps.gcws import GCWS, expand_codes
     from .maps.nrff import NRFF
     from .maps.nystroem import Nystroem
     from .maps.rff import RFF
+    from .maps.spec import from_spec, registered_maps
     from .pipeline import FeatureStore, featurize, open_store
     from .rng import RNG_SCHEME
     from .select import RandomFeatureSelector, select_features
     from .similarity import SimilarityIndex, similarity_join
 
 
-def __getattr__(name: str):
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'dask_kernels' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value  # imported once
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(__all__))
-
+__getattr__, __dir__ = lazy_attributes(globals(), _LAZY)
 
 __all__ = [
     "CoRE",

@@ -1,38 +1,90 @@
-"""Every private import of another library, in one place, with the versions it is tested against.
+"""Every private name of another library the package uses, in one place, with the versions it is
+tested against.
 
 The names below are not public API of their libraries and may move between releases. Keeping
-them here means one file to fix when they do, and ``TESTED`` states the version ranges the
-package declares in ``pyproject.toml`` (``tests/test_compat.py`` checks that the two agree and
-that the installed versions lie within them).
+them here means one file to fix when they do. ``TESTED`` states the version ranges the package
+declares in ``pyproject.toml``; ``tests/test_compat.py`` checks that the two agree, that the
+installed versions lie within them and that every name and attribute listed here
+(:data:`PRIVATE_ATTRIBUTES` too) exists; CI runs it at the lowest declared versions and the
+latest ones.
+
+Imported from here (each on first use, :mod:`dask_kernels._lazy`, so a process that only runs
+kernels imports neither scikit-learn nor dask's graph modules through this file):
 
 * scikit-learn: ``sklearn.utils._param_validation`` (the constraint objects its estimators use
-  in ``_parameter_constraints``; our maps validate spec parameters with the same machinery);
-  imported on first use of one of its names, so a process that only runs kernels (a Dask
-  worker featurizing blocks) does not import scikit-learn and SciPy's statistics with it.
-* Numba: ``numba.core.cgutils`` (LLVM code-generation helpers for the 512-bit cosine intrinsic).
-* Zarr: ``zarr.core.sync.sync`` (run one store coroutine from synchronous code); imported on
-  first use, so importing dask_kernels does not import Zarr.
-"""
+  in ``_parameter_constraints``; our maps validate spec parameters with the same machinery).
+* dask: ``dask.highlevelgraph.HighLevelGraph`` (graphs built layer by layer: a store's blocks,
+  featurize's write tasks, read_parquet's read layers) and ``dask.blockwise`` (``Blockwise``,
+  ``blockwise`` with its ``_data_producer`` flag, ``BlockwiseDepDict``: read_parquet's read
+  layers, which dask fuses into the task that consumes a block).
+* distributed: ``distributed.diagnostics.progressbar.TextProgressBar`` (its ``_draw_bar`` and
+  ``_draw_stop`` hooks draw the plain progress lines of :mod:`dask_kernels._progress`).
+* Numba: ``numba.core.cgutils`` (LLVM code-generation helpers for the 512-bit intrinsics).
+* Zarr: ``zarr.core.sync.sync`` (run one store coroutine from synchronous code).
 
-import importlib
+Used as attributes of public objects (:data:`PRIVATE_ATTRIBUTES`): scikit-learn's
+``BaseEstimator._validate_params`` and estimators' ``_parameter_constraints`` (the maps and the
+selector validate their parameters as scikit-learn's estimators do); dask's ``Array._meta``,
+``Blockwise.indices``, ``.io_deps``, ``.task`` and ``BlockwiseDepDict.mapping``
+(read_parquet finds and replaces its read layers); ``dask.callbacks.Callback._start_state`` /
+``._finish`` and the local scheduler's state dict (``finished``, ``ready``, ``waiting``,
+``running``: the plain progress lines count them); argparse's ``ArgumentParser._subparsers``
+(a job file's steps parsed by the command line's parser).
+
+Version differences handled here: :func:`csv_float_options` (pandas before 3.0).
+"""
 
 from numba.core import cgutils
 
-from ._lazy import lazy_getattr
+from ._lazy import lazy_attributes
 
-#: Names taken from ``sklearn.utils._param_validation`` (imported when one is first used).
-_PARAM_VALIDATION = ("HasMethods", "Interval", "InvalidParameterError", "StrOptions", "validate_parameter_constraints")
+#: Private names of other libraries, imported from their modules on first use.
+_LAZY = {
+    "HasMethods": "sklearn.utils._param_validation",
+    "Interval": "sklearn.utils._param_validation",
+    "InvalidParameterError": "sklearn.utils._param_validation",
+    "StrOptions": "sklearn.utils._param_validation",
+    "validate_parameter_constraints": "sklearn.utils._param_validation",
+    "HighLevelGraph": "dask.highlevelgraph",
+    "Blockwise": "dask.blockwise",
+    "BlockwiseDepDict": "dask.blockwise",
+    "blockwise": "dask.blockwise",
+    "TextProgressBar": "distributed.diagnostics.progressbar",
+}
+
+#: ``"module:object"`` -> private attributes the package uses on it (see the module docstring).
+PRIVATE_ATTRIBUTES = {
+    "sklearn.base:BaseEstimator": ("_validate_params",),
+    "sklearn.linear_model:SGDClassifier": ("_parameter_constraints",),
+    "dask.array:Array": ("_meta",),
+    "dask.blockwise:Blockwise": ("indices", "io_deps", "task"),
+    "dask.blockwise:BlockwiseDepDict": ("mapping",),
+    "dask.callbacks:Callback": ("_start_state", "_finish"),
+    "distributed.diagnostics.progressbar:TextProgressBar": ("_draw_bar", "_draw_stop", "elapsed"),
+    "argparse:ArgumentParser": ("_subparsers",),
+}
 
 #: Distribution name -> version specifier, exactly as in ``pyproject.toml``'s dependencies.
 TESTED = {
     "scikit-learn": ">=1.6,<1.10",
     "numba": ">=0.60,<0.69",
-    "zarr": ">=3.1.4,<3.2",
+    "zarr": ">=3.1.6,<3.2",
+    "dask": ">=2025.5",
+    "distributed": ">=2025.5",
 }
 
 
-__getattr__ = lazy_getattr(globals(), _PARAM_VALIDATION,
-                           lambda: importlib.import_module("sklearn.utils._param_validation"))
+__getattr__, __dir__ = lazy_attributes(globals(), _LAZY)
+
+
+def csv_float_options() -> dict:
+    """``read_csv`` options that parse every float exactly (a value written with 17 digits reads
+    back as the same double). pandas before 3.0 parses with its "high" precision converter by
+    default, which can be one unit in the last place off; from 3.0 the default is exact and
+    ``float_precision`` is deprecated."""
+    import pandas
+
+    return {} if int(pandas.__version__.split(".")[0]) >= 3 else {"float_precision": "round_trip"}
 
 
 def zarr_sync(coroutine):
@@ -42,5 +94,4 @@ def zarr_sync(coroutine):
     return sync(coroutine)
 
 
-__all__ = ["TESTED", "HasMethods", "Interval", "InvalidParameterError", "StrOptions", "cgutils", "validate_parameter_constraints",
-           "zarr_sync"]
+__all__ = ["PRIVATE_ATTRIBUTES", "TESTED", "cgutils", "csv_float_options", "zarr_sync", *_LAZY]

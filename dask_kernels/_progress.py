@@ -43,7 +43,7 @@ def _plain_futures(futures, label, interval, stream):
     of their tasks every ``interval`` seconds and one at the end (distributed's text bar, drawn as
     plain lines). It looks every :data:`POLL` seconds: looking only every ``interval`` (5 s) made
     every command wait up to that long after its last task."""
-    from distributed.diagnostics.progressbar import TextProgressBar
+    from ._compat import TextProgressBar
 
     class PlainLines(TextProgressBar):
         printed = 0.0  # the elapsed time of the last line

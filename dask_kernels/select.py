@@ -346,7 +346,7 @@ def select_features(feature_map: FeatureMap, X: Any, y: Any, *, n_components: in
     FeatureMap
         ``feature_map`` with ``n_components`` kept ``feature_ids``, fitted on ``X``'s width.
         Long id lists are kept beside its spec (the sidecar: saved models, feature stores and
-        :func:`dask_kernels.sidecar.save_map` carry them).
+        :func:`dask_kernels.maps.save_map` carry them).
 
     %(selection_references)s
 

@@ -8,7 +8,7 @@ normalization) records in its spec state a *manifest*::
 
 and the arrays themselves live beside the spec: in a feature store (Zarr subgroup
 ``fitted``), in a saved model (``feature_map.npz``), or in an ``.npz`` next to a spec file
-(:func:`save_map` / :func:`load_map`). :func:`dask_kernels.from_spec` takes them with
+(:func:`dask_kernels.maps.save_map` / :func:`~dask_kernels.maps.load_map`). :func:`dask_kernels.from_spec` takes them with
 ``arrays=`` and verifies them against the manifest.
 
 The hash is sha256 over, for each array in name order: the name, the dtype string, the shape
@@ -28,7 +28,6 @@ import collections
 import hashlib
 import json
 import os
-import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -251,40 +250,6 @@ def beside(spec_path: str | os.PathLike) -> str | None:
     return p if os.path.exists(p) else None
 
 
-def save_map(fmap: FeatureMap, path: str | os.PathLike) -> str:
-    """Write a fitted map as ``path`` (spec JSON) plus, if it has fitted arrays, an .npz beside it.
-
-    Examples
-    --------
-    >>> import os, tempfile, numpy as np
-    >>> from dask_kernels import Nystroem
-    >>> from dask_kernels.sidecar import load_map, save_map
-    >>> X = np.random.default_rng(0).random((50, 4))
-    >>> ny = Nystroem(n_components=8, kernel="rbf", seed=1).fit(X)
-    >>> path = save_map(ny, os.path.join(tempfile.mkdtemp(), "ny.json"))
-    >>> bool(np.array_equal(load_map(path).transform(X), ny.transform(X)))
-    True
-    """
-    path = os.fspath(path)
-    arrays = map_arrays(fmap)
-    if arrays is not None:
-        write_npz(os.path.splitext(path)[0] + ".npz", arrays)
-    tmp = f"{path}.tmp-{os.getpid()}"
-    with open(tmp, "w") as f:
-        f.write(fmap.spec_json())
-    os.replace(tmp, path)
-    return path
-
-
-def load_map(path: str | os.PathLike) -> FeatureMap:
-    """Rebuild a map written by :func:`save_map` (spec JSON and its .npz sidecar, verified)."""
-    from .maps import from_spec
-
-    with open(path) as f:
-        spec = json.load(f)
-    return from_spec(spec, arrays=beside(path))
-
-
 # -- Dask ------------------------------------------------------------------------------------------
 def graph_arrays(fmap: FeatureMap) -> Delayed | None:
     """The map's fitted arrays as ONE shared Dask key (a Delayed), or None without a sidecar.
@@ -297,48 +262,7 @@ def graph_arrays(fmap: FeatureMap) -> Delayed | None:
     arrays = map_arrays(fmap)
     if arrays is None:
         return None
-    import dask
+    from ._graph import shared_key
 
     sha = fmap.spec()["state"]["sidecar"]["sha256"]
-    client = _active_client()
-    if client is not None:
-        [future] = client.scatter([arrays], hash=False)
-        return dask.delayed(future)
-    return dask.delayed(_identity, pure=True)(arrays, dask_key_name=f"dk-fitted-{sha[:24]}")
-
-
-def _active_client():
-    try:
-        from distributed import default_client
-
-        return default_client()
-    except (ImportError, ValueError):
-        return None
-
-
-def _identity(x):
-    return x
-
-
-_REBUILT = collections.OrderedDict()
-_LOCK = threading.Lock()
-
-
-def rebuild_with_arrays(spec_json: str, arrays: Any, maxsize: int = 8) -> FeatureMap:
-    """The map of ``spec_json`` with its sidecar arrays, rebuilt and verified once per process.
-
-    Keyed by the spec text, which records the arrays' hash, so a different fit is a different key.
-    """
-    with _LOCK:
-        fmap = _REBUILT.get(spec_json)
-        if fmap is not None:
-            _REBUILT.move_to_end(spec_json)
-            return fmap
-    from .maps import from_spec
-
-    fmap = from_spec(spec_json, arrays=arrays)
-    with _LOCK:
-        _REBUILT[spec_json] = fmap
-        while len(_REBUILT) > maxsize:
-            _REBUILT.popitem(last=False)
-    return fmap
+    return shared_key(arrays, f"dk-fitted-{sha[:24]}")

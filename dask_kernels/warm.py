@@ -29,6 +29,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
@@ -38,10 +39,30 @@ try:  # distributed is an optional dependency of the pipeline
 except ImportError:  # pragma: no cover - only without distributed
     WorkerPlugin = object
 
+if TYPE_CHECKING:
+    from .maps._plan import KernelPlan
+
 logger = logging.getLogger(__name__)
 
 #: Width of the tiny warm-up block for a method without a spec.
 _WARM_WIDTH = 8
+
+def _gcws_plan(n_features_in: int) -> KernelPlan:
+    from .maps._gcws_kernels import default_plan  # here: only a process warming GCWS loads its kernels
+
+    return default_plan(n_features_in)
+
+
+#: Map method -> its kernel plan (:mod:`dask_kernels.maps._plan`) with default parameters, for
+#: ``n_features_in`` columns: a worker warms and runs these without scikit-learn or the map classes.
+WARM_PLANS = {"gcws": _gcws_plan}
+
+
+def warm_plan(method: str, n_features_in: int) -> KernelPlan | None:
+    """The kernel plan of ``method``'s map with default parameters on ``n_features_in`` columns
+    (its kernels' argument types), or None for a method without one (:data:`WARM_PLANS`)."""
+    build = WARM_PLANS.get(method)
+    return None if build is None else build(n_features_in)
 
 
 def warm_maps(methods: Iterable[str] = (), specs: Iterable[str | dict] = ()) -> dict[str, float]:
@@ -64,8 +85,6 @@ def warm_maps(methods: Iterable[str] = (), specs: Iterable[str | dict] = ()) -> 
     >>> sorted(warm_maps(["rff"]))
     ['rff']
     """
-    from .maps._plan import warm_plan
-
     seconds = {}
     for method in methods:
         t0 = time.perf_counter()

@@ -13,7 +13,7 @@ import time
 import numpy as np
 import pytest
 
-from dask_kernels.maps import base
+from dask_kernels.maps import base, spec  # noqa: F401  (spec registers every map of the package)
 
 
 @pytest.fixture(scope="session", autouse=True)

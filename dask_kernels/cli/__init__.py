@@ -1,14 +1,13 @@
 """The ``dask-kernels`` command line (also ``dask kernels ...``).
 
-Each module in this package is one subcommand: it defines ``help`` (one line),
-``add_arguments(parser)`` and ``run(args) -> int``. Adding a subcommand means adding one module.
+Each public module in this package is one subcommand: it defines ``help`` (one line),
+``add_arguments(parser)`` and ``run(args) -> int``. Adding a subcommand means adding one module
+and its name in :func:`_subcommands` (``tests/test_imports.py`` checks that none is missing).
 """
 
 import argparse
-import importlib
 import logging
 import os
-import pkgutil
 import sys
 
 from ._exit import arm, exit_with
@@ -22,11 +21,12 @@ USER_ERRORS = (UsageError, ValueError, OSError, KeyError)
 
 
 def _subcommands():
-    mods = {}
-    for info in pkgutil.iter_modules(__path__):
-        if not info.name.startswith("_"):  # _private modules are helpers, not subcommands
-            mods[info.name.replace("_", "-")] = importlib.import_module(f"{__name__}.{info.name}")
-    return mods
+    """Subcommand name -> its module (imported when the parser is built, not with this package:
+    a LocalCluster's worker server imports :mod:`dask_kernels.cli._forkserver` without them)."""
+    from . import demo, featurize, info, predict, run, score, select, similar, train
+
+    return {m.__name__.rpartition(".")[2].replace("_", "-"): m
+            for m in (demo, featurize, info, predict, run, score, select, similar, train)}
 
 
 #: What an interrupted command leaves, by command (printed after "interrupted").
@@ -63,7 +63,9 @@ def build_parser():
     for name, mod in sorted(_subcommands().items()):
         p = sub.add_parser(name, help=mod.help, description=mod.help)
         mod.add_arguments(p)
-        p.set_defaults(_run=mod.run)
+        # _build_parser: `run` parses its job's steps with this same parser (a subcommand does
+        # not import the package that lists it)
+        p.set_defaults(_run=mod.run, _build_parser=build_parser)
     return parser
 
 

@@ -21,9 +21,8 @@ WARM_METHODS_ENV = "DASK_KERNELS_WARM_METHODS"
 def _preload():
     import distributed  # noqa: F401  (what a worker process runs)
 
-    from ..maps._plan import WARM_PLANS
     from ..pipeline import tasks  # noqa: F401  (what featurize's tasks run)
-    from ..warm import warm_maps, warm_writer
+    from ..warm import WARM_PLANS, warm_maps, warm_writer
 
     def known(method):  # a map without a plan: its class, and scikit-learn, are what its tasks run
         if method in WARM_PLANS:

@@ -229,10 +229,9 @@ def _rename(message, names):
     return message
 
 
-def _parse(argv, where, names):
-    """Parse a step with the CLI's own parser; argparse errors name the job file's keys."""
-    from . import build_parser
-
+def _parse(argv, where, names, build_parser):
+    """Parse a step with the CLI's own parser (``build_parser()``); argparse errors name the job
+    file's keys."""
     parser = build_parser()
     sub = next(a for a in parser._subparsers._group_actions).choices[argv[0]]
 
@@ -260,7 +259,7 @@ def run(args):
     from .featurize import build_map
 
     job = load_job(args.job)
-    plan = [(where, _parse(argv, where, names), argv, names)
+    plan = [(where, _parse(argv, where, names, args._build_parser), argv, names)
             for where, argv, names in steps(job, cluster_override(args), os.path.abspath(args.job))]
     folders = []  # local folders of the outputs that do not exist yet: created when the job runs
     for where, parsed, argv, names in plan:  # the map too, before a cluster starts

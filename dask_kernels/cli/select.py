@@ -1,7 +1,7 @@
 """``dask-kernels select``: random feature selection (May 2017, Algorithm 1) into a map file.
 
 Writes the selected map as a spec file (and, for more than 256 kept ids, the ids in an .npz
-beside it), which ``dask-kernels featurize --spec`` and :func:`dask_kernels.sidecar.load_map`
+beside it), which ``dask-kernels featurize --spec`` and :func:`dask_kernels.maps.load_map`
 read back.
 """
 
@@ -39,7 +39,7 @@ def run(args):
     import time
 
     from ..select import RandomFeatureSelector
-    from ..sidecar import save_map
+    from ..maps import save_map
     from .featurize import block_rows
 
     block_rows(args)  # the one name of featurize and train; --chunks warns

@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING, Any
 import dask
 import dask.array as da
 import numpy as np
-from dask.blockwise import BlockwiseDepDict
 
+from .._compat import Blockwise, BlockwiseDepDict, HighLevelGraph, blockwise, csv_float_options
 from .._hashing import parts_hash
 from ._identity import FileIdentity, InputChangedError
 from .dense import default_block_rows
@@ -256,8 +256,6 @@ def _read_layer(reader, name, parts, ndim):
     key, a second task per block for the scheduler and the worker (measured: about 1.3 ms more
     between two tasks on a worker, and ~2 CPU-ms a block in the scheduler and worker event loops).
     """
-    from dask.blockwise import blockwise
-
     index = "ij"[:ndim]
     dep = _Parts({(i, 0)[:ndim]: part for i, part in enumerate(parts)}, (len(parts), 1)[:ndim], name)
     return blockwise(_call, name, index, reader, None, dep, index, numblocks={}, _data_producer=True)
@@ -266,7 +264,6 @@ def _read_layer(reader, name, parts, ndim):
 def _reader_layer(A):
     """``(layer name, reader, parts in block order, keys)`` of the one read_parquet layer in the
     graph of dask array ``A``, or None."""
-    from dask.blockwise import Blockwise
 
     found = []
     for name, layer in A.dask.layers.items():
@@ -309,7 +306,6 @@ def row_label_pairs(X: Any, y: Any) -> Any:
     one for each of X and y taking its item (with the label's reshaping and the write, five tasks
     a block instead of one).
     """
-    from dask.highlevelgraph import HighLevelGraph
 
     found = _joint_layers(X, y)
     if found is None or found[0][0] != X.name or found[1][0] != y.name:
@@ -332,9 +328,6 @@ def read_together(X: Any, y: Any) -> tuple[Any, Any]:
     would read the feature columns too, so only call this where both are computed.
     """
     import operator
-
-    from dask.blockwise import blockwise
-    from dask.highlevelgraph import HighLevelGraph
 
     found = _joint_layers(X, y)
     if found is None:
@@ -423,7 +416,6 @@ def _to_rows(table, out):
 def _array(name, parts, storage_options, columns, dtype, column=False):
     """A dask array whose task i reads partition i; each task carries only its own file, row
     groups and identity (a graph linear in the number of partitions)."""
-    from dask.highlevelgraph import HighLevelGraph
 
     counts = tuple(p[2] for p in parts)
     reader = _PartReader(storage_options, columns, dtype, column=column)
@@ -723,5 +715,6 @@ def read_csv(path: str, *, columns: list[str] | None = None, label: str | None =
                                    what + "--no-header (columns named 0, 1, ...) or --header")
         if header is False:
             kwargs = {**kwargs, "header": None, "names": [str(i) for i in range(len(_fields(line)))]}
-    ddf = dd.read_csv(path, blocksize=blocksize, storage_options=storage_options, **kwargs)
+    # every float exactly as written, on every supported pandas (the caller's kwargs win)
+    ddf = dd.read_csv(path, blocksize=blocksize, storage_options=storage_options, **{**csv_float_options(), **kwargs})
     return from_dataframe(ddf, columns=columns, label=label)

@@ -17,8 +17,9 @@ import shutil
 import tempfile
 from typing import Any
 
+from .._versions import check_saved, estimator_class, versions
 from ..pipeline.location import filesystem, local_path, refuse_nesting
-from ..maps.base import from_spec
+from ..maps.spec import from_spec
 from ..sidecar import model_arrays, save_model_arrays
 from .._npz import load_npz, save_npz
 from .sources import learner_width
@@ -68,6 +69,7 @@ def save_model(model: Any, path: str | os.PathLike, overwrite: bool = False,
         "feature_map": None if model.feature_map is None else model.feature_map.spec(),
         "estimator": {"class": name, "params": json_params(model.estimator), "state": state},
         "history": list(model.history or []),
+        "versions": versions(),  # said again when loaded under others (dask_kernels._versions)
     }
     path = os.fspath(path)
     path = path.rstrip("/") or path
@@ -286,7 +288,7 @@ def read_model(path: str | os.PathLike, *, max_bytes: int | None = None,
         if not isinstance(name, str) or name not in SAVABLE:
             raise ValueError(f"{where}: estimator.class {name!r} is not a loadable model class "
                              f"({', '.join(sorted(SAVABLE))})")
-        cls = getattr(importlib.import_module(SAVABLE[name]), name)
+        cls = estimator_class(SAVABLE[name], name, check_saved(meta.get("versions"), where), where)
         params = est_meta["params"]
         if not isinstance(params, dict):
             raise ValueError(f"{where}: estimator.params must be an object")

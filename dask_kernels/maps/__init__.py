@@ -1,27 +1,30 @@
 """Feature maps, one module per method.
 
-Every module in this package is imported with :mod:`dask_kernels.maps.base` (at its end), and
-each :class:`FeatureMap` subclass with a ``method`` name registers itself, so adding a method
-means adding one module: the pipeline, the stores, the learner and the command line find it
-through :func:`from_spec` and :func:`registered_maps`.
+Each :class:`FeatureMap` subclass with a ``method`` name registers itself when its class is
+defined, and :mod:`dask_kernels.maps.spec` imports every map module of the package, so
+:func:`from_spec` and :func:`registered_maps` know all of them whatever was imported before:
+adding a method means adding its module and one import line there. The pipeline, the stores,
+the learner and the command line find maps through those two functions.
 
-The package itself imports nothing until one of those names is used (PEP 562): a Dask worker
-that only runs a map's kernels (``_*`` modules such as :mod:`dask_kernels.maps._gcws_kernels`)
-imports them without scikit-learn, which the map classes are built on.
+The package itself imports nothing until one of its names is used (:mod:`dask_kernels._lazy`):
+a Dask worker that only runs a map's kernels (``_*`` modules such as
+:mod:`dask_kernels.maps._gcws_kernels`) imports them without scikit-learn, which the map
+classes are built on.
 """
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
 
-from .._lazy import lazy_getattr
+from .._lazy import lazy_attributes
 
 if TYPE_CHECKING:
-    from .base import FeatureMap, from_spec, registered_maps
+    from .base import FeatureMap
+    from .spec import from_spec, load_map, registered_maps, save_map
 
-__all__ = ["FeatureMap", "from_spec", "registered_maps"]
+_LAZY = {"FeatureMap": ".base", "from_spec": ".spec", "load_map": ".spec", "registered_maps": ".spec",
+         "save_map": ".spec"}
 
+__getattr__, __dir__ = lazy_attributes(globals(), _LAZY)
 
-# .base imports and registers every map
-__getattr__ = lazy_getattr(globals(), __all__, lambda: importlib.import_module(".base", __name__))
+__all__ = ["FeatureMap", "from_spec", "load_map", "registered_maps", "save_map"]

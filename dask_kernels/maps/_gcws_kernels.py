@@ -301,6 +301,6 @@ class GCWSPlan(KernelPlan):
 
 def default_plan(n_features_in: int) -> GCWSPlan:
     """The plan of ``GCWS()`` (default parameters, no center) on ``n_features_in`` columns: the
-    kernels' argument types, for warming a worker (:data:`dask_kernels.maps._plan.WARM_PLANS`)."""
+    kernels' argument types, for warming a worker (:data:`dask_kernels.warm.WARM_PLANS`)."""
     return GCWSPlan(n_features_in, n_components=256, bits=8, seed=0, sampler="icws", table="auto", center=None,
                     dart_scale=None)

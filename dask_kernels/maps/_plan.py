@@ -12,7 +12,6 @@ its tasks use it; a map without a plan (None) is rebuilt from its spec in the ta
 
 from __future__ import annotations
 
-import importlib
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -21,11 +20,6 @@ import numpy as np
 import numpy.typing as npt
 
 from ..blocks import validate_block
-
-#: map method -> ``"module:function"`` returning a plan of the map's default parameters for
-#: ``n_features_in`` columns (what warming a worker for that method runs, see dask_kernels.warm)
-WARM_PLANS = {"gcws": "dask_kernels.maps._gcws_kernels:default_plan"}
-
 
 class KernelPlan:
     """A fitted map's block transform as plain numbers and a kernel (see the module docstring).
@@ -96,13 +90,3 @@ class KernelPlan:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}{self.key[1:]}"
-
-
-def warm_plan(method: str, n_features_in: int) -> KernelPlan | None:
-    """A plan of ``method``'s map with default parameters (its kernels' argument types), or None
-    when the method has no plan (warm the map itself then)."""
-    target = WARM_PLANS.get(method)
-    if target is None:
-        return None
-    module, _, name = target.partition(":")
-    return getattr(importlib.import_module(module), name)(n_features_in)

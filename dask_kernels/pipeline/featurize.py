@@ -19,6 +19,7 @@ import scipy.sparse as sp
 
 from .._progress import local_progress, wait_futures
 from ..blocks import InputValueError, row_bounds, validate_block
+from .._graph import active_client
 from ..io.dense import file_identity, from_array
 from ..io.sparse import SparsePartitions, from_sparse
 from ..sidecar import graph_arrays, map_arrays, write_group
@@ -94,15 +95,6 @@ def _as_column(values, name, n_rows, dtype=None):
 
 
 # -- running -------------------------------------------------------------------------------------
-def _active_client():
-    try:
-        from distributed import default_client
-
-        return default_client()
-    except (ImportError, ValueError):
-        return None
-
-
 def run_tasks(tasks, progress=True):
     """Compute delayed tasks on the active scheduler with a progress bar; returns their results.
 
@@ -111,7 +103,7 @@ def run_tasks(tasks, progress=True):
     """
     if not tasks:
         return []
-    client = _active_client()
+    client = active_client()
     if client is not None:
         futures = client.compute(tasks)
         try:
@@ -429,7 +421,7 @@ def _shard_writes(args, job, names, pending, run):
     it would need the shard's rows as one chunk (dask's rechunk copies them: 7-9 CPU-ms per block) and
     leave coarse tasks, 8x longer, so a worker slowed down by other load finishes a whole shard
     after the other (what made the cost of sharding vary between runs)."""
-    from dask.highlevelgraph import HighLevelGraph
+    from .._compat import HighLevelGraph
 
     n_blocks = args[0].numblocks[0]
     blocks = da.map_blocks(featurize_dense_chunk, *args, job=job, names=names, dtype=object,

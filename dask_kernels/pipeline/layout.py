@@ -9,7 +9,7 @@ import re
 import numpy as np
 
 from .fingerprint import differences, fingerprint_hash
-from .location import StoreError, link_problem, local_path, open_group
+from .location import SEGMENT_NAME, StoreError, link_problem, local_path, open_group
 from .records import RECORD_FIELDS
 
 STORE_FORMAT = 2
@@ -25,7 +25,6 @@ READABLE_FORMATS = (1, 2, 3, 4)
 
 #: most segments one store lists (a nightly append for 27 years)
 MAX_SEGMENTS = 10_000
-SEGMENT_NAME = re.compile(r"^seg-[0-9a-f]{16}$")
 #: What a format 4 store records of each segment: its name, its job (fingerprint hash), its
 #: lease (the store it is), its rows and a 64-bit digest of its done records (16 hex digits).
 SEGMENT_ENTRY = ("name", "fingerprint_sha256", "lease", "n_rows", "records")

@@ -10,6 +10,10 @@ import functools
 import json
 import os
 import posixpath
+import re
+
+#: the folder name of an appended segment inside its store (segments/seg-<16 hex digits>)
+SEGMENT_NAME = re.compile(r"^seg-[0-9a-f]{16}$")
 
 
 class StoreError(ValueError):
@@ -176,8 +180,6 @@ def refuse_nesting(path, storage_options=None, what="store"):
     """Refuse a feature store (``what="store"``) inside a saved model or inside another store
     (its own segments excepted), and a saved model (``what="model"``) inside a store: replacing
     the outer one would delete the inner one, or refuse to."""
-    from .layout import SEGMENT_NAME
-
     outer = enclosing(path, storage_options)
     if outer is None:
         return

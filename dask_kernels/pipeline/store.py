@@ -158,7 +158,7 @@ def is_stored_array(arr, name: str) -> bool:
 
 
 def _verified_array(reader, name, arr, tag, verify):
-    from dask.highlevelgraph import HighLevelGraph
+    from .._compat import HighLevelGraph
 
     key = _array_key(name, tag)
     n_blocks, block_rows, n_rows = reader.info["n_blocks"], reader.info["block_rows"], reader.info["n_rows"]

@@ -13,14 +13,15 @@ running its tasks with a plan never does.
 
 from __future__ import annotations
 
+import collections
 import functools
 import json
+import threading
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
-from ..sidecar import rebuild_with_arrays
 from ._digest import csr_digest, digest
 from .leases import check_lease
 from .location import open_group
@@ -34,6 +35,30 @@ def rebuild_map(spec_json: str) -> Any:
     from ..maps import from_spec
 
     return from_spec(spec_json)
+
+
+_REBUILT = collections.OrderedDict()
+_LOCK = threading.Lock()
+
+
+def rebuild_with_arrays(spec_json: str, arrays: Any, maxsize: int = 8) -> Any:
+    """The map of ``spec_json`` with its sidecar arrays, rebuilt and verified once per process.
+
+    Keyed by the spec text, which records the arrays' hash, so a different fit is a different key.
+    """
+    with _LOCK:
+        fmap = _REBUILT.get(spec_json)
+        if fmap is not None:
+            _REBUILT.move_to_end(spec_json)
+            return fmap
+    from ..maps import from_spec
+
+    fmap = from_spec(spec_json, arrays=arrays)
+    with _LOCK:
+        _REBUILT[spec_json] = fmap
+        while len(_REBUILT) > maxsize:
+            _REBUILT.popitem(last=False)
+    return fmap
 
 
 @functools.lru_cache(maxsize=16)

@@ -6,7 +6,7 @@ import pytest
 from dask_kernels import RFF
 from dask_kernels.cli import main
 from dask_kernels.select import RandomFeatureSelector
-from dask_kernels.sidecar import load_map
+from dask_kernels.maps import load_map
 
 
 @pytest.fixture()

@@ -21,7 +21,8 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from dask_kernels import (GCWS, NRFF, RFF, CoRE, Fastfood, KernelModel, Nystroem, featurize, from_spec,
                           load_model, registered_maps)
 from dask_kernels.select import RandomFeatureSelector
-from dask_kernels.sidecar import load_map, map_arrays, save_map
+from dask_kernels.maps import load_map, save_map
+from dask_kernels.sidecar import map_arrays
 
 # method -> instances that together reach each map's distinct code paths (kernels, dtypes, outputs)
 CASES = {

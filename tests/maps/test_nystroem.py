@@ -19,7 +19,8 @@ from sklearn.linear_model import SGDClassifier
 from dask_kernels import KernelModel, Nystroem, featurize, from_spec, load_model, open_store
 from dask_kernels.exact import cosine_rbf_kernel, gmm_kernel, laplacian_kernel, minmax_kernel, rbf_kernel
 from dask_kernels.io import from_sparse
-from dask_kernels.sidecar import SidecarError, load_map, save_map
+from dask_kernels.maps import load_map, save_map
+from dask_kernels.sidecar import SidecarError
 
 KERNELS = ["gmm", "minmax", "rbf", "laplacian", "cosine_rbf"]
 RNG = np.random.default_rng(12)
@@ -188,7 +189,7 @@ def test_partition_invariance_on_a_two_worker_cluster(tmp_path):
                       progress=False)
         assert len(client.scheduler_info()["workers"]) == 2
         # the arrays were scattered once, and each worker rebuilt and verified the map once
-        rebuilt = client.run(lambda: len(__import__("dask_kernels.sidecar").sidecar._REBUILT))
+        rebuilt = client.run(lambda: len(__import__("dask_kernels.pipeline.tasks").pipeline.tasks._REBUILT))
         assert sorted(rebuilt.values()) == [1, 1]
     assert fitted.spec() == ref.spec()
     assert _stores_equal(s, ref_store)

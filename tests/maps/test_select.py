@@ -13,7 +13,7 @@ from sklearn.linear_model import SGDClassifier
 
 from dask_kernels import GCWS, NRFF, RFF, Fastfood, featurize, fit_incremental, load_model, open_store, select_features
 from dask_kernels.select import RandomFeatureSelector, round_rows
-from dask_kernels.sidecar import load_map, save_map
+from dask_kernels.maps import load_map, save_map
 
 RNG = np.random.default_rng(0)
 X = RNG.normal(size=(600, 10))
@@ -147,7 +147,7 @@ def test_selected_map_in_a_fresh_process(selected, tmp_path):
     assert selected.spec()["params"]["feature_ids"] == "sidecar"
     path = save_map(selected, tmp_path / "sel.json")
     np.save(tmp_path / "X.npy", X)
-    code = ("import sys, numpy as np; from dask_kernels.sidecar import load_map; "
+    code = ("import sys, numpy as np; from dask_kernels.maps import load_map; "
             "np.save(sys.argv[2], load_map(sys.argv[1]).transform(np.load(sys.argv[3])))")
     subprocess.run([sys.executable, "-c", code, str(path), str(tmp_path / "Z.npy"), str(tmp_path / "X.npy")],
                    check=True, env=dict(os.environ))

@@ -17,7 +17,8 @@ import scipy.sparse as sp
 
 from dask_kernels import NRFF, RFF, Fastfood, from_spec
 from dask_kernels.maps._subset import SPEC_MAX_IDS
-from dask_kernels.sidecar import SidecarError, load_map, map_arrays, save_map
+from dask_kernels.maps import load_map, save_map
+from dask_kernels.sidecar import SidecarError, map_arrays
 
 X = np.random.default_rng(0).normal(size=(25, 11))
 X[X < -0.7] = 0.0  # some zeros, so the CSR form differs from the dense one
@@ -156,7 +157,7 @@ def test_fresh_process_reproduces_the_features(tmp_path):
     fmap = RFF(n_components=ids.size, gamma=0.3, seed=9, feature_ids=ids).fit(X)
     path = save_map(fmap, tmp_path / "m.json")
     np.save(tmp_path / "X.npy", X)
-    code = ("import sys, numpy as np; from dask_kernels.sidecar import load_map; "
+    code = ("import sys, numpy as np; from dask_kernels.maps import load_map; "
             "m = load_map(sys.argv[1]); np.save(sys.argv[2], m.transform(np.load(sys.argv[3])))")
     env = {**os.environ, "NUMBA_CACHE_DIR": os.environ.get("NUMBA_CACHE_DIR", str(tmp_path / "nc"))}
     subprocess.run([sys.executable, "-c", code, str(path), str(tmp_path / "Z.npy"), str(tmp_path / "X.npy")],
