@@ -17,7 +17,7 @@ Rows are MNIST-like: 784 float32 values, ~20% nonzero. GCWS k=256, b=8 (uint8 co
 * integrity overhead: every end-to-end run is made twice, alternating, with the store's integrity
   checks on (the default: CRC32C on every chunk, a digest of every written block and of its
   input rows in the done record, the input file re-checked per block, the lease checked before
-  each write) and off (the private switch ``dask_kernels.pipeline.store._INTEGRITY = False``,
+  each write) and off (the dask config key ``dask_kernels.integrity = False``,
   which writes what format 1 wrote); the overhead is 1 - (rate on) / (rate off), best of each.
   Also measured in this process on the synchronous scheduler (20,000 rows, no cluster noise).
 * input formats and store layouts (the last table; ``--formats-only`` runs just it): on one
@@ -67,6 +67,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+import dask
 import numpy as np
 import psutil
 
@@ -183,13 +184,12 @@ def end_to_end(path, gcws, block_rows, workers, tmp, repeats):
         out = os.path.join(tmp, f"store-{workers}.zarr")
         X = read_npy(path, block_rows=block_rows)
         kernel = workers_kernel_rate(client, path, gcws, 20_000, block_rows)
-        from dask_kernels.pipeline import store as store_module
 
         seconds, peak, extra = {True: np.inf, False: np.inf}, 0, 0
         try:
             for _ in range(repeats):
                 for checks in (True, False):  # alternating: both see the same machine load
-                    store_module._INTEGRITY = checks
+                    dask.config.set({"dask_kernels.integrity": checks})
                     shutil.rmtree(out, ignore_errors=True)
                     with RssSampler(pids) as mem:
                         t0 = time.perf_counter()
@@ -199,7 +199,7 @@ def end_to_end(path, gcws, block_rows, workers, tmp, repeats):
                     extra = max(extra, *(p - b for p, b in zip(mem.peak, mem.base)))
                     peak = max(peak, *mem.peak)
         finally:
-            store_module._INTEGRITY = True
+            dask.config.set({"dask_kernels.integrity": True})
         kernel = max(kernel, workers_kernel_rate(client, path, gcws, 20_000, block_rows))
         check = store.features[:1000].compute()
         assert np.array_equal(check, gcws.transform_block(np.load(path, mmap_mode="r")[:1000]))
@@ -211,11 +211,8 @@ def in_process(path, gcws, block_rows, tmp, repeats, n_rows):
     """Integrity overhead without a cluster: featurize on the synchronous scheduler in this process
     (one block at a time, so the machine's other load disturbs it least), checks on and off
     alternating; best of ``repeats`` each. Returns (rows/s with checks, rows/s without)."""
-    import dask
-
     from dask_kernels import featurize
     from dask_kernels.io import read_npy
-    from dask_kernels.pipeline import store as store_module
 
     out = os.path.join(tmp, "sync.zarr")
     X = read_npy(path, block_rows=block_rows)[:n_rows]
@@ -224,13 +221,13 @@ def in_process(path, gcws, block_rows, tmp, repeats, n_rows):
         with dask.config.set(scheduler="synchronous"):
             for _ in range(repeats):
                 for checks in (True, False):
-                    store_module._INTEGRITY = checks
+                    dask.config.set({"dask_kernels.integrity": checks})
                     shutil.rmtree(out, ignore_errors=True)
                     t0 = time.perf_counter()
                     featurize(X, gcws, store=out, progress=False)
                     seconds[checks] = min(seconds[checks], time.perf_counter() - t0)
     finally:
-        store_module._INTEGRITY = True
+        dask.config.set({"dask_kernels.integrity": True})
         shutil.rmtree(out, ignore_errors=True)
     return n_rows / seconds[True], n_rows / seconds[False]
 
@@ -408,8 +405,6 @@ def shard_cpu(npy, gcws, tmp, repeats, n_blocks=16):
     included; the first ``n_blocks`` blocks of the formats table's rows, alternating, best of
     ``repeats`` each). What a shard's writing costs beyond its blocks', without the cluster's
     scheduling (how the shards' tasks fall on the workers). Returns ``{shards: seconds per block}``."""
-    import dask
-
     from dask_kernels import featurize
     from dask_kernels.io import read_npy
 

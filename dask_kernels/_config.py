@@ -22,6 +22,8 @@ DEFAULTS = {
     "sgd_fast": True,
     # learn/sgd_fast.py: the replica reads a step's kept rows in place instead of a gathered copy
     "sgd_fast_in_place": True,
+    # pipeline: chunk checksums, done-record digests, input re-checks and leases on new store runs
+    "integrity": True,
 }
 
 

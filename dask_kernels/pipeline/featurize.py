@@ -19,12 +19,12 @@ import scipy.sparse as sp
 
 from .._progress import local_progress, wait_futures
 from ..blocks import InputValueError, row_bounds, validate_block
+from .._config import switch
 from .._graph import active_client
 from ..io.dense import file_identity, from_array
 from ..io.sparse import SparsePartitions, from_sparse
 from ..sidecar import graph_arrays, map_arrays, write_group
 from ..io.tabular import as_rows, name_input_error, read_together, row_label_pairs
-from . import store as _store  # its _INTEGRITY switch, read at run time (benchmarks turn it off)
 from .creation import create_store
 from .layout import MAX_SHARD_BLOCKS, STORE_FORMAT, open_checked
 from .leases import check_lease
@@ -303,7 +303,7 @@ def featurize(X: Any, feature_map: FeatureMap, *, labels: Any = None, row_ids: A
         fs.run_stats = dict(part.run_stats, segment=seg)
         return fs
 
-    checks = bool(_store._INTEGRITY)
+    checks = switch("integrity")  # dask config dask_kernels.integrity (benchmarks turn it off)
     n_blocks = -(-n_rows // block_rows)
     k = shard_blocks(shards, n_blocks, block_rows * width * out_dtype.itemsize)
     plan = _prepare(store, storage_options, overwrite, fp, checks, n_rows=n_rows, block_rows=block_rows, width=width,

@@ -72,11 +72,6 @@ from .location import StoreError, open_group
 from .records import DONE, FIELD, RECORD_FIELDS, read_records, record_ok
 from .segments import records_digest, segment_path
 
-#: Integrity checks (chunk checksums, digests, input re-checks, leases) on new runs. Private
-#: switch for benchmarks/bench_pipeline.py, which measures what they cost.
-_INTEGRITY = True
-
-
 class StoreIntegrityError(StoreError):
     """A stored block does not match its done record (damaged, missing or swapped chunk)."""
 
