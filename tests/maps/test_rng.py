@@ -129,6 +129,7 @@ STREAMS = {
     51: "nystroem.landmark", 52: "nystroem.kmeans",
     61: "core.rank", 62: "core.projection",
     71: "select.rows",
+    81: "similarity.band",
 }
 
 
