@@ -24,7 +24,7 @@ COLS = [f"x{j}" for j in range(6)]
 
 
 def _frame(text=False):
-    df = pd.DataFrame(X, columns=COLS)
+    df = pd.DataFrame(X.copy(), columns=COLS)  # a copy: tests edit it, X stays the reference
     df["y"] = Y
     if text:  # not a number: a feature only when selected, and then refused
         df["name"] = [f"r{i}" for i in range(len(df))]
