@@ -26,5 +26,5 @@ def test_predict_graph_does_not_hold_the_coefficients():
             assert (result.compute() == model.predict(X)).all()
     # without a Client: one literal key, computed by the local scheduler
     result = model.predict_proba(da.from_array(X, chunks=100))
-    # the same values as in memory (NaN where scikit-learn < 1.7's one-vs-rest proba divides 0 by 0)
+    # the same values as in memory (NaN included: scikit-learn 1.6.0's one-vs-rest proba divides 0 by 0 here)
     np.testing.assert_array_equal(result.compute(), model.predict_proba(X))
