@@ -97,13 +97,6 @@ def connect(address, flag="--scheduler"):
         raise UsageError(f"{flag} {address}: no Dask scheduler answered ({e})") from None
 
 
-def existing_path(path, flag):
-    """``path`` unchanged if it exists (or is a URL); else a UsageError naming ``flag``."""
-    if "://" not in path and not os.path.exists(path):
-        raise UsageError(f"{flag} {path}: no such file or directory")
-    return path
-
-
 def param_value(text, flag="--param"):
     """A ``--param`` value: JSON if it parses (numbers, true, lists), else the text itself."""
     try:

@@ -7,7 +7,7 @@ Re-running the same command resumes an unfinished store; a store of another job 
 import json
 import warnings
 
-from ._args import UsageError, check_width, existing_path, make_map, parse_params, positive_int
+from ._args import UsageError, check_width, make_map, parse_params, positive_int
 from ._cluster import add_cluster_arguments, client_for, start_worker_server, starts_local_cluster
 from ._inputs import add_input_arguments, labels_for, open_rows, table_columns
 from ._paths import existing, output_store
@@ -46,7 +46,7 @@ def add_arguments(parser):
 
 
 def _spec_file(args):
-    existing_path(args.spec, "--spec")
+    existing(args.spec, "--spec")
     try:
         with open(args.spec) as f:
             spec = json.load(f)
