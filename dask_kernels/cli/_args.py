@@ -7,7 +7,6 @@ User errors raise :class:`UsageError` (or the library's ``ValueError``/``OSError
 import argparse
 import json
 import math
-import os
 import re
 import socket
 
