@@ -62,15 +62,19 @@ def load_npy(path: str, ndim: int | None = None) -> np.ndarray:
     return a
 
 
-class NpyFile:
-    """A picklable stand-in for a memory-mapped ``.npy``: opened lazily in each process."""
+class MappedFile:
+    """A picklable stand-in for a whole file mapped by NumPy (``np.load(path, mmap_mode="r")`` or
+    ``np.memmap(path, mode="r")``): it travels as the file's path, offset, shape and dtype, never
+    as its data, and maps the file again for each access (see :func:`mapped`)."""
 
-    def __init__(self, path):
-        self.path = os.path.abspath(path)
-        self.token = _file_token(self.path)
+    def __init__(self, a: np.memmap):
+        self.path = os.path.abspath(a.filename)
+        self.shape, self.dtype, self.ndim, self.offset = a.shape, a.dtype, a.ndim, int(a.offset)
+        self.order = "F" if a.ndim > 1 and a.flags.f_contiguous and not a.flags.c_contiguous else "C"
         self.identity = FileIdentity(self.path)
-        arr = load_npy(path, ndim=2)
-        self.shape, self.dtype, self.ndim = arr.shape, arr.dtype, 2
+
+    def __len__(self):
+        return self.shape[0]
 
     def __getitem__(self, key):
         # A fresh map per block, returned as a read-only view (no copy): the kernel reads the
@@ -79,7 +83,45 @@ class NpyFile:
         # ~5 ms per 15 MiB block in allocation and page zeroing. The file is re-checked (size,
         # mtime) for every block: a file rewritten mid-job must not give a mix of old and new rows.
         self.identity.check()
-        return np.asarray(np.load(self.path, mmap_mode="r")[key])
+        return np.asarray(np.memmap(self.path, self.dtype, "r", self.offset, self.shape, self.order)[key])
+
+
+def mapped(a) -> MappedFile | None:
+    """``a`` as a :class:`MappedFile` when it is a whole read-only NumPy mapping of a file (what
+    ``np.load(path, mmap_mode="r")`` returns), else None (in-memory arrays, slices of a mapping,
+    writable or copy-on-write mappings, whose contents may differ from the file's)."""
+    import mmap
+
+    if not (isinstance(a, np.memmap) and isinstance(a.base, mmap.mmap) and a.filename and a.mode == "r"
+            and a.size):
+        return None
+    return MappedFile(a)
+
+
+class NpyFile(MappedFile):
+    """A picklable stand-in for a memory-mapped 2-d ``.npy``: opened lazily in each process."""
+
+    def __init__(self, path):
+        super().__init__(load_npy(path, ndim=2))
+        self.token = _file_token(self.path)
+
+
+def read_mapped(f: MappedFile, chunks) -> da.Array:
+    """A lazy dask array of the mapped file ``f`` (:func:`mapped`) in ``chunks``: each task maps
+    and slices the file itself, so the graph holds the small stand-in, never the data.
+
+    Examples
+    --------
+    >>> import numpy as np, tempfile, os
+    >>> p = os.path.join(tempfile.mkdtemp(), "y.npy"); np.save(p, np.arange(5))
+    >>> y = read_mapped(mapped(np.load(p, mmap_mode="r")), 2)
+    >>> y.chunks, y.compute().tolist()
+    (((2, 2, 1),), [0, 1, 2, 3, 4])
+    """
+    chunks = da.core.normalize_chunks(chunks, f.shape, dtype=f.dtype)
+    name = "mapped-" + parts_hash(_file_token(f.path), f.offset, f.shape, f.dtype.str, f.order, chunks)
+    return da.from_array(f, chunks=chunks, name=name, meta=np.empty((0,) * f.ndim, f.dtype),
+                         inline_array=True)  # see read_npy
 
 
 #: dask name -> FileIdentity of the arrays made by read_npy (featurize re-checks it per block)

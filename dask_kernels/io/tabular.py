@@ -563,9 +563,11 @@ def is_dataframe(X):
     return mod.startswith(("dask.dataframe", "dask_expr")) and hasattr(X, "npartitions")
 
 
-def partition_lengths(ddf):
-    """Rows per partition, computed once (one pass; dask DataFrames do not know them)."""
-    return tuple(int(n) for n in ddf.map_partitions(len).compute())
+def partition_lengths(*frames):
+    """Rows per partition of each dask DataFrame or Series (a list of tuples), computed together:
+    one pass over the data (dask DataFrames do not know them; frames taken from the same
+    DataFrame, such as its feature columns and its label column, share their reads)."""
+    return [tuple(int(n) for n in got) for got in dask.compute(*[f.map_partitions(len) for f in frames])]
 
 
 def _is_number(dtype):
@@ -594,8 +596,9 @@ def from_dataframe(ddf: dd.DataFrame, *, columns: list[str] | None = None, label
         (a column of text is an error naming it, never dropped silently).
     label : str, optional
         Label column, returned as a second array chunked like the rows.
-    lengths : sequence of int, optional
-        Rows per partition when known; otherwise computed once (one pass over the data).
+    lengths : sequence of int or False, optional
+        Rows per partition when known; otherwise computed once (one pass over the data); False:
+        not computed, the row chunks are of unknown sizes (NaN).
 
     Returns
     -------
@@ -622,31 +625,40 @@ def from_dataframe(ddf: dd.DataFrame, *, columns: list[str] | None = None, label
             raise ValueError("the DataFrame has no numeric columns besides the label")
     columns = list(columns)
     _check_numeric(ddf, columns + ([label] if label is not None else []), "DataFrame")
-    lengths = tuple(lengths) if lengths is not None else partition_lengths(ddf)
-    if len(lengths) != ddf.npartitions:
-        raise ValueError(f"{len(lengths)} partition lengths for {ddf.npartitions} partitions")
-    X = ddf[columns].to_dask_array(lengths=list(lengths)).astype(np.float64)
+    if lengths is False:
+        lengths = None
+    else:
+        lengths = list(lengths if lengths is not None else partition_lengths(ddf)[0])
+        if len(lengths) != ddf.npartitions:
+            raise ValueError(f"{len(lengths)} partition lengths for {ddf.npartitions} partitions")
+    X = ddf[columns].to_dask_array(lengths=lengths).astype(np.float64)
     if label is None:
         return X
-    return X, ddf[label].to_dask_array(lengths=list(lengths))
+    return X, ddf[label].to_dask_array(lengths=lengths)
 
 
-def as_rows(X, y=None):
+def as_rows(X, y=None, *, lengths=True):
     """``(X, y)`` with dask DataFrames/Series turned into dask arrays of known row counts
-    (everything else is returned as it is); the hook the pipeline and the learners call."""
+    (everything else is returned as it is); the hook the pipeline and the learners call.
+
+    The row counts of both are computed in one pass. ``lengths=False``: none is computed, the
+    arrays have row chunks of unknown sizes (NaN, as dask's own ``to_dask_array()``), for a
+    consumer that needs no row offsets."""
     if not (is_dataframe(X) or is_dataframe(y)):
         return X, y
     import dask.dataframe as dd  # noqa: PLC0415 - only once a DataFrame is seen
 
+    if is_dataframe(X) and not isinstance(X, dd.DataFrame):
+        raise ValueError("rows must be a dask DataFrame (or array), got a dask Series; use "
+                         "series.to_frame()")
+    if is_dataframe(y) and not isinstance(y, dd.Series):
+        raise ValueError("labels must be a dask Series, got a DataFrame")
+    frames = [f for f in (X, y) if is_dataframe(f)]
+    counts = partition_lengths(*frames) if lengths else [None] * len(frames)
     if is_dataframe(X):
-        if not isinstance(X, dd.DataFrame):
-            raise ValueError("rows must be a dask DataFrame (or array), got a dask Series; use "
-                             "series.to_frame()")
-        X = from_dataframe(X)
+        X = from_dataframe(X, lengths=counts.pop(0) if lengths else False)
     if is_dataframe(y):  # its own lengths: its partitions need not be the rows' (slices are global)
-        if not isinstance(y, dd.Series):
-            raise ValueError("labels must be a dask Series, got a DataFrame")
-        y = y.to_dask_array(lengths=list(partition_lengths(y)))
+        y = y.to_dask_array(lengths=None if counts[0] is None else list(counts[0]))
     return X, y
 
 

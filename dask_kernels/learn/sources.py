@@ -27,6 +27,7 @@ import scipy.sparse as sp
 from sklearn import linear_model
 
 from ..blocks import row_bounds, validate_block
+from ..io.dense import mapped
 from ..maps.base import ensure_fitted
 
 #: scikit-learn's SGD family (SGDClassifier, SGDRegressor, Perceptron, the passive-aggressive
@@ -399,6 +400,14 @@ class ArraySource(BlockSource):
         if feature_map is not None:
             feature_map = _fit_if_needed(feature_map, lambda: self._rows(*self.bounds[0]), X.shape[1], X)
         self.feature_map = feature_map
+
+    def __getstate__(self):
+        # a file NumPy maps (np.load(mmap_mode="r")) travels as its path, not as its data: a
+        # Client's workers map it again (the held-out set and the steps read it there)
+        state = dict(self.__dict__)
+        for name in ("X", "y"):
+            state[name] = mapped(state[name]) or state[name]
+        return state
 
     def _rows(self, a, b, rows=None):
         X = self.X[a:b]

@@ -20,8 +20,8 @@ import scipy.sparse as sp
 from .._progress import local_progress, wait_futures
 from ..blocks import InputValueError, row_bounds, validate_block
 from .._config import switch
-from .._graph import active_client
-from ..io.dense import file_identity, from_array
+from .._graph import active_client, shared_key
+from ..io.dense import MappedFile, file_identity, from_array, mapped, read_mapped
 from ..io.sparse import SparsePartitions, from_sparse
 from ..sidecar import graph_arrays, map_arrays, write_group
 from ..io.tabular import as_rows, name_input_error, read_together, row_label_pairs
@@ -43,8 +43,9 @@ if TYPE_CHECKING:  # names used only in annotations
 
 
 # -- input normalization -------------------------------------------------------------------------
-def _as_source(X, block_rows):
-    """("dense", dask array chunked along rows only) or ("sparse", SparsePartitions)."""
+def _as_source(X, block_rows, lazy=False):
+    """("dense", dask array chunked along rows only) or ("sparse", SparsePartitions); ``lazy``:
+    dense row chunks of unknown sizes are taken (a lazy result needs no row offsets)."""
     if isinstance(X, SparsePartitions):
         return "sparse", X
     if sp.issparse(X):  # checked whole: slicing a malformed matrix silently drops entries
@@ -54,7 +55,7 @@ def _as_source(X, block_rows):
             raise ValueError(f"expected 2-d rows, got shape {X.shape}")
         if len(X.chunks[1]) > 1:
             X = X.rechunk({1: -1})
-        if np.isnan(X.shape[0]) or any(np.isnan(c) for c in X.chunks[0]):
+        if not lazy and (np.isnan(X.shape[0]) or any(np.isnan(c) for c in X.chunks[0])):
             raise ValueError("row chunk sizes are unknown; call X.compute_chunk_sizes() first")
         return "dense", X
     return "dense", from_array(np.asarray(X), block_rows=block_rows)
@@ -85,13 +86,30 @@ def _fitted(feature_map, kind, src):
 
 
 def _as_column(values, name, n_rows, dtype=None):
+    """Labels or row ids, checked: a dask array, a :class:`~dask_kernels.io.dense.MappedFile`
+    (a file NumPy maps: read per block by the tasks), or an in-memory ndarray."""
     if values is None:
         return None
-    if not isinstance(values, da.Array):
-        values = da.from_array(np.asarray(values, dtype=dtype), chunks=-1)
+    if not isinstance(values, (da.Array, MappedFile)):
+        values = mapped(values) or np.asarray(values, dtype=dtype)
     if values.ndim != 1 or values.shape[0] != n_rows:
         raise ValueError(f"{name} has shape {values.shape}, expected ({n_rows},)")
     return values
+
+
+def _column_array(values, name, chunks):
+    """A column of :func:`_as_column` as a dask array in row chunks ``chunks``, none of its data
+    in the graph: a mapped file is read (a slice) by each task (row ids as int64, as an in-memory
+    array's), an in-memory array is one shared key (scattered once on an active Client), sliced
+    per chunk; a dask array is rechunked."""
+    if isinstance(values, MappedFile):
+        values = read_mapped(values, (chunks,))
+        if name == "row_ids":
+            values = values.astype(np.int64)
+    elif isinstance(values, np.ndarray):
+        key = shared_key(values, f"dk-{name}-{dask.base.tokenize(values)}")
+        values = da.from_delayed(key, values.shape, dtype=values.dtype, meta=np.empty((0,), values.dtype))
+    return values.rechunk((chunks,))
 
 
 # -- running -------------------------------------------------------------------------------------
@@ -247,16 +265,19 @@ def featurize(X: Any, feature_map: FeatureMap, *, labels: Any = None, row_ids: A
     if store is not None:  # before any work: what is at the path, and what it is inside
         refuse_link(store)
         refuse_nesting(store, storage_options)
-    X, labels = as_rows(X, labels)  # dask DataFrames: partitions as blocks, lengths known
-    kind, src = _as_source(X, block_rows)
+    # dask DataFrames: partitions as blocks; their lengths are computed (one pass) only for a
+    # store, which needs row offsets, or a map fitted on all rows (with their row numbers)
+    lazy = store is None and not getattr(feature_map, "fits_partitioned", False)
+    X, labels = as_rows(X, None if store is None else labels, lengths=not lazy)
+    kind, src = _as_source(X, block_rows, lazy=lazy)
     fmap = _fitted(feature_map, kind, src)
     spec_json = fmap.spec_json()
     width, out_dtype = int(fmap.n_output_features_), np.dtype(fmap.output_dtype_)
-    n_rows = int(src.shape[0])
     arrays = graph_arrays(fmap)  # fitted arrays (Nystroem): one shared key, None for other maps
     kernel_plan = fmap.kernel_plan()  # None: the tasks rebuild the map from spec_json
     if store is None:
         return _lazy(kind, src, spec_json, width, out_dtype, arrays, kernel_plan)
+    n_rows = int(src.shape[0])
 
     columns = {}
     from_source = kind == "sparse" and labels is None and src.has_labels
@@ -269,7 +290,7 @@ def featurize(X: Any, feature_map: FeatureMap, *, labels: Any = None, row_ids: A
         columns["qid"] = "int64"
     if row_ids is not None:
         row_ids = _as_column(row_ids, "row_ids", n_rows, dtype=np.int64)
-        columns["row_ids"] = row_ids.dtype.str
+        columns["row_ids"] = (np.dtype(np.int64) if isinstance(row_ids, MappedFile) else row_ids.dtype).str
 
     if mode not in ("write", "append"):
         raise ValueError(f"mode must be 'write' or 'append', got {mode!r}")
@@ -383,6 +404,8 @@ def _dense_writes(X, job, labels, row_ids, pending, run):
     k, rows = job["shard_blocks"], job["block_rows"]
     split = k > 1 and not job["expect"]  # resuming a changed input: whole-shard tasks (see write_blocks)
     chunks = da.core.normalize_chunks((rows if split else rows * k, -1), X.shape)
+    labels, row_ids = (c if c is None or isinstance(c, da.Array) else _column_array(c, n, chunks[0])
+                       for n, c in (("labels", labels), ("row_ids", row_ids)))
     # a Parquet partition's rows and labels: one read, in the write task itself when the
     # partitions are the tasks' blocks (the task's block is then the pair; see tasks._pieces)
     joint = row_label_pairs(X, labels) if labels is not None and X.chunks == chunks else None
@@ -446,7 +469,7 @@ def _block_pieces(src, block_rows, n_rows, labels, row_ids, labels_from_source):
     extra = {}
     for name, col in (("labels", labels), ("row_ids", row_ids)):
         if col is not None:
-            extra[name] = col.rechunk((src.row_counts,)).to_delayed().ravel()
+            extra[name] = _column_array(col, name, src.row_counts).to_delayed().ravel()
 
     def piece(p, lo, hi):
         part = parts[p]

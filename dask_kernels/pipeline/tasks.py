@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from ..blocks import InputValueError
 from ._digest import csr_digest, digest
 from .leases import check_lease
 from .location import open_group
@@ -96,7 +97,13 @@ def transform_chunk(x: Any, spec_json: str, arrays: Any = None, plan: Any = None
                     block_info: list[dict] | None = None) -> np.ndarray:
     """``map_blocks`` task of the lazy array over dense rows: one block's features."""
     row_offset = block_info[0]["array-location"][0][0] if block_info else 0
-    return transform_rows(_map(spec_json, arrays, plan), x, row_offset)
+    if row_offset == row_offset:
+        return transform_rows(_map(spec_json, arrays, plan), x, row_offset)
+    # rows of unknown chunk sizes (a dask DataFrame's partitions): no global row number to give
+    try:
+        return transform_rows(_map(spec_json, arrays, plan), x, 0)
+    except InputValueError as e:
+        raise e.at(f"row {e.row} of partition {block_info[0]['chunk-location'][0]}") from None
 
 
 def transform_part(part: tuple, spec_json: str, row_offset: int, arrays: Any = None, plan: Any = None) -> np.ndarray:
