@@ -379,7 +379,7 @@ class ArraySource(BlockSource):
         self.X = X
         self.n_rows = int(X.shape[0])
         if y is not None:
-            if not _is_dask(y):
+            if not (_is_dask(y) or isinstance(y, np.ndarray)):  # a np.memmap stays one (see __getstate__)
                 y = np.asarray(y)
             if y.ndim != 1 or y.shape[0] != self.n_rows:
                 raise ValueError(f"labels have shape {tuple(y.shape)} but X has {self.n_rows} rows: "

@@ -85,30 +85,30 @@ def _fitted(feature_map, kind, src):
     return fmap
 
 
-def _as_column(values, name, n_rows, dtype=None):
-    """Labels or row ids, checked: a dask array, a :class:`~dask_kernels.io.dense.MappedFile`
-    (a file NumPy maps: read per block by the tasks), or an in-memory ndarray."""
+def _as_column(values, name, n_rows, held, dtype=None):
+    """Labels or row ids, checked: a dask array or a :class:`~dask_kernels.io.dense.MappedFile`
+    (a file NumPy maps: read per block by the tasks). An in-memory array becomes one shared key
+    (scattered once on an active Client), sliced per block; the key is appended to ``held``,
+    which the caller keeps until the tasks ran (a scattered future lives as long as its key)."""
     if values is None:
         return None
     if not isinstance(values, (da.Array, MappedFile)):
         values = mapped(values) or np.asarray(values, dtype=dtype)
     if values.ndim != 1 or values.shape[0] != n_rows:
         raise ValueError(f"{name} has shape {values.shape}, expected ({n_rows},)")
+    if isinstance(values, np.ndarray):
+        held.append(shared_key(values, f"dk-{name}-{dask.base.tokenize(values)}"))
+        values = da.from_delayed(held[-1], values.shape, dtype=values.dtype, meta=np.empty((0,), values.dtype))
     return values
 
 
 def _column_array(values, name, chunks):
-    """A column of :func:`_as_column` as a dask array in row chunks ``chunks``, none of its data
-    in the graph: a mapped file is read (a slice) by each task (row ids as int64, as an in-memory
-    array's), an in-memory array is one shared key (scattered once on an active Client), sliced
-    per chunk; a dask array is rechunked."""
+    """A column of :func:`_as_column` as a dask array in row chunks ``chunks``: a mapped file
+    read (a slice) by each task (row ids as int64, as an in-memory array's), or rechunked."""
     if isinstance(values, MappedFile):
         values = read_mapped(values, (chunks,))
         if name == "row_ids":
             values = values.astype(np.int64)
-    elif isinstance(values, np.ndarray):
-        key = shared_key(values, f"dk-{name}-{dask.base.tokenize(values)}")
-        values = da.from_delayed(key, values.shape, dtype=values.dtype, meta=np.empty((0,), values.dtype))
     return values.rechunk((chunks,))
 
 
@@ -279,17 +279,17 @@ def featurize(X: Any, feature_map: FeatureMap, *, labels: Any = None, row_ids: A
         return _lazy(kind, src, spec_json, width, out_dtype, arrays, kernel_plan)
     n_rows = int(src.shape[0])
 
-    columns = {}
+    columns, held = {}, []  # held: in-memory columns' shared keys, kept until the tasks ran
     from_source = kind == "sparse" and labels is None and src.has_labels
     if from_source:
         columns["labels"] = "float64"
     elif labels is not None:
-        labels = _as_column(labels, "labels", n_rows)
+        labels = _as_column(labels, "labels", n_rows, held)
         columns["labels"] = labels.dtype.str
     if kind == "sparse" and src.has_qid:
         columns["qid"] = "int64"
     if row_ids is not None:
-        row_ids = _as_column(row_ids, "row_ids", n_rows, dtype=np.int64)
+        row_ids = _as_column(row_ids, "row_ids", n_rows, held, dtype=np.int64)
         columns["row_ids"] = (np.dtype(np.int64) if isinstance(row_ids, MappedFile) else row_ids.dtype).str
 
     if mode not in ("write", "append"):
@@ -404,7 +404,7 @@ def _dense_writes(X, job, labels, row_ids, pending, run):
     k, rows = job["shard_blocks"], job["block_rows"]
     split = k > 1 and not job["expect"]  # resuming a changed input: whole-shard tasks (see write_blocks)
     chunks = da.core.normalize_chunks((rows if split else rows * k, -1), X.shape)
-    labels, row_ids = (c if c is None or isinstance(c, da.Array) else _column_array(c, n, chunks[0])
+    labels, row_ids = (c if not isinstance(c, MappedFile) else _column_array(c, n, chunks[0])
                        for n, c in (("labels", labels), ("row_ids", row_ids)))
     # a Parquet partition's rows and labels: one read, in the write task itself when the
     # partitions are the tasks' blocks (the task's block is then the pair; see tasks._pieces)
