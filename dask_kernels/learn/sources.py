@@ -374,6 +374,10 @@ class ArraySource(BlockSource):
             X = np.asarray(X) if not isinstance(X, np.ndarray) else X
         if X.ndim != 2:
             raise ValueError(f"X must be 2-D (rows, features), got shape {X.shape}")
+        if _is_dask(X) and np.isnan(X.shape[0]):
+            raise ValueError("X has row chunks of unknown sizes (e.g. featurize(ddf) without a store, or "
+                             "ddf.to_dask_array()): blocks need their row numbers; call X.compute_chunk_sizes() "
+                             "first, or pass the DataFrame itself")
         if sp.issparse(X):  # checked whole: slicing a malformed matrix silently drops entries
             X = validate_block(X)
         self.X = X

@@ -99,10 +99,11 @@ def test_featurize_dataframe_is_lazy_with_partitions_as_blocks():
     _Counter.calls = 0
     with dask.config.set(scheduler="sync"):
         F = featurize(ddf, G)
-        # one pass to find the partitions' lengths, nothing held: the result is lazy
-        assert _Counter.calls == 5
-        assert isinstance(F, da.Array) and F.chunks == ((100,) * 5, (32,))
+        # nothing read (no store: no row offsets needed): partitions are blocks of unknown size
+        assert _Counter.calls == 0
+        assert isinstance(F, da.Array) and len(F.chunks[0]) == 5 and np.isnan(F.chunks[0]).all()
         assert np.array_equal(F.compute(), REF)
+        assert F.compute_chunk_sizes().chunks == ((100,) * 5, (32,))
 
 
 def test_dataframe_trains_and_predicts():

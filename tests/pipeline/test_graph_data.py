@@ -217,6 +217,22 @@ def test_featurize_dataframe_without_store_reads_nothing():
     assert out.compute_chunk_sizes().chunks[0] == (reads.rows,) * reads.parts
 
 
+def test_lazy_features_of_unknown_sizes_downstream():
+    """The lazy features of a DataFrame (row chunks of unknown size) train once their sizes are
+    computed; before that, a clear error instead of int(nan)'s."""
+    from sklearn.linear_model import SGDClassifier
+
+    from dask_kernels import fit_incremental
+
+    reads = _Reads()
+    F = featurize(reads.frame(), GCWS(n_components=8).fit(np.ones((1, 3))))
+    y = np.arange(reads.parts * reads.rows) % 2
+    with pytest.raises(ValueError, match="compute_chunk_sizes"):
+        fit_incremental(SGDClassifier(), F, y, epochs=1, progress=False)
+    model = fit_incremental(SGDClassifier(), F.compute_chunk_sizes(), y, epochs=1, progress=False)
+    assert model.estimator.coef_.shape == (1, F.shape[1])
+
+
 def test_featurize_dataframe_store_counts_rows_in_one_pass(tmp_path):
     """With a store (which needs row offsets): one pass for the partition lengths, of the rows
     and their label column together (before: one each), then the write tasks' reads (dask reads
