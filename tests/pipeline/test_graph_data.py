@@ -20,6 +20,7 @@ import pytest
 
 from dask_kernels import GCWS, featurize
 from dask_kernels.io import read_npy
+
 featurize_module = importlib.import_module("dask_kernels.pipeline.featurize")
 
 #: graph bytes two row counts may differ by (in the same number of blocks)
@@ -84,20 +85,21 @@ def test_featurize_graph_holds_no_labels_or_row_ids(tmp_path, write_graphs):
     _same_size(write_graphs)
 
 
-def test_featurize_graph_of_in_memory_labels_is_one_key(tmp_path, write_graphs):
-    """In-memory labels are one key of the graph (scattered once on a Client), not a copy per
-    block; the graph still holds them once without a Client, so only the key count is bounded."""
-    from dask_kernels._graph import shared_key  # noqa: F401 - the mechanism under test
+def test_featurize_graph_of_in_memory_labels_is_one_scattered_key(tmp_path, write_graphs):
+    """In-memory labels on a distributed Client: scattered once, the graph holds only their key
+    (before: the whole array, in the graph sent to the scheduler)."""
+    from distributed import Client, LocalCluster
 
-    n = 10**5
-    xp, _, d = _files(tmp_path, n)
-    y = np.arange(n) % 7
-    with_labels = featurize(read_npy(xp, block_rows=n // BLOCKS), _gcws(), labels=y, store=str(d / "a.zarr"),
-                            progress=False, shards=None)
-    np.testing.assert_array_equal(with_labels.labels.compute(), y)
-    featurize(read_npy(xp, block_rows=n // BLOCKS), _gcws(), store=str(d / "b.zarr"), progress=False, shards=None)
-    labelled, plain = write_graphs
-    assert y.nbytes <= labelled - plain < y.nbytes + SLACK + 1024 * BLOCKS, (labelled, plain)
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as cluster, \
+            Client(cluster):
+        for n in (10**5, 10**6):
+            xp, _, d = _files(tmp_path, n)
+            y = np.arange(n) % 7
+            store = featurize(read_npy(xp, block_rows=n // BLOCKS), _gcws(), labels=y, row_ids=y,
+                              store=str(d / "f.zarr"), progress=False, shards=None)
+            np.testing.assert_array_equal(store.labels.compute(), y)
+            np.testing.assert_array_equal(store.row_ids.compute(), y)
+    _same_size(write_graphs)
 
 
 def test_cli_read_path_graph_holds_no_labels(tmp_path, write_graphs):
