@@ -172,17 +172,21 @@ def featurize(X: Any, feature_map: FeatureMap, *, labels: Any = None, row_ids: A
     ----------
     X : dask array, dask DataFrame, ndarray, SciPy sparse matrix or :class:`~dask_kernels.io.SparsePartitions`
         Rows to featurize. Dask arrays are used as chunked (along rows; column chunks are
-        merged); a dask DataFrame's numeric columns are used partition by partition (their
-        lengths computed once; :func:`~dask_kernels.read_parquet` knows them from the
-        metadata); NumPy/SciPy input is split into blocks of ``block_rows`` rows.
+        merged); a dask DataFrame's numeric columns are used partition by partition (into a
+        store, their lengths computed once; :func:`~dask_kernels.read_parquet` knows them from
+        the metadata; without a store nothing is read and the row chunks are of unknown size);
+        NumPy/SciPy input is split into blocks of ``block_rows`` rows.
     feature_map : FeatureMap
         A fitted map. An unfitted one is fitted, as a clone, on the first block that has rows
         (enough for maps that learn just the input dimension, like GCWS without centering);
         fit maps that learn from data (centering, Nystroem) yourself.
     labels : array-like, dask array or dask Series of shape (n_rows,), optional
         Stored next to the features. Sparse sources with labels (svmlight) supply their own.
+        A file NumPy maps (``np.load(path, mmap_mode="r")``) is read block by block by the
+        tasks; an in-memory array is one key of the graph (scattered once on a distributed
+        Client), never a copy per task.
     row_ids : array-like of int of shape (n_rows,), optional
-        Stored as ``row_ids``.
+        Stored as ``row_ids`` (int64); read like ``labels``.
     store : str, optional
         Path or fsspec URL of a Zarr v3 store to write. Without it, nothing is computed. It must
         be absent, an empty folder, or a feature store: anything else (user files, another Zarr
