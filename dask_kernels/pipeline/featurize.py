@@ -186,7 +186,7 @@ def featurize(X: Any, feature_map: FeatureMap, *, labels: Any = None, row_ids: A
         tasks; an in-memory array is one key of the graph (scattered once on a distributed
         Client), never a copy per task.
     row_ids : array-like of int of shape (n_rows,), optional
-        Stored as ``row_ids`` (int64); read like ``labels``.
+        Stored as ``row_ids``; read like ``labels``.
     store : str, optional
         Path or fsspec URL of a Zarr v3 store to write. Without it, nothing is computed. It must
         be absent, an empty folder, or a feature store: anything else (user files, another Zarr
