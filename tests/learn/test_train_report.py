@@ -11,15 +11,14 @@ import tracemalloc
 import dask.array as da
 import numpy as np
 import pytest
+from _schedule import check_history
 from sklearn.linear_model import SGDClassifier
 
 import dask_kernels
 from dask_kernels import NRFF, fit_incremental
-from dask_kernels.learn import incremental
 from dask_kernels.learn.checkpointer import Checkpointer
 from dask_kernels.learn.config import TrainConfig
 from dask_kernels.learn.loop import LoopState, Schedule
-from dask_kernels.learn.metrics import LOWER_IS_BETTER
 from dask_kernels.learn.report import header, row
 
 
@@ -31,34 +30,6 @@ def _data(n=1200, seed=0):
 
 def _sgd(eta0=0.05):
     return SGDClassifier(loss="log_loss", learning_rate="constant", eta0=eta0, random_state=0)
-
-
-def check_history(history, n_iter_no_change=3, min_epochs=5, min_improvement=0.01):
-    """Assert that every epoch's action is what the schedule's rule says of its metric column."""
-    metric = history[0]["metric"]
-    s = 1.0 if LOWER_IS_BETTER[metric] else -1.0
-    ref = best = None
-    stale = 0
-    for r in history:
-        m = r[metric]
-        assert r["metric"] == metric and r["baseline"] == ref, r
-        if ref is None:
-            want = "first"
-        elif s * (m - ref) > 0:
-            want = "revert"
-        elif s * (ref - m) < min_improvement * abs(ref):
-            want = "halve"
-        else:
-            want = "keep"
-        assert r["action"] == want, (r, ref)
-        if want != "revert":
-            ref = m
-        if best is None or s * m < s * best:
-            best, stale = m, 0
-        else:
-            stale += 1
-        assert r["stop"] == (stale >= n_iter_no_change and r["epoch"] >= min_epochs), r
-    return [r["action"] for r in history]
 
 
 def test_the_table_shows_the_deciding_metric_and_actions_that_agree_with_it(capsys):
