@@ -2,8 +2,10 @@
 
 From a feature store (``dask-kernels train features.zarr -o model.dk``) or from raw rows in a
 ``.npy`` file (labels from ``--labels y.npy``) or an svmlight/LIBSVM file, featurized block by
-block with ``--method`` (nothing stored). Prints the per-epoch history; the saved model loads
-with :func:`dask_kernels.load_model`. With ``--scheduler``, ``--scheduler-file`` or ``--workers``
+block with ``--method`` (nothing stored). On stderr: progress within each epoch (a bar on a
+terminal, a line at least every 10 s elsewhere) and each epoch's row of the table as soon as the
+epoch ends; on stdout, the whole table at the end. The saved model loads with
+:func:`dask_kernels.load_model`. With ``--scheduler``, ``--scheduler-file`` or ``--workers``
 the blocks are read and featurized on that cluster; without them, in this process.
 """
 
@@ -231,7 +233,7 @@ def _train(args):
     eta0 = args.eta0 if args.eta0 is not None else _default_eta0(src, args.source)
     est = _estimator(args, eta0, src.feature_map)
     print(f"training {type(est).__name__} on {src.n_rows} rows in {src.n_blocks} blocks"
-          + (f" ({src.feature_map.method} features)" if src.feature_map is not None else " (raw rows)"))
+          + (f" ({src.feature_map.method} features)" if src.feature_map is not None else " (raw rows)"), flush=True)
     for old, new in (("validation", "validation_fraction"), ("patience", "n_iter_no_change")):
         if getattr(args, f"old_{old}") is not None:
             warnings.warn(f"--{old} is deprecated and will be removed in the next release: use "
