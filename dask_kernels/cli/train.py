@@ -80,6 +80,9 @@ def add_arguments(parser):
     parser.add_argument("--checkpoint-interval", type=positive_float, default=None, metavar="SECONDS",
                         help="also checkpoint within an epoch once SECONDS have passed since the last checkpoint")
     parser.add_argument("--no-resume", action="store_true", help="start over instead of resuming --checkpoint")
+    parser.add_argument("--no-progress", action="store_true",
+                        help="no progress on stderr (default: a bar within each epoch on a terminal, else a line "
+                             "at least every 10 s, and each epoch's row of the table as it ends)")
     add_cluster_arguments(parser)
 
 
@@ -245,7 +248,7 @@ def _train(args):
                             seed=args.seed, n_iter_no_change=args.n_iter_no_change, min_epochs=args.min_epochs,
                             metric=args.metric, checkpoint=args.checkpoint, checkpoint_every=args.checkpoint_every,
                             checkpoint_seconds=args.checkpoint_interval, resume=not args.no_resume,
-                            step_blocks=args.step_blocks)  # progress and each epoch's row on stderr as it ends
+                            step_blocks=args.step_blocks, progress=not args.no_progress)
     from dask_kernels.learn.report import header, row
 
     print(header(model.history[0]))  # the whole table, the result, on stdout

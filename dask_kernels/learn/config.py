@@ -145,7 +145,7 @@ class TrainConfig:
         in the epoch, rows); raising from it stops training (the last checkpoint remains).
     progress : bool, default=True
         Show progress on stderr: within an epoch a bar on a terminal, else a line at least
-        every 10 seconds (:data:`dask_kernels.learn.report.PROGRESS_SECONDS`); each epoch's
+        every 10 seconds (``PROGRESS_SECONDS`` of :mod:`dask_kernels.learn.incremental`); each epoch's
         row of the table (:mod:`dask_kernels.learn.report`) as soon as the epoch ends.
 
     Examples
