@@ -116,7 +116,16 @@ def test_a_job_file_passes_metric_min_epochs_and_checkpoint_interval(tmp_path, c
         min_epochs = 2
         checkpoint = "run.ckpt"
         checkpoint_interval = 30
+        progress = false
     """))
     assert main(["run", str(tmp_path / "job.toml"), "--dry-run"]) == 0
     train = capsys.readouterr().out.splitlines()[1]
     assert "--metric log_loss" in train and "--min-epochs 2" in train and "--checkpoint-interval 30" in train
+    assert "--no-progress" in train
+
+
+def test_no_progress_leaves_stderr_quiet_and_the_table_on_stdout(rows, tmp_path, capsys):
+    assert main(["train", *rows, "--epochs", "2", "--no-progress", "-o", str(tmp_path / "m.dk")]) == 0
+    std = capsys.readouterr()
+    assert std.err == ""
+    assert row(load_model(tmp_path / "m.dk").history[-1]) in std.out.splitlines()
