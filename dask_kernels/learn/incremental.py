@@ -42,8 +42,8 @@ from .learner import Fitter, learner_threads
 from .loop import LoopState, Schedule
 from .metrics import LOWER_IS_BETTER, default_metric, evaluate
 from .remote import WorkerFeed, get_client
-from .report import Progress, legend
 from .replicas import Replicas, check_replicas
+from .report import Progress, legend
 from .shuffle import Order, auto_window
 from .sources import ArraySource, StoreSource, as_source, learner_width
 from .state import copy_state, get_state, set_state
@@ -233,8 +233,8 @@ class _Run:
         state, cfg = self.state, self.cfg
         state.epoch_rows += rows
         state.position = position
-        every, now = cfg.checkpoint_every, time.perf_counter()
-        due = (every and position % every == 0) or (cfg.checkpoint_seconds and now - self.saved >= cfg.checkpoint_seconds)
+        every, seconds, now = cfg.checkpoint_every, cfg.checkpoint_seconds, time.perf_counter()
+        due = (every and position % every == 0) or (seconds and now - self.saved >= seconds)
         if self.ckpt is not None and due and position < self.feed.n_steps:
             state.epoch_seconds, self.t0 = state.epoch_seconds + now - self.t0, now
             self.ckpt.save(self.estimator, self.snapshot, state)
