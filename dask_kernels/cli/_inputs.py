@@ -153,7 +153,14 @@ def load_labels(path, n_rows, flag="--labels"):
     y = open_npy(path, flag)
     if y.ndim != 1 or y.shape[0] != n_rows:
         raise UsageError(f"{flag} {path}: shape {y.shape}, expected ({n_rows},) (one label per input row)")
+    if y.dtype.kind == "U":  # class names: checked here (length), counted where they are stored
+        from ..io.labels import names
+
+        try:
+            return names(y, where=f"{flag} {path}")
+        except ValueError as e:
+            raise UsageError(str(e)) from None
     if y.dtype.kind not in "biuf":
-        raise UsageError(f"{flag} {path}: dtype {y.dtype} is not numeric; give class labels as integers "
-                         "(e.g. numpy.unique(y, return_inverse=True)[1])")
+        raise UsageError(f"{flag} {path}: dtype {y.dtype} is neither numbers nor class names (str); save labels "
+                         "as numbers or as strings (numpy.save(path, y.astype(str)))")
     return y
