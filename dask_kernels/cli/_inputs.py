@@ -154,7 +154,7 @@ def load_labels(path, n_rows, flag="--labels"):
     if y.ndim != 1 or y.shape[0] != n_rows:
         raise UsageError(f"{flag} {path}: shape {y.shape}, expected ({n_rows},) (one label per input row)")
     if y.dtype.kind == "U":  # class names: checked here (length), counted where they are stored
-        from ..io.labels import names
+        from ..labels import names
 
         try:
             return names(y, where=f"{flag} {path}")

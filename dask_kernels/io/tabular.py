@@ -114,8 +114,9 @@ def _non_numeric(where, names, types):
     """The error for feature columns that are not numbers."""
     shown = ", ".join(f"{n!r} ({t})" for n, t in zip(names[:5], types[:5]))
     what = (f"{where}: column{'s' if len(names) > 1 else ''} {shown} {'are' if len(names) > 1 else 'is'} "
-            "not numeric; select the feature columns with ")
-    return InputChoiceError(what + "columns=[...]", what + "--columns A,B,...")
+            "not numeric; a column of labels (numbers or class names) is named with ")
+    return InputChoiceError(what + "label=NAME; select the feature columns with columns=[...]",
+                            what + "--label-column NAME; select the feature columns with --columns A,B,...")
 
 
 def _options_json(storage_options):

@@ -8,7 +8,7 @@ import re
 
 import numpy as np
 
-from ..io.labels import check_classes
+from ..labels import check_classes
 from .fingerprint import differences, fingerprint_hash
 from .location import SEGMENT_NAME, StoreError, link_problem, local_path, open_group
 from .records import RECORD_FIELDS

@@ -71,7 +71,7 @@ import dask.array as da
 import numpy as np
 
 from .._compat import zarr_sync
-from ..io.labels import check_classes, decode
+from ..labels import check_classes, decode
 from ..blocks import block_bounds
 from ._digest import digest
 from .layout import COLUMNS, open_checked
@@ -196,7 +196,7 @@ class FeatureStore:
     features : dask.array.Array of shape (n_rows, width), chunked exactly as stored.
     labels, qid, row_ids : dask.array.Array of shape (n_rows,) or None
         Labels as given to featurize: numbers, or class names (a ``<U`` array; stored as
-        codes, see :mod:`dask_kernels.io.labels`).
+        codes, see :mod:`dask_kernels.labels`).
     classes : ndarray of str or None
         The sorted class names of a store whose labels are class names (every segment's).
     spec : dict

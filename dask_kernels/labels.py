@@ -56,7 +56,7 @@ def names(block: Any, offset: int = 0, where: str = "labels") -> np.ndarray:
     if lengths.size and lengths.max() > MAX_CLASS_CHARS:
         i = int(np.argmax(lengths > MAX_CLASS_CHARS))
         raise ValueError(f"{where}: row {offset + i} holds a class name of {int(lengths[i]):,} characters, more "
-                         f"than MAX_CLASS_CHARS = {MAX_CLASS_CHARS} (dask_kernels.io.labels); use shorter class "
+                         f"than MAX_CLASS_CHARS = {MAX_CLASS_CHARS} (dask_kernels.labels); use shorter class "
                          "names")
     return a.astype(f"<U{max(1, int(lengths.max()) if lengths.size else 1)}")
 
@@ -65,7 +65,7 @@ def check_count(n: int, where: str = "labels") -> None:
     """Refuse more than :data:`MAX_CLASSES` distinct class names, naming the bound."""
     if n > MAX_CLASSES:
         raise ValueError(f"{where}: more than MAX_CLASSES = {MAX_CLASSES:,} distinct class names "
-                         f"(dask_kernels.io.labels; found {n:,} at least); labels with that many values are "
+                         f"(dask_kernels.labels; found {n:,} at least); labels with that many values are "
                          "not classes: give numbers (a regression target) or fewer classes")
 
 
