@@ -83,3 +83,10 @@ def test_score_and_a_model_trained_from_a_npy_of_names(data, capsys):
     assert main(["score", str(d / "m2"), str(d / "X.npy"), "--labels", str(d / "y.npy")]) == 0
     accuracy = float(capsys.readouterr().out.split("accuracy")[1].split()[0])
     assert accuracy == pytest.approx(np.mean(model.predict(X) == y), abs=1e-6)
+
+
+def test_info_lists_a_stores_class_names(data, capsys):
+    d, _, _ = data
+    capsys.readouterr()
+    assert main(["info", str(d / "s.zarr")]) == 0
+    assert "classes: 2 (north, south)" in capsys.readouterr().out.splitlines()
