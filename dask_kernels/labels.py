@@ -38,7 +38,7 @@ def names(block: Any, offset: int = 0, where: str = "labels") -> np.ndarray:
     (``offset`` + position) and the bound."""
     a = np.asarray(block)
     if a.dtype.kind == "O":
-        bad = next((i for i, v in enumerate(a.ravel()) if type(v) is not str and not isinstance(v, str)), None)
+        bad = next((i for i, v in enumerate(a.ravel()) if not isinstance(v, str)), None)
         if bad is not None:
             v = a.ravel()[bad]
             raise ValueError(f"{where}: row {offset + bad} holds {v!r} ({type(v).__name__}), not a class name; "
