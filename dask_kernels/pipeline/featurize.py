@@ -163,7 +163,9 @@ def featurize(X: Any, feature_map: FeatureMap, *, labels: Any = None, row_ids: A
         (enough for maps that learn just the input dimension, like GCWS without centering);
         fit maps that learn from data (centering, Nystroem) yourself.
     labels : array-like, dask array or dask Series of shape (n_rows,), optional
-        Stored next to the features. Sparse sources with labels (svmlight) supply their own.
+        Stored next to the features: numbers, or class names (strings; stored as codes, read
+        back as names, see :mod:`dask_kernels.labels`). Sparse sources with labels (svmlight)
+        supply their own.
     row_ids : array-like of int of shape (n_rows,), optional
         Stored as ``row_ids``.
     store : str, optional
