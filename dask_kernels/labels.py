@@ -13,7 +13,7 @@ open, and a ``<U`` array of width w costs 4 w bytes per value.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -105,6 +105,13 @@ def _encode_block(block, classes, where="labels", block_info=None):
         raise ValueError(f"{where}: row {offset + bad} holds class {str(a[bad])!r}, which was not among the "
                          "labels' classes when they were listed (the labels changed while being read)")
     return codes
+
+
+class Encoded(NamedTuple):
+    """Labels :func:`encode` has made: codes and their classes (passed on as they are)."""
+
+    codes: Any
+    classes: np.ndarray
 
 
 def encode(labels: Any, where: str = "labels") -> tuple[Any, np.ndarray]:

@@ -24,7 +24,7 @@ from .._graph import active_client
 from ..io.dense import file_identity, from_array
 from ..io.sparse import SparsePartitions, from_sparse
 from ..sidecar import graph_arrays, map_arrays, write_group
-from ..labels import encode, is_class_names
+from ..labels import Encoded, encode, is_class_names
 from ..io.tabular import as_rows, name_input_error, read_together, row_label_pairs
 from .creation import create_store
 from .layout import MAX_SHARD_BLOCKS, STORE_FORMAT, open_checked
@@ -266,9 +266,12 @@ def featurize(X: Any, feature_map: FeatureMap, *, labels: Any = None, row_ids: A
     if from_source:
         columns["labels"] = "float64"
     elif labels is not None:
-        labels = _as_column(labels, "labels", n_rows)
-        if is_class_names(labels.dtype):  # stored as codes into the sorted names (one pass to list them)
-            names, (labels, classes) = labels, encode(labels)
+        if isinstance(labels, Encoded):  # an appended segment's, listed by the call that appends it
+            labels, classes = labels
+        else:
+            labels = _as_column(labels, "labels", n_rows)
+            if is_class_names(labels.dtype):  # stored as codes into the sorted names (one pass to list them)
+                labels, classes = encode(labels)
         columns["labels"] = labels.dtype.str
     if kind == "sparse" and src.has_qid:
         columns["qid"] = "int64"
@@ -301,7 +304,7 @@ def featurize(X: Any, feature_map: FeatureMap, *, labels: Any = None, row_ids: A
 
     if root is not None and root["fingerprint_sha256"] != fp_sha:  # a new input: a new segment
         seg = segment_path(store, "seg-" + fp_sha[:16], storage_options, create=True)
-        part = featurize(X, fmap, labels=labels if classes is None else names, row_ids=row_ids, store=seg, block_rows=block_rows,
+        part = featurize(X, fmap, labels=labels if classes is None else Encoded(labels, classes), row_ids=row_ids, store=seg, block_rows=block_rows,
                          compressors=compressors, progress=progress, storage_options=storage_options, shards=shards)
         add_segment(store, storage_options, root["lease"], "seg-" + fp_sha[:16])
         fs = open_store(store, storage_options=storage_options)
