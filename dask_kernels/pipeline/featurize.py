@@ -24,8 +24,8 @@ from .._graph import active_client
 from ..io.dense import file_identity, from_array
 from ..io.sparse import SparsePartitions, from_sparse
 from ..sidecar import graph_arrays, map_arrays, write_group
-from ..labels import Encoded, encode, is_class_names
 from ..io.tabular import as_rows, name_input_error, read_together, row_label_pairs
+from ..labels import Encoded, encode, is_class_names
 from .creation import create_store
 from .layout import MAX_SHARD_BLOCKS, STORE_FORMAT, open_checked
 from .leases import check_lease

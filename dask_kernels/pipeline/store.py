@@ -71,8 +71,8 @@ import dask.array as da
 import numpy as np
 
 from .._compat import zarr_sync
-from ..labels import check_classes, decode
 from ..blocks import block_bounds
+from ..labels import check_classes, decode
 from ._digest import digest
 from .layout import COLUMNS, open_checked
 from .location import StoreError, open_group
