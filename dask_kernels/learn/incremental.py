@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from sklearn.base import is_classifier, is_regressor
 
+from ..labels import check_count, names
 from .checkpointer import Checkpointer
 from .config import TrainConfig
 from .feeds import Feed, LocalFeed
@@ -333,6 +334,9 @@ def _check_inputs(estimator, source, y, feature_map, block_rows, seed, checkpoin
                              "instance cannot be restored identically)")
     if kind == "classifier":
         classes = np.asarray(src.classes() if classes is None else classes)
+        if classes.dtype.kind in "UO":  # class names, bounded; str objects (pandas) as <U: saved without pickle
+            classes = names(classes, where="labels")
+            check_count(classes.size)
         if classes.size < 2:
             raise ValueError(f"a classifier needs at least two classes, the labels hold {classes.tolist()}")
     return src, kind, classes
