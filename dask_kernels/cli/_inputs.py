@@ -10,7 +10,7 @@ def add_table_arguments(parser):
                         help="Parquet/CSV: feature columns, in this order (comma-separated; may be repeated; "
                              "default: every numeric column but the label column)")
     parser.add_argument("--label-column", metavar="NAME",
-                        help="Parquet/CSV: the column of labels (kept out of the features)")
+                        help="Parquet/CSV: the column of labels, numbers or class names (kept out of the features)")
     header = parser.add_mutually_exclusive_group()
     header.add_argument("--header", dest="header", action="store_const", const=True, default="auto",
                         help="CSV: the first line names the columns (default: yes, unless it looks like data, "
@@ -146,14 +146,23 @@ def open_npy(path, flag, ndim=None):
 
 
 def load_labels(path, n_rows, flag="--labels"):
-    """A 1-D ``.npy`` of ``n_rows`` labels (memory-mapped), checked."""
+    """A 1-D ``.npy`` of ``n_rows`` labels (memory-mapped), checked: numbers, or class names
+    (a ``<U`` array; an object array is refused by :func:`open_npy`, pickle being the only way
+    to load it)."""
     path = existing(path, flag)
     if is_url(path) or not path.endswith(".npy"):
         raise UsageError(f"{flag} {path}: expected a local .npy file")
     y = open_npy(path, flag)
     if y.ndim != 1 or y.shape[0] != n_rows:
         raise UsageError(f"{flag} {path}: shape {y.shape}, expected ({n_rows},) (one label per input row)")
+    if y.dtype.kind == "U":  # class names: checked here (length), counted where they are stored
+        from ..labels import names
+
+        try:
+            return names(y, where=f"{flag} {path}")
+        except ValueError as e:
+            raise UsageError(str(e)) from None
     if y.dtype.kind not in "biuf":
-        raise UsageError(f"{flag} {path}: dtype {y.dtype} is not numeric; give class labels as integers "
-                         "(e.g. numpy.unique(y, return_inverse=True)[1])")
+        raise UsageError(f"{flag} {path}: dtype {y.dtype} is neither numbers nor class names (str); save labels "
+                         "as numbers or as strings (numpy.save(path, y.astype(str)))")
     return y

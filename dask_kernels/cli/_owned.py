@@ -2,8 +2,8 @@
 
 ``predict`` writes a small marker with every output: inside a Zarr or Parquet output folder
 (``_dask_kernels.json``: Parquet and Zarr readers skip names starting with ``_``), and beside a
-``.npy`` file (``.NAME.npy.dask-kernels.json``, with the SHA-256 of the file, since a ``.npy``
-has nowhere to keep it). The marker records who wrote the output: a job file (``dask-kernels
+``.npy`` or ``.csv`` file (``.NAME.npy.dask-kernels.json``, with the SHA-256 of the file, since
+a single file has nowhere to keep it). The marker records who wrote the output: a job file (``dask-kernels
 run``) or the command line. An existing output is replaced only when
 
 * its marker is there and valid,
@@ -37,6 +37,10 @@ OWN_ENTRIES = {
 }
 
 
+#: outputs that are one file (gathered by the client), their marker beside them
+FILE_KINDS = ("npy", "csv")
+
+
 def writer_of(job):
     """The writer recorded in a marker: ``job:<absolute job file path>`` or ``command line``."""
     return f"job:{os.path.abspath(job)}" if job else "command line"
@@ -68,7 +72,7 @@ def _fs(path):
 def write_marker(tmp, kind, writer, final):
     """Record ``writer`` for the output being written at ``tmp`` (published later at ``final``)."""
     record = {"format": FORMAT, "version": VERSION, "kind": kind, "writer": writer}
-    if kind == "npy":
+    if kind in FILE_KINDS:
         record["sha256"] = _sha256(tmp)
         marker = _npy_marker(final)
         with open(marker + ".tmp", "w") as f:
@@ -90,7 +94,7 @@ def _read_marker(fs, path):
         return None
     if not isinstance(record, dict) or record.get("format") != FORMAT or record.get("version") != VERSION:
         return None
-    if not isinstance(record.get("writer"), str) or record.get("kind") not in ("zarr", "parquet", "npy"):
+    if not isinstance(record.get("writer"), str) or record.get("kind") not in ("zarr", "parquet", *FILE_KINDS):
         return None
     return record
 
@@ -98,12 +102,12 @@ def _read_marker(fs, path):
 def why_not_ours(path, kind, writer=None):
     """None if ``path`` is a prediction output that may be replaced (by ``writer``, or by any
     writer when None); otherwise the reason it is not, for the error message."""
-    if kind == "npy":
+    if kind in FILE_KINDS:
         if is_url(path) or not os.path.isfile(path) or os.path.islink(path):
-            return "it is not a .npy file written by dask-kernels predict"
+            return f"it is not a .{kind} file written by dask-kernels predict"
         fs, _ = _fs(path)
         record = _read_marker(fs, _npy_marker(path))
-        if record is None or record["kind"] != "npy":
+        if record is None or record["kind"] != kind:
             return "it was not written by dask-kernels predict (no marker beside it)"
         if record.get("sha256") != _sha256(path):
             return "its bytes changed since dask-kernels predict wrote it"
@@ -134,7 +138,7 @@ def check_replaceable(path, kind, writer=None):
 
 def remove_own(path, kind):
     """Delete a prediction output that :func:`why_not_ours` accepted (and the marker beside a .npy)."""
-    if kind == "npy":
+    if kind in FILE_KINDS:
         os.unlink(path)
         marker = _npy_marker(path)
         if os.path.lexists(marker):

@@ -23,6 +23,12 @@ def add_arguments(parser):
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of lines")
 
 
+def _print_classes(classes):
+    if classes is not None:
+        shown = ", ".join(map(str, classes[:20])) + (", ..." if len(classes) > 20 else "")
+        print(f"classes: {len(classes)} ({shown})")
+
+
 def summary(store, verify=False):
     """The dict ``info`` prints."""
     done = store.done
@@ -36,6 +42,7 @@ def summary(store, verify=False):
         "blocks_done": int(done.sum()),
         "complete": bool(store.complete),
         "columns": [c for c in ("labels", "qid", "row_ids") if getattr(store, c, None) is not None],
+        "classes": None if getattr(store, "classes", None) is None else store.classes.tolist(),  # label names
         "format": store.format,
         "package_version": store.package_version,
         "method": store.spec.get("method"),
@@ -79,9 +86,7 @@ def _print_model(s):
     print(f"map: {s['method']}({params}) on {s['n_features_in']} features" if s["method"] else "map: none (raw rows)")
     est = ", ".join(f"{k}={v!r}" for k, v in sorted(s["estimator_params"].items()))
     print(f"estimator: {s['estimator']}({est})")
-    if s["classes"] is not None:
-        shown = ", ".join(map(str, s["classes"][:20])) + (", ..." if len(s["classes"]) > 20 else "")
-        print(f"classes: {len(s['classes'])} ({shown})")
+    _print_classes(s["classes"])
     print(f"history: {len(s['history'])} epochs")
     for record in s["history"]:
         print("  " + ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in record.items()))
@@ -127,6 +132,7 @@ def run(args):
     else:
         print(f"blocks: {s['blocks']} of {s['block_rows']} rows, {s['blocks_done']} done")
     print(f"columns: {', '.join(s['columns']) or 'none'}")
+    _print_classes(s["classes"])
     print(f"spec: {s['method']}({params})")
     print(f"complete: {'yes' if s['complete'] else 'no (re-run the same featurize command to finish it)'}")
     if args.verify:

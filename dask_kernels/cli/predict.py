@@ -3,8 +3,10 @@
 Predictions (or ``--proba`` class probabilities) of every input row are computed by the
 workers, partition by partition, and written to ``OUTPUT``: a Zarr array (``.zarr``: written
 by the workers), a Parquet dataset (``.parquet``: written by the workers, with a ``row`` column
-giving each prediction's 0-based row number in the input) or a ``.npy`` file (gathered by the
-client). Row ``i`` of a Zarr or ``.npy`` output is input row ``i``. Results are written under a temporary name beside
+giving each prediction's 0-based row number in the input), a ``.npy`` file or a ``.csv`` file
+(``row`` and prediction columns; both gathered by the client). Row ``i`` of a Zarr or ``.npy``
+output is input row ``i``. A model trained on class names predicts class names: a ``<U``
+``.npy``, a Parquet or CSV string column, a Zarr array of variable-length UTF-8 strings. Results are written under a temporary name beside
 ``OUTPUT`` and renamed into place. An existing ``OUTPUT`` is replaced only with ``--overwrite``
 and only when it is a prediction output that ``predict`` wrote (:mod:`._owned`); a job file's
 ``[[outputs]]`` replace what the same job wrote on its previous run.
@@ -17,12 +19,12 @@ import uuid
 from ._args import UsageError
 from ._cluster import add_cluster_arguments, client_for
 from ._inputs import add_input_arguments
-from ._owned import check_replaceable, remove_own, write_marker, writer_of
+from ._owned import FILE_KINDS, check_replaceable, remove_own, write_marker, writer_of
 from ._paths import exists, is_url, normalize
 
-help = "predict labels or probabilities of raw rows (or a store) with a saved model; write Zarr, Parquet or .npy"
+help = "predict labels or probabilities of raw rows (or a store) with a saved model; write Zarr, Parquet, .npy or CSV"
 
-KINDS = {".zarr": "zarr", ".parquet": "parquet", ".npy": "npy"}
+KINDS = {".zarr": "zarr", ".parquet": "parquet", ".npy": "npy", ".csv": "csv"}
 
 
 def add_arguments(parser):
@@ -30,7 +32,8 @@ def add_arguments(parser):
     parser.add_argument("input", help="rows to predict: .npy, Zarr array, Parquet, CSV, svmlight file, or a feature store "
                                       "made with the model's map")
     parser.add_argument("-o", "--output", required=True,
-                        help="where to write: NAME.zarr, NAME.parquet or NAME.npy (must not exist, see --overwrite)")
+                        help="where to write: NAME.zarr, NAME.parquet, NAME.npy or NAME.csv (must not exist, see "
+                             "--overwrite)")
     parser.add_argument("--proba", action="store_true", help="class probabilities instead of labels")
     parser.add_argument("--overwrite", action="store_true",
                         help="replace OUTPUT if it is a prediction output written by dask-kernels predict "
@@ -41,13 +44,13 @@ def add_arguments(parser):
 
 
 def output_kind(path, replace_for=False):
-    """"zarr", "parquet" or "npy" from the output's suffix; checked before any work.
+    """"zarr", "parquet", "npy" or "csv" from the output's suffix; checked before any work.
 
     ``replace_for``: False (an existing output is refused), None (``--overwrite``: any prediction
     output may be replaced) or a job's writer (only that job's outputs may be)."""
     kind = KINDS.get(os.path.splitext(str(path).rstrip("/"))[1].lower())
     if kind is None:
-        raise UsageError(f"-o {path}: unknown output format; use a name ending in .zarr, .parquet or .npy")
+        raise UsageError(f"-o {path}: unknown output format; use a name ending in .zarr, .parquet, .npy or .csv")
     if kind == "parquet":
         try:
             import pyarrow  # noqa: F401
@@ -55,8 +58,8 @@ def output_kind(path, replace_for=False):
         except ImportError:
             raise UsageError(f"-o {path}: Parquet output needs pyarrow and dask[dataframe] "
                              "(pip install pyarrow); or write .zarr or .npy") from None
-    if kind == "npy" and is_url(path):
-        raise UsageError(f"-o {path}: .npy output must be a local file; use .zarr for URLs")
+    if kind in FILE_KINDS and is_url(path):
+        raise UsageError(f"-o {path}: .{kind} output must be a local file; use .zarr for URLs")
     if exists(path):
         if replace_for is False:
             raise UsageError(f"-o {path}: already exists; refusing to replace it (choose another name or move it "
@@ -115,7 +118,15 @@ def write(result, path, kind, columns, writer="command line", replace_for=False)
     tmp = _temporary(path)
     try:
         if kind == "zarr":  # Zarr wants equal chunks (but the last): partitions may differ in size
-            result.rechunk({0: max(result.chunks[0]) if result.shape[0] else 1}).to_zarr(tmp, overwrite=False)
+            result = result.rechunk({0: max(result.chunks[0]) if result.shape[0] else 1})
+            if result.dtype.kind == "U":  # class names: Zarr's variable-length UTF-8 strings (specified)
+                import dask.array as da
+                import zarr
+
+                da.store(result, zarr.create_array(tmp, shape=result.shape, chunks=result.chunksize, dtype=str),
+                         lock=False)
+            else:
+                result.to_zarr(tmp, overwrite=False)
         elif kind == "parquet":
             import dask.dataframe as dd
 
@@ -127,13 +138,21 @@ def write(result, path, kind, columns, writer="command line", replace_for=False)
             frame = frame.assign(row=rows)[["row"] + list(columns)]
             # zero-padded part names: readers that list files by name read the rows in order
             frame.to_parquet(tmp, write_index=False, name_function=lambda i: f"part.{i:06d}.parquet")
+        elif kind == "csv":
+            import pandas as pd
+
+            values = result.compute()
+            table = pd.DataFrame(values if values.ndim == 2 else values[:, None], columns=list(columns))
+            table.insert(0, "row", np.arange(values.shape[0], dtype=np.int64))
+            table.to_csv(tmp + ".csv", index=False)
+            os.rename(tmp + ".csv", tmp)
         else:
             np.save(tmp + ".npy", result.compute())
             os.rename(tmp + ".npy", tmp)
-        if kind != "npy":
+        if kind not in FILE_KINDS:
             write_marker(tmp, kind, writer, path)
         _publish(tmp, path, kind, replace_for)
-        if kind == "npy":  # the digest of the file now in place
+        if kind in FILE_KINDS:  # the digest of the file now in place
             write_marker(path, kind, writer, path)
     except BaseException:
         _remove_ours(tmp, path)
@@ -145,8 +164,9 @@ def _remove_ours(tmp, path):
 
     if tmp != path and os.path.lexists(tmp):  # our temporary name only
         shutil.rmtree(tmp) if os.path.isdir(tmp) else os.unlink(tmp)
-    if tmp != path and os.path.lexists(tmp + ".npy"):
-        os.unlink(tmp + ".npy")
+    for suffix in (".npy", ".csv"):
+        if tmp != path and os.path.lexists(tmp + suffix):
+            os.unlink(tmp + suffix)
 
 
 def run(args):

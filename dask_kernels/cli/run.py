@@ -68,7 +68,9 @@ TRAINING = {"output": ("-o", "path"), "overwrite": ("--overwrite", "bool"), "est
             "validation": ("--validation-fraction", "num"), "patience": ("--n-iter-no-change", "int"),
             "block_rows": ("--block-rows", "int"), "step_blocks": ("--step-blocks", "int"), "seed": ("--seed", "int"),
             "checkpoint": ("--checkpoint", "path"),
-            "checkpoint_every": ("--checkpoint-every", "int"), "resume": ("--no-resume", "flag-if-false")}
+            "checkpoint_every": ("--checkpoint-every", "int"), "resume": ("--no-resume", "flag-if-false"),
+            "metric": ("--metric", "str"), "min_epochs": ("--min-epochs", "int"),
+            "checkpoint_interval": ("--checkpoint-interval", "num"), "progress": ("--no-progress", "flag-if-false")}
 OUTPUT = {"input": (None, "path"), "path": ("-o", "path"), "model": (None, "path"), "proba": ("--proba", "bool"),
           "format": ("--format", "str"), "n_features": ("--n-features", "int"), "zero_based": ("--zero-based", "bool"),
           "blocksize": ("--blocksize", "int"), **TABLE}

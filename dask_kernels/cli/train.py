@@ -2,8 +2,10 @@
 
 From a feature store (``dask-kernels train features.zarr -o model.dk``) or from raw rows in a
 ``.npy`` file (labels from ``--labels y.npy``) or an svmlight/LIBSVM file, featurized block by
-block with ``--method`` (nothing stored). Prints the per-epoch history; the saved model loads
-with :func:`dask_kernels.load_model`. With ``--scheduler``, ``--scheduler-file`` or ``--workers``
+block with ``--method`` (nothing stored). On stderr: progress within each epoch (a bar on a
+terminal, a line at least every 10 s elsewhere) and each epoch's row of the table as soon as the
+epoch ends; on stdout, the whole table at the end. The saved model loads with
+:func:`dask_kernels.load_model`. With ``--scheduler``, ``--scheduler-file`` or ``--workers``
 the blocks are read and featurized on that cluster; without them, in this process.
 """
 
@@ -17,6 +19,9 @@ from ._inputs import add_table_arguments
 
 help = "train a linear model out of core on a feature store or raw .npy/svmlight rows; save it"
 
+#: --metric: "auto" or a metric of dask_kernels.learn.metrics.LOWER_IS_BETTER (kept in step by a test; not
+#: imported here, so that building the parser does not import scikit-learn)
+METRICS = ("auto", "accuracy", "erp", "error", "inertia", "log_loss", "mse", "r2")
 ESTIMATORS = ("sgd", "sgd-hinge", "perceptron", "multinomial-nb", "bernoulli-nb", "sgd-regressor", "softmax")
 
 
@@ -56,6 +61,11 @@ def add_arguments(parser):
                         help="held-out fraction (default 0.1; 0: none)")
     parser.add_argument("--n-iter-no-change", type=positive_int, default=3,
                         help="stop after this many epochs without a new best held-out score (default 3)")
+    parser.add_argument("--min-epochs", type=positive_int, default=5,
+                        help="never stop early before this many epochs (default 5: see docs/guide/training.md)")
+    parser.add_argument("--metric", choices=METRICS, default="auto",
+                        help="held-out metric the schedule and early stopping decide on (default auto: erp for "
+                             "probabilistic classifiers, error for other classifiers, mse for regressors)")
     # deprecated spellings (one release): same meaning, a FutureWarning when used
     parser.add_argument("--validation", type=fraction, default=None, dest="old_validation", help=argparse.SUPPRESS)
     parser.add_argument("--patience", type=positive_int, default=None, dest="old_patience", help=argparse.SUPPRESS)
@@ -67,7 +77,12 @@ def add_arguments(parser):
     parser.add_argument("--checkpoint", help="checkpoint file (resumed if it exists; only a checkpoint is "
                                              "ever overwritten)")
     parser.add_argument("--checkpoint-every", type=positive_int, default=None, help="also checkpoint every N blocks")
+    parser.add_argument("--checkpoint-interval", type=positive_float, default=None, metavar="SECONDS",
+                        help="also checkpoint within an epoch once SECONDS have passed since the last checkpoint")
     parser.add_argument("--no-resume", action="store_true", help="start over instead of resuming --checkpoint")
+    parser.add_argument("--no-progress", action="store_true",
+                        help="no progress on stderr (default: a bar within each epoch on a terminal, else a line "
+                             "at least every 10 s, and each epoch's row of the table as it ends)")
     add_cluster_arguments(parser)
 
 
@@ -221,7 +236,7 @@ def _train(args):
     eta0 = args.eta0 if args.eta0 is not None else _default_eta0(src, args.source)
     est = _estimator(args, eta0, src.feature_map)
     print(f"training {type(est).__name__} on {src.n_rows} rows in {src.n_blocks} blocks"
-          + (f" ({src.feature_map.method} features)" if src.feature_map is not None else " (raw rows)"))
+          + (f" ({src.feature_map.method} features)" if src.feature_map is not None else " (raw rows)"), flush=True)
     for old, new in (("validation", "validation_fraction"), ("patience", "n_iter_no_change")):
         if getattr(args, f"old_{old}") is not None:
             warnings.warn(f"--{old} is deprecated and will be removed in the next release: use "
@@ -230,15 +245,15 @@ def _train(args):
     classes = _classes(est, src)
     model = fit_incremental(est, src, classes=classes, epochs=args.epochs,
                             validation_fraction=args.validation_fraction or None,
-                            seed=args.seed, n_iter_no_change=args.n_iter_no_change, checkpoint=args.checkpoint,
-                            checkpoint_every=args.checkpoint_every, resume=not args.no_resume, progress=False,
-                            step_blocks=args.step_blocks)
-    keys = [k for k in ("accuracy", "erp", "log_loss", "mse", "r2") if k in model.history[0]]
-    print(f"{'epoch':>5} {'rows/s':>10} " + " ".join(f"{k:>9}" for k in keys) + f" {'eta0':>9}  action")
+                            seed=args.seed, n_iter_no_change=args.n_iter_no_change, min_epochs=args.min_epochs,
+                            metric=args.metric, checkpoint=args.checkpoint, checkpoint_every=args.checkpoint_every,
+                            checkpoint_seconds=args.checkpoint_interval, resume=not args.no_resume,
+                            step_blocks=args.step_blocks, progress=not args.no_progress)
+    from dask_kernels.learn.report import header, row
+
+    print(header(model.history[0]))  # the whole table, the result, on stdout
     for r in model.history:
-        eta = f"{r['eta0']:9.3g}" if r.get("eta0") is not None else f"{'-':>9}"
-        print(f"{r['epoch']:5d} {r['rows_per_s']:10,.0f} " + " ".join(f"{r[k]:9.4f}" for k in keys)
-              + f" {eta}  {r.get('action', '')}")
+        print(row(r))
     path = model.save(args.output, overwrite=args.overwrite)
     print(f"saved {model!r} to {path}")
     return 0

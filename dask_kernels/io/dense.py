@@ -49,6 +49,11 @@ def load_npy(path: str, ndim: int | None = None) -> np.ndarray:
                 if text.isprintable() or "\n" in text else "")
         raise ValueError(f"{path}: not a .npy file: it does not start with the .npy magic bytes "
                          f"b'\\x93NUMPY' but with {head[:16]!r}{kind}")
+    dtype = _header_dtype(path)
+    if dtype is not None and dtype.hasobject:  # numpy would say only "allow_pickle=False"
+        raise ValueError(f"{path}: holds Python objects (dtype {dtype}), which only pickle can load; refused (loading "
+                         "a pickle runs code from the file). Save numbers, or class names as fixed-width strings: "
+                         "numpy.save(path, y.astype(str))")
     try:
         a = np.load(path, mmap_mode="r", allow_pickle=False)
     except (ValueError, EOFError, OSError) as e:
@@ -60,6 +65,18 @@ def load_npy(path: str, ndim: int | None = None) -> np.ndarray:
         what = "a 2-d array of rows" if ndim == 2 else "a 1-d array"
         raise ValueError(f"{path}: expected {what}, found shape {a.shape}")
     return a
+
+
+def _header_dtype(path):
+    """The dtype a ``.npy`` header declares, or None if the header cannot be read (np.load
+    then says why)."""
+    try:
+        with open(path, "rb") as f:
+            version = np.lib.format.read_magic(f)
+            read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+            return read(f)[2]
+    except (ValueError, OSError, EOFError):
+        return None
 
 
 class MappedFile:

@@ -57,6 +57,13 @@ def _numeric_kind(arrow_type):
     return pt.is_integer(arrow_type) or pt.is_floating(arrow_type) or pt.is_boolean(arrow_type)
 
 
+def _text_kind(arrow_type):
+    """Strings: a label column of class names (read as an object array of str)."""
+    import pyarrow.types as pt
+
+    return pt.is_string(arrow_type) or pt.is_large_string(arrow_type) or getattr(pt, "is_string_view", bool)(arrow_type)
+
+
 def _files(path, storage_options):
     import fsspec
 
@@ -107,8 +114,9 @@ def _non_numeric(where, names, types):
     """The error for feature columns that are not numbers."""
     shown = ", ".join(f"{n!r} ({t})" for n, t in zip(names[:5], types[:5]))
     what = (f"{where}: column{'s' if len(names) > 1 else ''} {shown} {'are' if len(names) > 1 else 'is'} "
-            "not numeric; select the feature columns with ")
-    return InputChoiceError(what + "columns=[...]", what + "--columns A,B,...")
+            "not numeric; a column of labels (numbers or class names) is named with ")
+    return InputChoiceError(what + "label=NAME; select the feature columns with columns=[...]",
+                            what + "--label-column NAME; select the feature columns with --columns A,B,...")
 
 
 def _options_json(storage_options):
@@ -203,6 +211,9 @@ class _PartReader:
 
     def rows(self, tables, n):
         """The rows of :meth:`tables`' tables (``n`` in all, checked there), as one array."""
+        if self.dtype.kind == "O":  # a label column of class names: str objects (None where null)
+            parts = [t.column(self.columns[0]).to_numpy(zero_copy_only=False) for t in tables]
+            return np.concatenate(parts) if parts else np.empty(0, object)
         out = np.empty((n, len(self.columns)), dtype=self.dtype)
         start = 0
         for table in tables:
@@ -453,10 +464,13 @@ def _pick_columns(schema, columns, label, where):
         for c in columns:
             if c not in names:
                 raise ValueError(f"{where}: column {c!r} not found (columns: {names[:20]})")
-    for c in columns + ([label] if label is not None else []):
+    for c in columns:
         if not _numeric_kind(schema.field(c).type):
             raise ValueError(f"{where}: column {c!r} has type {schema.field(c).type}, not a number; select "
                              "numeric columns with columns=[...]")
+    if label is not None and not (_numeric_kind(schema.field(label).type) or _text_kind(schema.field(label).type)):
+        raise ValueError(f"{where}: label column {label!r} has type {schema.field(label).type}: labels are numbers "
+                         "or class names (strings)")
     return columns
 
 
@@ -484,7 +498,9 @@ def read_parquet(path: str, *, columns: list[str] | None = None, label: str | No
         DataFrame index pandas or dask stored as a column (``__index_level_0__``,
         ``__null_dask_index__`` or a named index, as the file's pandas metadata lists them).
     label : str, optional
-        Label column, returned as a second array chunked like the rows.
+        Label column, returned as a second array chunked like the rows: numbers, or class
+        names (a string column, returned as an object array of ``str``; a null is refused
+        where the labels are stored, naming the row).
     block_rows : int, optional
         Target rows per partition (row groups are never split); default about 32 MiB of float64
         input.
@@ -550,8 +566,11 @@ def read_parquet(path: str, *, columns: list[str] | None = None, label: str | No
     X = _array(f"parquet-{token}-{_hash(columns, dtype.str)}", x_parts, storage_options, columns, dtype)
     if label is None:
         return X
-    ldtype = np.dtype(schema.field(label).type.to_pandas_dtype())
-    ldtype = np.dtype(np.float64) if ldtype.kind not in "iufb" else ldtype
+    if _text_kind(schema.field(label).type):
+        ldtype = np.dtype(object)  # class names: checked and encoded where they are stored
+    else:
+        ldtype = np.dtype(schema.field(label).type.to_pandas_dtype())
+        ldtype = np.dtype(np.float64) if ldtype.kind not in "iufb" else ldtype
     y = _array(f"parquet-{token}-label-{_hash(label)}", x_parts, storage_options, [label], ldtype, column=True)
     return X, y
 
@@ -576,6 +595,13 @@ def _is_number(dtype):
     return is_numeric_dtype(dtype)
 
 
+def _is_text(dtype):
+    """A column of class names (object or pandas string dtype; each value checked when stored)."""
+    from pandas.api.types import is_object_dtype, is_string_dtype
+
+    return is_string_dtype(dtype) or is_object_dtype(dtype)
+
+
 def _check_numeric(ddf, columns, where):
     for c in columns:
         dt = ddf[c].dtype
@@ -595,7 +621,8 @@ def from_dataframe(ddf: dd.DataFrame, *, columns: list[str] | None = None, label
         Feature columns; default every column except ``label``, which must then all be numeric
         (a column of text is an error naming it, never dropped silently).
     label : str, optional
-        Label column, returned as a second array chunked like the rows.
+        Label column, returned as a second array chunked like the rows: numbers, or class
+        names (a string or object column, returned as an object array).
     lengths : sequence of int or False, optional
         Rows per partition when known; otherwise computed once (one pass over the data); False:
         not computed, the row chunks are of unknown sizes (NaN).
@@ -624,7 +651,8 @@ def from_dataframe(ddf: dd.DataFrame, *, columns: list[str] | None = None, label
         if not columns:
             raise ValueError("the DataFrame has no numeric columns besides the label")
     columns = list(columns)
-    _check_numeric(ddf, columns + ([label] if label is not None else []), "DataFrame")
+    _check_numeric(ddf, columns + ([label] if label is not None and not _is_text(ddf[label].dtype) else []),
+                   "DataFrame")
     if lengths is False:
         lengths = None
     else:
@@ -634,7 +662,8 @@ def from_dataframe(ddf: dd.DataFrame, *, columns: list[str] | None = None, label
     X = ddf[columns].to_dask_array(lengths=lengths).astype(np.float64)
     if label is None:
         return X
-    return X, ddf[label].to_dask_array(lengths=lengths)
+    y = ddf[label].to_dask_array(lengths=lengths)
+    return X, (y.astype(object) if _is_text(ddf[label].dtype) and y.dtype != object else y)
 
 
 def as_rows(X, y=None, *, lengths=True):

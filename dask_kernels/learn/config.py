@@ -85,9 +85,19 @@ class TrainConfig:
         classifiers, "error" (1 - accuracy) for other classifiers, "mse" for regressors,
         "inertia" for clusterers; or "log_loss", "accuracy", "r2".
     early_stopping : bool, default=True
-        Stop after ``n_iter_no_change`` epochs without a new best held-out metric.
+        Stop after ``n_iter_no_change`` epochs without a new best held-out metric, but never
+        before ``min_epochs`` epochs.
     n_iter_no_change : int, default=3
         Epochs without a new best held-out metric after which training stops.
+    min_epochs : int, default=5
+        Early stopping never stops a run before this many epochs. Under the schedule every
+        epoch that got worse is reverted and halves ``eta0``, so in the worst case (a too high
+        initial rate: every epoch after the first reverted) epochs 2 to 5 train at ``eta0``,
+        ``eta0``/2, ``eta0``/4 and ``eta0``/8: rates down to an eighth of the initial one are
+        tried before a run may give up. With 1, such a run stops at epoch ``n_iter_no_change``
+        + 1 = 4 with its one-epoch model, having gone down only to ``eta0``/4. 5 is also the
+        default ``epochs``: a default run is never stopped early. 1 lets ``n_iter_no_change``
+        alone decide.
     replicas : int, default=1
         Data-parallel training by iterative parameter mixing (:mod:`dask_kernels.learn.replicas`):
         every epoch, this many copies of the model train in parallel on disjoint shares of the
@@ -120,6 +130,10 @@ class TrainConfig:
         :mod:`dask_kernels.learn.checkpointer`).
     checkpoint_every : int, optional
         Also checkpoint every this many steps (one per ``step_blocks`` blocks) within an epoch.
+    checkpoint_seconds : float, optional
+        Also checkpoint after the first step that ends this many seconds after the last
+        checkpoint (a bound on the work a killed run loses, whatever the size of an epoch).
+        Resuming from such a checkpoint gives the same model as from any other.
     resume : bool, default=True
         If ``checkpoint`` exists, continue from it (it must come from the same source, seed
         and estimator parameters) instead of starting over.
@@ -130,7 +144,9 @@ class TrainConfig:
         ``replicas`` > 1 after every epoch's average) with a dict (epoch, position: steps done
         in the epoch, rows); raising from it stops training (the last checkpoint remains).
     progress : bool, default=True
-        Print one line per epoch to stderr.
+        Show progress on stderr: within an epoch a bar on a terminal, else a line at least
+        every 10 seconds (``PROGRESS_SECONDS`` of :mod:`dask_kernels.learn.incremental`); each epoch's
+        row of the table (:mod:`dask_kernels.learn.report`) as soon as the epoch ends.
 
     Examples
     --------
@@ -157,11 +173,13 @@ class TrainConfig:
     metric: str = "auto"
     early_stopping: bool = True
     n_iter_no_change: int = 3
+    min_epochs: int = 5
     replicas: int = 1
     n_jobs: int | None = None
     client: Any = None
     checkpoint: Any = None
     checkpoint_every: int | None = None
+    checkpoint_seconds: float | None = None
     resume: bool = True
     classes: Any = None
     callback: Callable[[dict], Any] | None = None
@@ -171,6 +189,14 @@ class TrainConfig:
         v = self.n_iter_no_change
         if not _is_int(v) or v < 1:
             raise ValueError(f"n_iter_no_change must be an integer >= 1, got {v!r}")
+        if not _is_int(self.min_epochs) or self.min_epochs < 1:
+            raise ValueError(f"min_epochs must be an integer >= 1, got {self.min_epochs!r}")
+        c = self.checkpoint_seconds
+        if c is not None and not (isinstance(c, numbers.Real) and not isinstance(c, bool) and 0 < c < float("inf")):
+            raise ValueError(f"checkpoint_seconds must be a positive number of seconds or None, got {c!r}")
+        if c is not None and _is_int(self.replicas) and self.replicas > 1:
+            raise ValueError("checkpoint_seconds cannot be used with replicas > 1: replicas are checkpointed after "
+                             "every epoch, once their coefficients are averaged")
         f = self.validation_fraction
         if f is not None and not (isinstance(f, numbers.Real) and not isinstance(f, bool)):
             raise ValueError(f"validation_fraction must be a number in [0, 1) or None, got {f!r} "

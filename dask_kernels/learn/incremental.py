@@ -29,13 +29,13 @@ Under a distributed Client the steps are prepared on the workers (:mod:`.remote`
 
 from __future__ import annotations
 
-import sys
 import time
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from sklearn.base import is_classifier, is_regressor
 
+from ..labels import check_count, names
 from .checkpointer import Checkpointer
 from .config import TrainConfig
 from .feeds import Feed, LocalFeed
@@ -44,6 +44,7 @@ from .loop import LoopState, Schedule
 from .metrics import LOWER_IS_BETTER, default_metric, evaluate
 from .remote import WorkerFeed, get_client
 from .replicas import Replicas, check_replicas
+from .report import Progress, legend
 from .shuffle import Order, auto_window
 from .sources import ArraySource, StoreSource, as_source, learner_width
 from .state import copy_state, get_state, set_state
@@ -52,7 +53,7 @@ if TYPE_CHECKING:
     from .model import KernelModel
 
 _HALVABLE = ("constant", "invscaling", "adaptive")
-#: With ``progress``, a line within an epoch at least this often (seconds), after a step.
+#: With ``progress`` and stderr not a terminal, a line within an epoch at least this often (seconds), after a step.
 PROGRESS_SECONDS = 10.0
 
 
@@ -134,8 +135,9 @@ def fit_incremental(estimator: Any, source: Any, y: Any = None, *, feature_map: 
         ``epochs`` (5), ``validation_fraction`` (0.1), ``validation_data``, ``seed`` (0),
         ``block_rows``, ``shuffle_window`` ("auto"), ``step_blocks`` (1), ``prefetch`` (True),
         ``schedule`` ("auto"), ``min_improvement`` (0.01), ``metric`` ("auto"),
-        ``early_stopping`` (True), ``n_iter_no_change`` (3), ``replicas`` (1), ``n_jobs``,
-        ``client``, ``checkpoint``, ``checkpoint_every``, ``resume`` (True), ``classes``,
+        ``early_stopping`` (True), ``n_iter_no_change`` (3), ``min_epochs`` (5), ``replicas`` (1),
+        ``n_jobs``, ``client``, ``checkpoint``, ``checkpoint_every``, ``checkpoint_seconds``,
+        ``resume`` (True), ``classes``,
         ``callback``, ``progress`` (True). The deprecated ``validation`` (use
         ``validation_fraction`` or ``validation_data``) and ``patience`` (use
         ``n_iter_no_change``) are still taken, with a FutureWarning, until the next release.
@@ -145,8 +147,10 @@ def fit_incremental(estimator: Any, source: Any, y: Any = None, *, feature_map: 
     KernelModel
         The feature map, the trained estimator and ``history``: one dict per epoch with
         ``epoch``, ``rows``, ``seconds``, ``rows_per_s``, ``eta0``, the held-out metrics
-        (accuracy, error, log_loss, erp / mse, r2 / inertia) and ``action`` ("first", "keep",
-        "halve", "revert").
+        (accuracy, error, log_loss, erp / mse, r2 / inertia), ``metric`` (the one the schedule
+        decides on), ``baseline`` (its value for the model the epoch started from, which the
+        schedule compared with), ``action`` ("first", "keep", "halve", "revert") and ``stop``
+        (early stopping ended the run after this epoch).
 
     Examples
     --------
@@ -201,38 +205,44 @@ class _Run:
         self.held = _held_out(cfg, src, kind, self.feed)
         self.rule = Schedule(cfg.min_improvement, halve=cfg.schedule == "auto" and _halvable(estimator),
                              revert=cfg.schedule == "auto" and self.held is not None,
-                             early_stopping=cfg.early_stopping, n_iter_no_change=int(cfg.n_iter_no_change))
+                             early_stopping=cfg.early_stopping, n_iter_no_change=int(cfg.n_iter_no_change),
+                             min_epochs=int(cfg.min_epochs))
         self.state, self.snapshot = LoopState(eta0=estimator.get_params(deep=False).get("eta0")), None
         self.ckpt = None if cfg.checkpoint is None else Checkpointer(cfg.checkpoint, _fingerprint(
             src, estimator, cfg, order, replicas))
         if self.ckpt is not None and cfg.resume and self.ckpt.exists():
             self.state, self.snapshot = self.ckpt.load(estimator, n_steps=self.feed.n_steps, epochs=cfg.epochs,
                                                        width=_learner_width(src), halvable=_halvable(estimator))
-        self.t0 = self.shown = 0.0
+        self.t0 = 0.0
+        self.saved = time.perf_counter()  # of the last checkpoint (or the start), for checkpoint_seconds
+        self.progress = None if not cfg.progress else Progress(
+            self.feed.n_steps, cfg.epochs, PROGRESS_SECONDS,
+            legend(metric, LOWER_IS_BETTER[metric], self.rule) if self.held is not None else None)
 
     def begin_epoch(self) -> None:
         state = self.state
         if state.position == 0:  # the start-of-epoch model, restored by a "revert"
             self.snapshot = copy_state(get_state(self.estimator)) if _is_fitted(self.estimator) else None
             state.epoch_rows, state.epoch_seconds = 0, 0.0
-        self.t0 = self.shown = time.perf_counter()
+        self.t0 = time.perf_counter()
+        if self.progress is not None:
+            self.progress.start_epoch()
 
     def step_done(self, position: int, rows: int) -> None:
-        """After a step: the counters, a checkpoint every ``checkpoint_every`` steps, a progress
-        line every :data:`PROGRESS_SECONDS`, the callback."""
+        """After a step: the counters, a checkpoint every ``checkpoint_every`` steps or
+        ``checkpoint_seconds``, the progress bar or line, the callback."""
         state, cfg = self.state, self.cfg
         state.epoch_rows += rows
         state.position = position
-        every = cfg.checkpoint_every
-        if self.ckpt is not None and every and position % every == 0 and position < self.feed.n_steps:
-            now = time.perf_counter()
+        every, seconds, now = cfg.checkpoint_every, cfg.checkpoint_seconds, time.perf_counter()
+        due = (every and position % every == 0) or (seconds and now - self.saved >= seconds)
+        if self.ckpt is not None and due and position < self.feed.n_steps:
             state.epoch_seconds, self.t0 = state.epoch_seconds + now - self.t0, now
             self.ckpt.save(self.estimator, self.snapshot, state)
-        if cfg.progress and time.perf_counter() - self.shown >= PROGRESS_SECONDS:
-            self.shown = now = time.perf_counter()
-            seconds = state.epoch_seconds + now - self.t0
-            print(f"epoch {state.epoch + 1}  step {position}/{self.feed.n_steps}  {state.epoch_rows} rows  "
-                  f"{state.epoch_rows / max(seconds, 1e-9):,.0f} rows/s", file=sys.stderr, flush=True)
+            self.saved = time.perf_counter()
+        if self.progress is not None:
+            self.progress.step(state.epoch, position, state.epoch_rows,
+                               state.epoch_seconds + time.perf_counter() - self.t0)
         if cfg.callback is not None:
             cfg.callback({"epoch": state.epoch, "position": position, "rows": rows})
 
@@ -242,8 +252,11 @@ class _Run:
         record = _epoch_record(state, time.perf_counter() - self.t0, self.rule.halve)
         if self.held is not None:
             record.update(self.held.score(estimator, self.src.expand, self.kind, self.classes), metric=self.metric)
+            # what the schedule compares with: the metric of the model this epoch started from
+            record["baseline"] = None if state.prev is None else self.sign * state.prev
             record["action"] = self.rule.step(state, self.sign * record[self.metric],
                                               can_revert=self.snapshot is not None)
+            record["stop"] = state.done
             if record["action"] == "revert":
                 set_state(estimator, *self.snapshot)
             if self.rule.halve:
@@ -252,8 +265,9 @@ class _Run:
         state.epoch, state.position = state.epoch + 1, 0
         if self.ckpt is not None:
             self.ckpt.save(estimator, None, state)
-        if self.cfg.progress:
-            _print_record(record)
+            self.saved = time.perf_counter()
+        if self.progress is not None:
+            self.progress.epoch_done(record)
 
 
 def _feed(src: Any, estimator: Any, order: Order, fit: Fitter, replicas: int, cfg: TrainConfig) -> Feed:
@@ -320,6 +334,9 @@ def _check_inputs(estimator, source, y, feature_map, block_rows, seed, checkpoin
                              "instance cannot be restored identically)")
     if kind == "classifier":
         classes = np.asarray(src.classes() if classes is None else classes)
+        if classes.dtype.kind in "UO":  # class names, bounded; str objects (pandas) as <U: saved without pickle
+            classes = names(classes, where="labels")
+            check_count(classes.size)
         if classes.size < 2:
             raise ValueError(f"a classifier needs at least two classes, the labels hold {classes.tolist()}")
     return src, kind, classes
@@ -334,17 +351,6 @@ def _epoch_record(state, seconds, halve):
 
 def _is_fitted(estimator):
     return any(k.endswith("_") and not k.startswith("__") for k in vars(estimator))
-
-
-def _print_record(r):
-    keys = [k for k in ("accuracy", "erp", "log_loss", "mse", "r2", "inertia") if k in r]
-    parts = [f"epoch {r['epoch']}", f"{r['rows']} rows", f"{r['rows_per_s']:,.0f} rows/s"]
-    parts += [f"{k} {r[k]:.4f}" for k in keys]
-    if r.get("eta0") is not None:
-        parts.append(f"eta0 {r['eta0']:.3g}")
-    if "action" in r:
-        parts.append(r["action"])
-    print("  ".join(parts), file=sys.stderr, flush=True)
 
 
 def _learner_width(src):

@@ -9,7 +9,7 @@ run exactly: the position ``(epoch, position)``, the schedule's memory (``prev``
 loss after every epoch: "first" (nothing to compare with), "keep", "halve" (improved by less
 than ``min_improvement``, relative: ``eta0`` is halved) or "revert" (got worse: the model goes
 back to the start of the epoch, and ``eta0`` is halved too); plus early stopping after
-``n_iter_no_change`` epochs without a new best.
+``n_iter_no_change`` epochs without a new best, never before ``min_epochs`` epochs.
 """
 
 from dataclasses import asdict, dataclass, field
@@ -106,6 +106,8 @@ class Schedule:
     early_stopping : bool
     n_iter_no_change : int
         Epochs without a new best after which training stops.
+    min_epochs : int
+        Early stopping never stops before this many epochs.
 
     Examples
     --------
@@ -127,6 +129,7 @@ class Schedule:
     revert: bool = False
     early_stopping: bool = True
     n_iter_no_change: int = 3
+    min_epochs: int = 1
 
     def action(self, prev, loss, can_revert):
         """"first", "keep", "halve" or "revert" for an epoch that ended with ``loss``."""
@@ -150,6 +153,7 @@ class Schedule:
             state.best, state.stale = loss, 0
         else:
             state.stale += 1
-        if self.early_stopping and state.stale >= self.n_iter_no_change:
+        # state.epoch is the index of the epoch that just ended: state.epoch + 1 epochs are done
+        if self.early_stopping and state.stale >= self.n_iter_no_change and state.epoch + 1 >= self.min_epochs:
             state.done = True
         return action

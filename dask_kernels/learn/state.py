@@ -19,6 +19,8 @@ skipped; any other kind of attribute is refused with an error that names it.
 
 import numpy as np
 
+from ..labels import check_classes
+
 #: Attributes rebuilt by ``partial_fit``/``predict`` on every call: not state.
 _REBUILT = {"_loss_function_"}
 
@@ -182,6 +184,8 @@ def check_learned_shapes(estimator, where="state"):
     classes = v.get("classes_")
     if classes is not None and (not isinstance(classes, np.ndarray) or classes.ndim != 1):
         fail("classes_", "must be a 1-D array")
+    if classes is not None and classes.dtype.kind in "UO":  # class names: bounded as where they enter
+        check_classes(classes.astype(str) if classes.dtype.kind == "O" else classes, f"{where}: classes_")
     n_classes = None if classes is None else classes.shape[0]
     coef = v.get("coef_")
     for name in _PER_FEATURE:

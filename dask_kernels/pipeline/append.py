@@ -14,9 +14,11 @@ if TYPE_CHECKING:  # names used only in annotations
     from ..maps.base import FeatureMap
 
 
-def append_target(path, storage_options, fmap, columns):
+def append_target(path, storage_options, fmap, columns, classes=None):
     """The attributes of the store rows are appended to (None: no store yet, the first rows
-    create it). Refuses a store whose spec or columns differ, or which is unfinished."""
+    create it). Refuses a store whose spec or columns differ, whose labels are class names
+    where the new rows' are numbers (or the reverse), or which is unfinished. A segment may
+    bring classes the store has not seen: each segment keeps its own class names."""
     kind, detail = inspect_path(path, storage_options)
     if kind in ("absent", "empty"):
         return None
@@ -30,6 +32,10 @@ def append_target(path, storage_options, fmap, columns):
     if sorted(info["fingerprint"].get("columns", [])) != sorted(columns):
         raise ValueError(f"{path}: the store holds columns {sorted(info['fingerprint'].get('columns', []))}, the "
                          f"appended rows have {sorted(columns)}; every segment must have the same columns")
+    if "labels" in columns and ("classes" in info["fingerprint"]) != (classes is not None):
+        what = ("class names", "numbers") if classes is None else ("numbers", "class names")
+        raise ValueError(f"{path}: the store's labels are {what[0]}, the appended rows' are {what[1]}; every "
+                         "segment's labels must be of the same kind")
     if g.attrs.get("complete") is not True:
         raise ValueError(f"{path}: the store's first rows are not finished; re-run the featurize that created it "
                          "before appending")

@@ -11,7 +11,7 @@ import warnings
 
 import numpy as np
 
-from .layout import OWN_FILE, OWN_FOLDER, SHARDED_FORMAT, STORE_FORMAT
+from .layout import CLASSES_FORMAT, OWN_FILE, OWN_FOLDER, SHARDED_FORMAT, STORE_FORMAT
 from .location import StoreError, filesystem, inspect_path, local_path, open_group, refuse_foreign
 from .records import RECORD_FIELDS
 
@@ -34,7 +34,8 @@ def _build(path, storage_options, *, n_rows, block_rows, width, dtype, columns, 
            shard_blocks=1):
     n_blocks = -(-n_rows // block_rows)
     k = int(shard_blocks)
-    meta = dict(info, format=STORE_FORMAT if k == 1 else SHARDED_FORMAT, n_rows=int(n_rows),
+    fmt = CLASSES_FORMAT if "classes" in info["fingerprint"] else STORE_FORMAT if k == 1 else SHARDED_FORMAT
+    meta = dict(info, format=fmt, n_rows=int(n_rows),
                 block_rows=int(block_rows), n_blocks=int(n_blocks), width=int(width), dtype=np.dtype(dtype).str)
     if k > 1:
         meta["shard_blocks"] = k

@@ -25,6 +25,7 @@ from ..io.dense import MappedFile, file_identity, from_array, mapped, read_mappe
 from ..io.sparse import SparsePartitions, from_sparse
 from ..sidecar import graph_arrays, map_arrays, write_group
 from ..io.tabular import as_rows, name_input_error, read_together, row_label_pairs
+from ..labels import Encoded, encode, is_class_names
 from .creation import create_store
 from .layout import MAX_SHARD_BLOCKS, STORE_FORMAT, open_checked
 from .leases import check_lease
@@ -181,10 +182,11 @@ def featurize(X: Any, feature_map: FeatureMap, *, labels: Any = None, row_ids: A
         (enough for maps that learn just the input dimension, like GCWS without centering);
         fit maps that learn from data (centering, Nystroem) yourself.
     labels : array-like, dask array or dask Series of shape (n_rows,), optional
-        Stored next to the features. Sparse sources with labels (svmlight) supply their own.
-        A file NumPy maps (``np.load(path, mmap_mode="r")``) is read block by block by the
-        tasks; an in-memory array is one key of the graph (scattered once on a distributed
-        Client), never a copy per task.
+        Stored next to the features: numbers, or class names (strings; stored as codes, read
+        back as names, see :mod:`dask_kernels.labels`). Sparse sources with labels (svmlight)
+        supply their own. A file NumPy maps (``np.load(path, mmap_mode="r")``) is read block by
+        block by the tasks; an in-memory array is one key of the graph (scattered once on a
+        distributed Client), never a copy per task.
     row_ids : array-like of int of shape (n_rows,), optional
         Stored as ``row_ids``; read like ``labels``.
     store : str, optional
@@ -283,12 +285,17 @@ def featurize(X: Any, feature_map: FeatureMap, *, labels: Any = None, row_ids: A
         return _lazy(kind, src, spec_json, width, out_dtype, arrays, kernel_plan)
     n_rows = int(src.shape[0])
 
-    columns, held = {}, []  # held: in-memory columns' shared keys, kept until the tasks ran
+    columns, classes, held = {}, None, []  # held: in-memory columns' shared keys, kept until the tasks ran
     from_source = kind == "sparse" and labels is None and src.has_labels
     if from_source:
         columns["labels"] = "float64"
     elif labels is not None:
-        labels = _as_column(labels, "labels", n_rows, held)
+        if isinstance(labels, Encoded):  # an appended segment's, listed by the call that appends it
+            labels, classes = labels
+        else:
+            labels = _as_column(labels, "labels", n_rows, held)
+            if is_class_names(labels.dtype):  # stored as codes into the sorted names (one pass to list them)
+                labels, classes = encode(labels if isinstance(labels, da.Array) else read_mapped(labels, "auto"))
         columns["labels"] = labels.dtype.str
     if kind == "sparse" and src.has_qid:
         columns["qid"] = "int64"
@@ -302,7 +309,7 @@ def featurize(X: Any, feature_map: FeatureMap, *, labels: Any = None, row_ids: A
     if mode == "append":
         if overwrite:
             raise ValueError("mode='append' adds rows to a store: it cannot be combined with overwrite=True")
-        root = append_target(store, storage_options, fmap, columns)
+        root = append_target(store, storage_options, fmap, columns, classes)
         if root is not None and block_rows is None:
             block_rows = root["block_rows"]  # the segments' blocks are like the first ones
     if block_rows is None:
@@ -311,7 +318,7 @@ def featurize(X: Any, feature_map: FeatureMap, *, labels: Any = None, row_ids: A
         else:
             block_rows = -(-n_rows // max(1, src.n_partitions)) if n_rows else 1
     block_rows = max(1, int(block_rows))
-    fp = job_fingerprint(fmap.spec(), input_fingerprint(kind, src), block_rows, columns)
+    fp = job_fingerprint(fmap.spec(), input_fingerprint(kind, src), block_rows, columns, classes)
     fp_sha = fingerprint_hash(fp)
     from .._version import __version__
     from ..rng import RNG_SCHEME
@@ -321,7 +328,7 @@ def featurize(X: Any, feature_map: FeatureMap, *, labels: Any = None, row_ids: A
 
     if root is not None and root["fingerprint_sha256"] != fp_sha:  # a new input: a new segment
         seg = segment_path(store, "seg-" + fp_sha[:16], storage_options, create=True)
-        part = featurize(X, fmap, labels=labels, row_ids=row_ids, store=seg, block_rows=block_rows,
+        part = featurize(X, fmap, labels=labels if classes is None else Encoded(labels, classes), row_ids=row_ids, store=seg, block_rows=block_rows,
                          compressors=compressors, progress=progress, storage_options=storage_options, shards=shards)
         add_segment(store, storage_options, root["lease"], "seg-" + fp_sha[:16])
         fs = open_store(store, storage_options=storage_options)

@@ -48,8 +48,11 @@ def input_fingerprint(kind, source):
             "dtype": source.dtype.str}
 
 
-def job_fingerprint(spec, input_fp, block_rows, columns):
-    return {"spec": spec, "input": input_fp, "block_rows": int(block_rows), "columns": sorted(columns)}
+def job_fingerprint(spec, input_fp, block_rows, columns, classes=None):
+    fp = {"spec": spec, "input": input_fp, "block_rows": int(block_rows), "columns": sorted(columns)}
+    if classes is not None:  # labels stored as codes into these class names (store format 5)
+        fp["classes"] = [str(c) for c in classes]
+    return fp
 
 
 #: input fingerprint keys that describe what the input is, not its current content

@@ -8,6 +8,7 @@ import re
 
 import numpy as np
 
+from ..labels import check_classes
 from .fingerprint import differences, fingerprint_hash
 from .location import SEGMENT_NAME, StoreError, link_problem, local_path, open_group
 from .records import RECORD_FIELDS
@@ -21,7 +22,12 @@ SHARDED_FORMAT = 3
 #: (``shard_blocks``). An append turns a format 2 or 3 store into one (versions that list
 #: segments by name only must not append to it, nor read it without checking the list).
 SEGMENTS_FORMAT = 4
-READABLE_FORMATS = (1, 2, 3, 4)
+#: format of a store whose labels are class names: ``labels`` holds int32 codes into the
+#: sorted names ``fingerprint["classes"]`` (covered by ``fingerprint_sha256``); otherwise a
+#: format 2, 3 or 4 store (``shard_blocks``, ``segments`` as there). Versions that do not
+#: know it must not read the codes as numeric labels.
+CLASSES_FORMAT = 5
+READABLE_FORMATS = (1, 2, 3, 4, 5)
 
 #: most segments one store lists (a nightly append for 27 years)
 MAX_SEGMENTS = 10_000
@@ -86,15 +92,23 @@ def validate_info(info, path):
             np.dtype(dtype)
         except TypeError:
             _need(info, "dtype", path, str, lambda v: False, "a NumPy dtype")
-        if fmt >= SEGMENTS_FORMAT:
+        if fmt == SEGMENTS_FORMAT or (fmt > SEGMENTS_FORMAT and "segments" in info):
             _validate_segments(info, path)
-        elif "segments" in info:  # listed by name only (stores appended to by earlier versions)
+        elif fmt < SEGMENTS_FORMAT and "segments" in info:  # listed by name only (stores appended to by earlier versions)
             _need(info, "segments", path, list, lambda v: len(v) <= MAX_SEGMENTS and all(
                 isinstance(s, str) and SEGMENT_NAME.match(s) for s in v) and len(set(v)) == len(v),
                 f"a list of at most {MAX_SEGMENTS} distinct segment names 'seg-<16 hex digits>'")
         if fmt == SHARDED_FORMAT or "shard_blocks" in info:
             _need(info, "shard_blocks", path, int, lambda v: 1 <= v <= MAX_SHARD_BLOCKS,
                   f"an integer in [1, {MAX_SHARD_BLOCKS}]")
+    if (fmt == CLASSES_FORMAT) != ("classes" in fp):
+        raise StoreError(f"{path}: store format {fmt} {'needs' if fmt == CLASSES_FORMAT else 'has no'} class names "
+                         "(dask_kernels['fingerprint']['classes']); the store is damaged or was edited")
+    if "classes" in fp:
+        try:
+            check_classes(fp["classes"], f"{path}: attribute dask_kernels['fingerprint']['classes']")
+        except ValueError as e:
+            raise StoreError(f"{e}; the store is damaged or was edited") from None
     return info
 
 

@@ -53,6 +53,6 @@ def add_segment(path, storage_options, lease, name):
         raise StoreError(f"{path}: the store already has {MAX_SEGMENTS} segments; start a new store")
     else:
         entries.append(entry)
-    new = dict(info, format=SEGMENTS_FORMAT, segments=entries, segments_sha256=segments_hash(entries))
+    new = dict(info, format=max(SEGMENTS_FORMAT, info["format"]), segments=entries, segments_sha256=segments_hash(entries))
     if new != info:
         g.attrs["dask_kernels"] = new

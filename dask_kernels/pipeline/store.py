@@ -50,6 +50,12 @@ Safety rules, in the order featurize applies them:
   replaced (another job with ``overwrite=True``) stops instead of writing into the new store.
   Runs of the same job resume the same store under the same lease and write identical bytes.
 
+Labels given as class names (strings) are stored as int32 codes into the sorted list of the
+names, kept in the job fingerprint (``fingerprint["classes"]``, so covered by its hash); such a
+store is format 5 (sharded or not, with segments or not) so that versions that do not know it
+refuse it instead of reading codes as labels. Each appended segment keeps its own names (a new
+segment may bring a new class); reading gives the names back.
+
 Format 1 stores (done as one byte per block, no checksums) still open for reading, unverified;
 featurize does not resume them (``overwrite=True`` replaces them).
 """
@@ -66,6 +72,7 @@ import numpy as np
 
 from .._compat import zarr_sync
 from ..blocks import block_bounds
+from ..labels import check_classes, decode
 from ._digest import digest
 from .layout import COLUMNS, open_checked
 from .location import StoreError, open_group
@@ -118,7 +125,20 @@ class BlockReader:
                     cause = "its chunk file is missing"
                 raise StoreIntegrityError(f"{where}: content does not match the block's done record ({cause}); "
                                           "re-run featurize with the same arguments to rewrite it")
+        if name == "labels" and self.classes is not None:  # checked as stored (codes), returned as names
+            block = decode(block, self.classes, where)
         return block
+
+    @functools.cached_property
+    def classes(self):
+        """The class names the stored label codes index (format 5), else None."""
+        names = self.info["fingerprint"].get("classes")
+        return None if names is None else check_classes(names, self.path)
+
+    def dtype(self, name, stored):
+        """The dtype of array ``name``'s blocks as :meth:`read` returns them."""
+        classes = self.classes if name == "labels" else None
+        return stored if classes is None else classes.dtype
 
 
 def _chunk_exists(group, name, i):
@@ -162,8 +182,8 @@ def _verified_array(reader, name, arr, tag, verify):
     sizes = tuple(b - a for a, b in (block_bounds(i, block_rows, n_rows) for i in range(n_blocks)))
     chunks = (sizes,) + tuple((s,) for s in arr.shape[1:])
     if not n_blocks:
-        return da.empty(arr.shape, dtype=arr.dtype)
-    meta = np.empty((0,) * arr.ndim, dtype=arr.dtype)
+        return da.empty(arr.shape, dtype=reader.dtype(name, arr.dtype))
+    meta = np.empty((0,) * arr.ndim, dtype=reader.dtype(name, arr.dtype))
     return da.Array(HighLevelGraph.from_collections(key, dsk, dependencies=[]), key, chunks, meta=meta)
 
 
@@ -175,6 +195,10 @@ class FeatureStore:
     path : str
     features : dask.array.Array of shape (n_rows, width), chunked exactly as stored.
     labels, qid, row_ids : dask.array.Array of shape (n_rows,) or None
+        Labels as given to featurize: numbers, or class names (a ``<U`` array; stored as
+        codes, see :mod:`dask_kernels.labels`).
+    classes : ndarray of str or None
+        The sorted class names of a store whose labels are class names (every segment's).
     spec : dict
         Spec of the map that wrote the store; ``feature_map`` rebuilds it.
     complete : bool
@@ -237,6 +261,7 @@ class FeatureStore:
             if isinstance(entry, dict):  # format 4: the segment must be the one that was appended
                 self._check_segment(seg, entry)
         self._own_blocks = self.n_blocks
+        self.classes = self._reader.classes
         if self.segments:
             self._join_segments()
 
@@ -267,6 +292,8 @@ class FeatureStore:
         for name in ("features",) + COLUMNS:
             if getattr(self, name) is not None:
                 setattr(self, name, da.concatenate([getattr(self, name)] + [getattr(s, name) for s in self.segments]))
+        if self.classes is not None:  # a segment may add classes
+            self.classes = np.unique(np.concatenate([self.classes] + [s.classes for s in self.segments]))
         self.complete = self.complete and all(s.complete for s in self.segments)
         self.n_rows += sum(s.n_rows for s in self.segments)
         self.n_blocks += sum(s.n_blocks for s in self.segments)

@@ -40,6 +40,7 @@ progress = false
 output = "models/model.dk"
 overwrite = true
 epochs = 2
+progress = false
 
 [[outputs]]
 input = "data/today.svm"

@@ -148,6 +148,7 @@ def test_train_names_its_own_flags(files, tmp_path, capsys):
     line = _one_line(capsys.readouterr().err)
     assert "--no-resume" in line and "resume=False" not in line, line
     assert main(argv + ["--overwrite", "--checkpoint", ck, "--seed", "5", "--no-resume"]) == 0
+    capsys.readouterr()  # (its progress on stderr)
     # a user file given as --checkpoint is refused, not overwritten
     (tmp_path / "notes.txt").write_text("mine")
     assert main(argv + ["--overwrite", "--checkpoint", str(tmp_path / "notes.txt"), "--no-resume"]) == 1

@@ -38,6 +38,7 @@ def files(tmp_path_factory):
     np.save(d / "one_d.npy", X[:, 0])
     np.save(d / "narrow.npy", X[:, :3])
     np.save(d / "words.npy", np.array(["yes", "no"])[y])
+    np.save(d / "objects.npy", np.array(["yes", "no"], dtype=object)[y], allow_pickle=True)
     (d / "rows.csv").write_text("a,b,c,d,label\n" + "\n".join("0.1,0.2,0.3,0.4,1" for _ in range(5)))
     (d / "rows.parquet").write_bytes(b"PAR1\x15\x04" + b"\x00" * 64 + b"PAR1")
     KernelModel(None, SGDClassifier(random_state=0).fit(X, y)).save(str(d / "model.dk"))
@@ -73,10 +74,11 @@ def test_wrong_width_is_found_before_a_cluster_starts(files, capsys, monkeypatch
 @pytest.mark.parametrize("labels,why", [
     ("empty.npy", "not a readable .npy file (empty file)"),
     ("truncated.npy", "not a readable .npy file (mmap length is greater than file size)"),
-    ("words.npy", "dtype <U3 is not numeric; give class labels as integers "
-                  "(e.g. numpy.unique(y, return_inverse=True)[1])"),
+    ("objects.npy", "holds Python objects (dtype object), which only pickle can load; refused (loading a pickle "
+                    "runs code from the file). Save numbers, or class names as fixed-width strings: "
+                    "numpy.save(path, y.astype(str))"),
 ])
-def test_damaged_or_text_labels_are_one_line_naming_them(files, capsys, labels, why):
+def test_damaged_or_pickled_labels_are_one_line_naming_them(files, capsys, labels, why):
     line = one_line_error(capsys, ["train", str(files / "X.npy"), "--labels", str(files / labels), "-o", str(files / "m.dk")])
     assert line == f"dask-kernels train: error: --labels {files / labels}: {why}"
 

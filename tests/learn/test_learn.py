@@ -213,9 +213,10 @@ def test_early_stopping_patience():
     X = np.column_stack([y, y])
     SCRIPT[:] = [1.0, 1.1, 1.2, 1.3, 1.4, 1.5]
     model = fit_incremental(Scripted(), X, y, validation_data=(X[:50], y[:50]), block_rows=100,
-                            epochs=6, n_iter_no_change=2, progress=False)
+                            epochs=6, n_iter_no_change=2, min_epochs=1, progress=False)
     assert len(model.history) == 3
     assert [r["action"] for r in model.history] == ["first", "revert", "revert"]
+    assert [r["stop"] for r in model.history] == [False, False, True]
 
 
 def test_schedule_on_real_sgd_never_ends_worse_than_best():

@@ -110,7 +110,7 @@ def test_early_stopping_acts_on_the_average():
     def est():
         return SGDClassifier(loss="log_loss", alpha=1e-4, learning_rate="constant", eta0=5.0, random_state=0)
 
-    model = _fit(est(), replicas=2, epochs=8, validation_fraction=0.2, n_iter_no_change=1)
+    model = _fit(est(), replicas=2, epochs=8, validation_fraction=0.2, n_iter_no_change=1, min_epochs=1)
     actions = [r["action"] for r in model.history]
     assert len(actions) < 8 and actions[-1] == "revert" and "revert" not in actions[:-1], actions
     assert model.history[-1]["erp"] > model.history[-2]["erp"]
