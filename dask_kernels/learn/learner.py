@@ -182,7 +182,9 @@ class Fitter:
         """The same calls on one thread (each replica's: the replicas are the parallelism)."""
         return replace(self, threads=1)
 
-    def in_place(self, estimator: Any) -> bool:
+    @staticmethod
+    def in_place(estimator: Any) -> bool:
         """Whether steps for ``estimator`` may name kept rows instead of gathering them
-        (:func:`.sgd_fast.takes_rows`; :func:`.softmax.takes_rows` for finite rows)."""
-        return sgd_fast.takes_rows(estimator) or (self.finite and softmax.takes_rows(estimator))
+        (:func:`.sgd_fast.takes_rows`, :func:`.softmax.takes_rows`: a SoftmaxSGD reads them in
+        place when they are finite by construction, :func:`partial_fit` gathers them otherwise)."""
+        return sgd_fast.takes_rows(estimator) or softmax.takes_rows(estimator)
