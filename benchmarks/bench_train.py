@@ -25,7 +25,11 @@ round: compilation, page cache), keeping the best: a burst of load from other jo
 all of them alike. rows/s = training rows / best wall time of the whole call; the accuracy is
 on 20000 held-out rows. The load average is printed: on a shared machine compare the ratios.
 
-Run: ``python benchmarks/bench_train.py [--rows 200000] [--classes 4] [--repeat 3] [--quick]``
+Then, because one epoch at a constant rate ends on a model whose accuracy varies from seed
+to seed by a point or two, each learner's test accuracy in memory over ``--seeds`` seeds
+(the order of the blocks and the learner's ``random_state``), and the paired difference.
+
+Run: ``python benchmarks/bench_train.py [--rows 200000] [--classes 4] [--repeat 3] [--seeds 3] [--quick]``
 (``--quick``: 60000 rows, 2 repeats). Needs the ``bench`` extra (dask-ml).
 """
 
@@ -63,24 +67,24 @@ def synthetic10(n, d=10, seed=0):
     return X, 2 * q + (X[:, 3] ** 2 + X[:, 4] ** 2 > 1.4)
 
 
-def sgd(eta0, n_jobs=None):
-    return SGDClassifier(loss="log_loss", alpha=ALPHA, learning_rate="constant", eta0=eta0, random_state=0,
+def sgd(eta0, n_jobs=None, seed=0):
+    return SGDClassifier(loss="log_loss", alpha=ALPHA, learning_rate="constant", eta0=eta0, random_state=seed,
                          n_jobs=n_jobs)
 
 
-def softmax(eta0, code_bits=None):
-    return SoftmaxSGD(code_bits=code_bits, alpha=ALPHA, eta0=eta0, random_state=0)
+def softmax(eta0, code_bits=None, seed=0):
+    return SoftmaxSGD(code_bits=code_bits, alpha=ALPHA, eta0=eta0, random_state=seed)
 
 
-def in_memory(make, F, y, classes):
-    """``make()``'s partial_fit over the blocks of ``F`` in a seeded order, through
-    fit_incremental's learner call (the same threads and fast paths)."""
+def in_memory(make, F, y, classes, seed=0):
+    """``make()``'s partial_fit over the blocks of ``F`` in an order drawn from ``seed``,
+    through fit_incremental's learner call (the same threads and fast paths)."""
     from dask_kernels.learn import learner
 
     est = make()
     threads = learner.learner_threads(est, None)
     starts = np.arange(0, F.shape[0], BLOCK)
-    for a in starts[np.random.default_rng(0).permutation(starts.size)]:
+    for a in starts[np.random.default_rng(seed).permutation(starts.size)]:
         learner.partial_fit(est, F[a:a + BLOCK], y[a:a + BLOCK], {"classes": classes}, threads=threads, finite=True)
     return est
 
@@ -114,6 +118,7 @@ def main():
     ap.add_argument("--rows", type=int, default=200_000)
     ap.add_argument("--classes", type=int, choices=(4, 10), default=4)
     ap.add_argument("--repeat", type=int, default=3, help="interleaved timed rounds (best of)")
+    ap.add_argument("--seeds", type=int, default=3, help="seeds of the accuracy comparison")
     ap.add_argument("--quick", action="store_true", help="60000 rows, 2 repeats")
     args = ap.parse_args()
     n, repeat = (60_000, 2) if args.quick else (args.rows, args.repeat)
@@ -182,6 +187,18 @@ def main():
         a, b = find(store, "SoftmaxSGD", "fit_incremental"), find(store, "SGDClassifier", "fit_incremental")
         print(f"{store}: fit_incremental with SoftmaxSGD {rps[a] / rps[b]:.2f}x SGDClassifier's rows/s, "
               f"test accuracy {acc[a] - acc[b]:+.4f}")
+    # with a constant rate one epoch's final model varies from seed to seed by a point or two:
+    # the learners' accuracies over seeds (row orders and random_state), in memory
+    for store, F, Fte, G, Gte, eta, bits in (("NRFF", D, Dte, D, Dte, eta_f, None),
+                                             ("GCWS", codes, Cte, onehot, Ote, eta_c, 8)):
+        acc_s = [fitted_s.score(Fte, yte) for fitted_s in (
+            in_memory(lambda s=s: softmax(eta, bits, s), F, ytr, classes, s) for s in range(args.seeds))]
+        acc_g = [fitted_g.score(Gte, yte) for fitted_g in (
+            in_memory(lambda s=s: sgd(eta, seed=s), G, ytr, classes, s) for s in range(args.seeds))]
+        d = np.subtract(acc_s, acc_g)
+        print(f"{store}: test accuracy over {args.seeds} seeds, mean (sd): SoftmaxSGD {np.mean(acc_s):.4f} "
+              f"({np.std(acc_s, ddof=1):.4f}), SGDClassifier {np.mean(acc_g):.4f} ({np.std(acc_g, ddof=1):.4f}), "
+              f"difference {d.mean():+.4f} (standard error {d.std(ddof=1) / np.sqrt(args.seeds):.4f})")
     print(f"load average: {load[0]:.2f} at the start, {os.getloadavg()[0]:.2f} at the end ({os.cpu_count()} cores; "
           "figures of a loaded machine are noisy)")
 

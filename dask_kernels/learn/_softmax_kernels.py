@@ -74,12 +74,24 @@ def _dots(nnz, cols, vals, A, a, w, h):
 
 @njit(nogil=True, cache=True)
 def _hidden(nnz, cols, vals, A, h):
-    """h = sum over active columns of value * A[col] (A as stored, unscaled), in blocks of the
-    widest of 4, 2, 1 outputs that fits; the last block may overlap the one before (its
-    outputs are computed again, to the same values: every output is the same sequential sum)
-    rather than fall back to narrower blocks."""
+    """h = sum over active columns of value * A[col] (A as stored, unscaled), each output a
+    sequential sum in column order.
+
+    Up to 4 outputs: in one block of :func:`_dots` (3 as two overlapping blocks of 2: the
+    shared output is computed twice, to the same value). More: one pass over the columns,
+    every output's partial sum in ``h``; its m chains then overlap by themselves (measured:
+    with 10 outputs, blocks of 4 were 0.8x this loop; with 2 to 4 outputs, 1.4x)."""
     m = A.shape[1]
-    w = 4 if m >= 4 else (2 if m >= 2 else 1)
+    if m > 4:
+        for a in range(m):
+            h[a] = 0.0
+        for q in range(nnz):
+            v = vals[q]
+            row = A[cols[q]]
+            for a in range(m):
+                h[a] += row[a] * v
+        return
+    w = 4 if m == 4 else (2 if m >= 2 else 1)
     a = 0
     while a < m:
         a = min(a, m - w)
