@@ -47,10 +47,11 @@ def add_arguments(parser):
     parser.add_argument("--n-components", type=positive_int, default=256, help="k for --method (default 256)")
     parser.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                         help="extra map parameter, VALUE as JSON (e.g. --param bits=8 --param gamma=0.5)")
-    parser.add_argument("--estimator", choices=ESTIMATORS, default="sgd",
-                        help="sgd = SGDClassifier(log_loss) (default); sgd-hinge; perceptron; "
-                        "multinomial-nb; bernoulli-nb; sgd-regressor; softmax = SoftmaxSGD (multinomial, "
-                        "reads GCWS codes without expanding them)")
+    parser.add_argument("--estimator", choices=ESTIMATORS, default=None,
+                        help="sgd = SGDClassifier(log_loss); sgd-hinge; perceptron; multinomial-nb; bernoulli-nb; "
+                        "sgd-regressor; softmax = SoftmaxSGD (multinomial, reads GCWS codes without expanding "
+                        "them). Default: softmax on GCWS features (faster and as accurate in the training "
+                        "benchmark), sgd on any other")
     parser.add_argument("--rank", type=positive_int, default=None,
                         help="softmax: rank r of the linear bottleneck W = U V (default: the full W)")
     parser.add_argument("--alpha", type=nonnegative_float, default=1e-5, help="SGD regularization (default 1e-5)")
@@ -92,9 +93,10 @@ def _estimator(args, eta0, fmap=None):
 
     from dask_kernels import SoftmaxSGD
 
-    if args.rank is not None and args.estimator != "softmax":
-        raise UsageError(f"--rank is a parameter of --estimator softmax, not of {args.estimator}")
     code_bits = fmap.bits if getattr(fmap, "method", None) == "gcws" else None  # GCWS: codes, not one-hot
+    name = args.estimator or ("softmax" if code_bits is not None else "sgd")
+    if args.rank is not None and name != "softmax":
+        raise UsageError(f"--rank is a parameter of --estimator softmax, not of {name}")
 
     common = {"alpha": args.alpha, "learning_rate": "constant", "eta0": eta0, "random_state": args.seed}
     return {
@@ -105,7 +107,7 @@ def _estimator(args, eta0, fmap=None):
         "bernoulli-nb": BernoulliNB,
         "sgd-regressor": lambda: SGDRegressor(**common),
         "softmax": lambda: SoftmaxSGD(code_bits=code_bits, rank=args.rank, **common),
-    }[args.estimator]()
+    }[name]()
 
 
 def _source(args):

@@ -1,7 +1,8 @@
 """Numba kernels of :class:`~dask_kernels.learn.softmax.SoftmaxSGD`: one SGD pass over one block.
 
 Rows come in one of three forms (``mode``): 0 = b-bit GCWS codes ``(n, k)`` (row ``i`` has a one
-at column ``j * 2**bits + X[i, j]``; no expansion), 1 = dense floats ``(n, d)``, 2 = CSR
+at column ``j * 2**bits + X[i, j]``; no expansion), 1 = dense floats ``(n, d)`` (float32 or
+float64, each value read as float64: exactly what ``astype`` would give), 2 = CSR
 (``indptr``, ``indices``, ``data``). The first layer ``A`` is stored as (features, m) so the m
 weights of one active column are contiguous: a row's scores are a gather of its active rows of
 ``A``. Full model: ``A`` = W^T (m = C classes); bottleneck: ``A`` = V^T (m = r) and
@@ -43,16 +44,59 @@ def _load_row(i, mode, X, indptr, indices, data, bits, cols, vals):
 
 
 @njit(nogil=True, cache=True)
+def _dots(nnz, cols, vals, A, a, w, h):
+    """h[a:a + w] (w in 1, 2, 4) = sum over active columns of value * A[col, a:a + w], each
+    output a sequential sum in column order. The w outputs advance together in local
+    variables: registers, where ``h[a] +=`` would be a load and a store per term (``h`` may
+    alias ``A`` for the compiler), and w addition chains overlap instead of each waiting on
+    the adder's latency in turn."""
+    s0 = s1 = s2 = s3 = 0.0
+    if w == 4:
+        for q in range(nnz):
+            j, v = cols[q], vals[q]
+            s0 += A[j, a] * v
+            s1 += A[j, a + 1] * v
+            s2 += A[j, a + 2] * v
+            s3 += A[j, a + 3] * v
+        h[a + 2], h[a + 3] = s2, s3
+    elif w == 2:
+        for q in range(nnz):
+            j, v = cols[q], vals[q]
+            s0 += A[j, a] * v
+            s1 += A[j, a + 1] * v
+    else:
+        for q in range(nnz):
+            s0 += A[cols[q], a] * vals[q]
+    h[a] = s0
+    if w >= 2:
+        h[a + 1] = s1
+
+
+@njit(nogil=True, cache=True)
 def _hidden(nnz, cols, vals, A, h):
-    """h = sum over active columns of value * A[col] (A as stored, unscaled)."""
+    """h = sum over active columns of value * A[col] (A as stored, unscaled), each output a
+    sequential sum in column order.
+
+    Up to 4 outputs: in one block of :func:`_dots` (3 as two overlapping blocks of 2: the
+    shared output is computed twice, to the same value). More: one pass over the columns,
+    every output's partial sum in ``h``; its m chains then overlap by themselves (measured:
+    with 10 outputs, blocks of 4 were 0.8x this loop; with 2 to 4 outputs, 1.4x)."""
     m = A.shape[1]
-    for a in range(m):
-        h[a] = 0.0
-    for q in range(nnz):
-        v = vals[q]
-        row = A[cols[q]]
+    if m > 4:
         for a in range(m):
-            h[a] += row[a] * v
+            h[a] = 0.0
+        for q in range(nnz):
+            v = vals[q]
+            row = A[cols[q]]
+            for a in range(m):
+                h[a] += row[a] * v
+        return
+    w = 4 if m == 4 else (2 if m >= 2 else 1)
+    a = 0
+    while a < m:
+        a = min(a, m - w)
+        _dots(nnz, cols, vals, A, a, w, h)
+        a += w
 
 
 @njit(nogil=True, cache=True)
@@ -85,11 +129,13 @@ def _softmax_inplace(z):
 
 
 @njit(nogil=True, cache=True)
-def sgd_block(order, mode, X, indptr, indices, data, bits, width, y, A, U, c,
+def sgd_block(order, at, mode, X, indptr, indices, data, bits, width, y, A, U, c,
               acc, U_sum, c_sum, eta0, invscaling, power_t, alpha, t):
     """One SGD pass over the rows ``order`` of a block, updating ``A``, ``U``, ``c`` in place.
 
-    ``y`` holds class indices. With averaging (``acc`` not empty) ``acc`` comes in holding
+    Row ``i`` of the block is row ``at[i]`` of dense ``X`` (a step's rows read where they are
+    kept, not gathered), or row ``i`` if ``at`` is empty; ``y`` holds the block's class
+    indices. With averaging (``acc`` not empty) ``acc`` comes in holding
     minus the sum of the previous iterates of ``A`` and leaves holding plus the sum including
     this block's; ``U_sum``/``c_sum`` are increased by every iterate. Returns the summed
     training log loss (before each row's update).
@@ -98,6 +144,7 @@ def sgd_block(order, mode, X, indptr, indices, data, bits, width, y, A, U, c,
     m = A.shape[1]
     lowrank = U.shape[1] > 0
     average = acc.shape[0] > 0
+    indexed = at.shape[0] > 0
     cols = np.empty(width, np.int64)
     vals = np.ones(width)
     if mode == 1:
@@ -111,7 +158,7 @@ def sgd_block(order, mode, X, indptr, indices, data, bits, width, y, A, U, c,
     loss = 0.0
     for ii in range(order.shape[0]):
         i = order[ii]
-        nnz = _load_row(i, mode, X, indptr, indices, data, bits, cols, vals)
+        nnz = _load_row(at[i] if indexed else i, mode, X, indptr, indices, data, bits, cols, vals)
         _hidden(nnz, cols, vals, A, h)
         for a in range(m):
             h[a] *= s

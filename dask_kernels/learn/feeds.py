@@ -88,13 +88,18 @@ class LocalFeed(Feed):
     the held-out set is scored).
 
     ``keep_rows`` (with one process and one learner): when every block fits in the windows in
-    flight (:func:`.shuffle.keeps_rows`), the stored training rows are read once per run and
-    kept from epoch to epoch (:class:`.shuffle.KeptRows`).
+    flight (:func:`.shuffle.keeps_rows`) and the rows are read more than once (several epochs,
+    or held-out rows), the stored training rows are read once per run and kept from epoch to
+    epoch (:class:`.shuffle.KeptRows`).
     """
 
     def __init__(self, src: Any, order: Order, fit: Fitter, epochs: int, prefetch: bool) -> None:
         super().__init__(src, order, fit, epochs, prefetch)
-        self.cache = KeptRows(src.n_rows) if keeps_rows(src, order.window, prefetch) else None
+        # kept only if they are read again (a later epoch, or the held-out rows read with them):
+        # for one epoch without held-out rows, copying every block into the kept array (its pages
+        # touched for the first time) cost as much CPU as decompressing them
+        again = self.epochs > 1 or order.fraction > 0
+        self.cache = KeptRows(src.n_rows) if again and keeps_rows(src, order.window, prefetch) else None
         self._stack, self.reader, self._next = ExitStack(), None, None
 
     def __enter__(self) -> LocalFeed:

@@ -44,7 +44,7 @@ import joblib
 import numpy as np
 
 from ..maps._parallel import _pool, effective_n_jobs
-from . import sgd_fast
+from . import sgd_fast, softmax
 from ._gather import StepRows
 from .sources import sgd_dtype
 
@@ -126,7 +126,8 @@ def partial_fit(estimator: Any, F: Any, y: Any, fit_args: dict, *, threads: int 
     one-vs-rest threads (:class:`PoolBackend`) when that pays (:data:`MIN_THREADED_WORK`), without the finite check if
     ``finite`` (see the module docstring). An SGDClassifier on dense rows (fitted, or its first call) takes the bitwise
     replica :mod:`.sgd_fast` where it :func:`~.sgd_fast.applies` (``F`` may then be a step's
-    rows where they are kept, :class:`._gather.StepRows`: gathered for any other call)."""
+    rows where they are kept, :class:`._gather.StepRows`; a SoftmaxSGD on dense rows reads them in place too when
+    ``finite``: gathered for any other call)."""
     classes = fit_args.get("classes")
     if y is not None and set(fit_args) <= {"classes"} and sgd_fast.applies(estimator, F, y, classes=classes):
         # the threads scikit-learn's call would take: the estimator's own n_jobs, else ours when they pay
@@ -135,6 +136,9 @@ def partial_fit(estimator: Any, F: Any, y: Any, fit_args: dict, *, threads: int 
         elif not _threaded(F, fit_args, threads):
             threads = 1
         sgd_fast.partial_fit(estimator, F, y, classes, threads=threads, finite=finite)
+        return
+    if isinstance(F, StepRows) and finite and set(fit_args) <= {"classes"} and softmax.takes_rows(estimator):
+        estimator._partial_fit_rows(F, y, classes)  # the kept rows read in place: bitwise the gathered call
         return
     if isinstance(F, StepRows):
         F = F.gather()
@@ -181,5 +185,6 @@ class Fitter:
     @staticmethod
     def in_place(estimator: Any) -> bool:
         """Whether steps for ``estimator`` may name kept rows instead of gathering them
-        (:func:`.sgd_fast.takes_rows`)."""
-        return sgd_fast.takes_rows(estimator)
+        (:func:`.sgd_fast.takes_rows`, :func:`.softmax.takes_rows`: a SoftmaxSGD reads them in
+        place when they are finite by construction, :func:`partial_fit` gathers them otherwise)."""
+        return sgd_fast.takes_rows(estimator) or softmax.takes_rows(estimator)

@@ -311,8 +311,8 @@ def step_features(src, X, y, rows, estimator=None, in_place=False):
     labels = None if y is None else y[rows]
     if isinstance(X, _Window):
         target = sgd_target(X.dtype, estimator)
-        if in_place and X.base is not None and target is not None and _identity_expand(src):
-            return X.step_rows(rows, target), labels, int(rows.size)
+        if in_place and X.base is not None and X.dtype.kind == "f" and _identity_expand(src):
+            return X.step_rows(rows, target or X.dtype), labels, int(rows.size)
         stored = X.take(rows, target)
     else:
         stored = X[rows]

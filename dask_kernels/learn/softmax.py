@@ -24,7 +24,17 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_dat
 
 from ._softmax_kernels import code_hidden, sgd_block
 
-__all__ = ["SoftmaxSGD", "feeds_codes"]
+__all__ = ["SoftmaxSGD", "feeds_codes", "takes_rows"]
+
+
+def takes_rows(estimator: object) -> bool:
+    """Whether ``estimator`` is a :class:`SoftmaxSGD` on dense float rows, which may train on a
+    step's rows where they are kept (:class:`~dask_kernels.learn._gather.StepRows`, read in
+    place by ``_partial_fit_rows``) instead of a gathered copy. Off with the dask config key
+    ``dask_kernels.sgd_fast_in_place`` False, as for the SGD fast path."""
+    from .._config import switch
+
+    return type(estimator) is SoftmaxSGD and estimator.code_bits is None and switch("sgd_fast_in_place")
 
 
 def feeds_codes(estimator: object, feature_map: object, where: str = "the feature map") -> bool:
@@ -193,8 +203,9 @@ class SoftmaxSGD(ClassifierMixin, BaseEstimator):
                     X = X.copy()
                     X.sum_duplicates()
                 return 2, X, X.shape[1]
-            # one Numba specialization per input form: float64, C order, writeable
-            return 1, np.require(X, np.float64, ["C", "W"]), X.shape[1]
+            # float32 rows as they are (the kernel reads each value as float64, exactly as
+            # astype would: the same model, without a float64 copy of the block); C order, writeable
+            return 1, np.require(X, None, ["C", "W"]), X.shape[1]
         b = int(self.code_bits)
         where = f"{type(self).__name__}(code_bits={b})"
         if sp.issparse(X):
@@ -253,14 +264,16 @@ class SoftmaxSGD(ClassifierMixin, BaseEstimator):
             self._intercept_sum = np.zeros(C)
             self._n_averaged = 0
 
-    def _run(self, mode: int, X, yi: np.ndarray, order: np.ndarray) -> float:
-        """SGD over rows ``order`` of a validated block; returns the summed training loss."""
+    def _run(self, mode: int, X, yi: np.ndarray, order: np.ndarray, at: np.ndarray | None = None) -> float:
+        """SGD over rows ``order`` of a validated block (row i of the block is row ``at[i]`` of
+        dense ``X`` if ``at`` is given); returns the summed training loss."""
         eta0, alpha = float(self.eta0), float(self.alpha)
         invscaling = self.learning_rate == "invscaling"
         if eta0 * alpha >= 1.0:
             raise ValueError(f"eta0 * alpha = {eta0 * alpha:g} must be < 1 (the L2 decay factor "
                              "1 - eta * alpha must stay positive)")
         empty_i, empty_f = np.zeros(1, np.int64), np.zeros(1)
+        at = np.zeros(0, np.int64) if at is None else at
         if mode == 2:
             indptr, indices, data = X.indptr.astype(np.int64), X.indices.astype(np.int64), X.data.astype(np.float64)
             width = int(np.diff(indptr).max()) if X.shape[0] else 0
@@ -278,7 +291,7 @@ class SoftmaxSGD(ClassifierMixin, BaseEstimator):
                 acc, U_sum, c_sum = -self._weights_sum, self._output_sum, self._intercept_sum
             else:
                 acc, U_sum, c_sum = np.zeros((0, 0)), np.zeros((0, 0)), np.zeros(0)
-            loss += sgd_block(part, mode, Xa, indptr, indices, data, bits, max(width, 1), yi,
+            loss += sgd_block(part, at, mode, Xa, indptr, indices, data, bits, max(width, 1), yi,
                               self.weights_, self.output_weights_, self.intercept_, acc, U_sum, c_sum,
                               eta0, invscaling, float(self.power_t), alpha, float(self.t_))
             self.t_ += float(part.shape[0])
@@ -304,6 +317,36 @@ class SoftmaxSGD(ClassifierMixin, BaseEstimator):
         -------
         self
         """
+        first = self._start(classes, y)
+        mode, X, n_weights, y = self._check_X(X, reset=first, y=y)
+        self._train(first, mode, X, y, n_weights)
+        return self
+
+    def _partial_fit_rows(self, rows: Any, y: Any, classes: Any = None) -> SoftmaxSGD:
+        """:meth:`partial_fit` on a step's dense rows read where they are kept
+        (:class:`~dask_kernels.learn._gather.StepRows`, finite by construction), not gathered:
+        bitwise the model of ``partial_fit(rows.gather(), y, classes)``."""
+        first = self._start(classes, y)
+        X, n = rows.src, rows.at.shape[0]
+        if first:
+            self.n_features_in_ = int(X.shape[1])
+        elif X.shape[1] != self.n_features_in_:
+            raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} is expecting "
+                             f"{self.n_features_in_} features as input")
+        if n == 0:
+            raise ValueError("Found array with 0 sample(s) while a minimum of 1 is required")
+        self._train(first, 1, X, column_or_1d(y), X.shape[1], rows.at)
+        return self
+
+    def _train(self, first: bool, mode: int, X, y, n_weights: int, at: np.ndarray | None = None) -> None:
+        """The SGD pass of :meth:`partial_fit` on validated rows."""
+        yi = self._labels(y, X.shape[0] if at is None else at.shape[0])
+        if first:
+            self._init_weights(n_weights)
+        self._run(mode, X, yi, self._order(yi.shape[0], check_random_state(self.random_state)), at)
+
+    def _start(self, classes: Any, y: Any) -> bool:
+        """Check the classes (set them on the first call) and ``y``; True on the first call."""
         first = not hasattr(self, "classes_")
         if first:
             self._validate_params()
@@ -318,12 +361,7 @@ class SoftmaxSGD(ClassifierMixin, BaseEstimator):
                              f"first partial_fit call {self.classes_.tolist()}")
         if y is None:
             raise ValueError("requires y to be passed, but the target y is None")
-        mode, X, n_weights, y = self._check_X(X, reset=first, y=y)
-        yi = self._labels(y, X.shape[0])
-        if first:
-            self._init_weights(n_weights)
-        self._run(mode, X, yi, self._order(X.shape[0], check_random_state(self.random_state)))
-        return self
+        return first
 
     def fit(self, X: Any, y: Any) -> SoftmaxSGD:
         """Train from scratch: ``max_iter`` SGD epochs over ``X``.

@@ -125,6 +125,22 @@ def test_cli_train_softmax_with_rank(stored, tmp_path, capsys):
     assert "--rank is a parameter of --estimator softmax" in capsys.readouterr().err
 
 
+def test_cli_default_learner_is_softmax_on_codes_and_sgd_on_floats(stored, tmp_path, capsys):
+    X, y, _, path, _ = stored
+    rc = main(["train", path, "--epochs", "1", "--rank", "2", "-o", str(tmp_path / "g.dk")])
+    assert rc == 0 and "training SoftmaxSGD" in capsys.readouterr().out
+    est = load_model(tmp_path / "g.dk").estimator
+    assert isinstance(est, SoftmaxSGD) and est.code_bits == 6 and est.rank == 2
+    np.save(tmp_path / "X.npy", X)
+    np.save(tmp_path / "y.npy", y)
+    rc = main(["train", str(tmp_path / "X.npy"), "--labels", str(tmp_path / "y.npy"), "--method", "rff",
+               "--n-components", "16", "--epochs", "1", "-o", str(tmp_path / "f.dk")])
+    assert rc == 0 and "training SGDClassifier" in capsys.readouterr().out
+    rc = main(["train", str(tmp_path / "X.npy"), "--labels", str(tmp_path / "y.npy"), "--rank", "2",
+               "-o", str(tmp_path / "r.dk")])
+    assert rc != 0 and "--rank is a parameter of --estimator softmax, not of sgd" in capsys.readouterr().err
+
+
 def test_expanded_codes_and_codes_give_the_same_kernel_model_scores(stored):
     X, y, gcws, _, _ = stored
     codes = gcws.transform_block(X)
