@@ -81,7 +81,7 @@ def test_the_command_line_logs_to_the_stderr_of_each_call(rows, capsys):
 _IMPORTED_AFTER = r"""
 import json, sys
 from dask_kernels.cli import main
-WATCH = ("distributed", "dask_kernels.learn.incremental", "dask_kernels.pipeline.featurize")
+WATCH = ("distributed", "dask_kernels.learn.incremental")
 for argv in json.loads(sys.argv[1]):
     status = main(argv)
     print(json.dumps([argv[0], status, [m for m in WATCH if m in sys.modules]]), flush=True)
@@ -103,7 +103,7 @@ def _imported_after(folder, commands):
 def test_small_commands_import_neither_distributed_nor_what_they_do_not_use(tmp_path):
     """On 10,000 rows each command runs in its own process without importing distributed (so no
     cluster can start: importing it alone took 0.5-1 s of a 2 s command); predict, score and
-    info do not import the training loop or the featurizing graph either."""
+    info do not import the training loop either."""
     rng = np.random.default_rng(0)
     X = rng.random((10_000, 64), dtype=np.float32)
     np.save(tmp_path / "X.npy", X)
