@@ -9,11 +9,14 @@ once); otherwise it is one literal key that the local scheduler hands to every t
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 
 def active_client():
     """The distributed Client dask computes on now, or None."""
+    if "distributed" not in sys.modules:  # no Client without it: importing it costs a command 0.5 s
+        return None
     try:
         from distributed import default_client
 

@@ -257,6 +257,17 @@ def _announce_dashboard(client):
 
 
 @contextlib.contextmanager
+def threads_here():
+    """dask's threaded scheduler in this process, named by its function: given no scheduler, or
+    one by name ("threads"), dask imports distributed (0.5-1 s) to look for a Client first."""
+    import dask
+    import dask.threaded
+
+    with dask.config.set(scheduler=dask.threaded.get):
+        yield
+
+
+@contextlib.contextmanager
 def client_for(args, prepare=None):
     """A distributed Client as the arguments say; closes what it started.
 
@@ -270,9 +281,7 @@ def client_for(args, prepare=None):
     Small local input (:func:`runs_in_process`) starts no cluster: the block yields None and the
     work runs on dask's threaded scheduler in this process."""
     if runs_in_process(args):
-        import dask
-
-        with dask.config.set(scheduler="threads"):
+        with threads_here():
             yield None
         return
     from distributed import Client, LocalCluster

@@ -127,6 +127,7 @@ def fit_here(fmap, X, block_rows):
     """
     import dask
     import dask.array as da
+    import dask.local
 
     from ..maps.base import ensure_fitted
     from ..pipeline.featurize import _as_source, _first_block
@@ -136,7 +137,7 @@ def fit_here(fmap, X, block_rows):
     kind, src = _as_source(X, block_rows)
 
     def first_rows():
-        with dask.config.set(scheduler="synchronous"):
+        with dask.config.set(scheduler=dask.local.get_sync):  # by name, dask would import distributed
             return _first_block(kind, src)
 
     return ensure_fitted(fmap, first_rows)

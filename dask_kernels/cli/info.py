@@ -95,7 +95,6 @@ def _print_model(s):
 
 
 def run(args):
-    from ..pipeline import open_store
     from ._paths import existing, is_store
 
     path = existing(args.store, "path")
@@ -117,6 +116,8 @@ def run(args):
         else:
             _print_model(s)
         return 0
+    from ..pipeline import open_store  # here: a model's summary has no use for it
+
     s = summary(open_store(path), args.verify)
     ok = s["complete"] and s["blocks_done"] == s["blocks"] and not s.get("blocks_bad")
     if args.json:

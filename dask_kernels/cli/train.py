@@ -14,7 +14,7 @@ import warnings
 
 from ._args import UsageError, fraction, make_map, nonnegative_float, parse_params, positive_float, \
     positive_int
-from ._cluster import add_cluster_arguments, client_for
+from ._cluster import add_cluster_arguments, client_for, threads_here
 from ._inputs import add_table_arguments
 
 help = "train a linear model out of core on a feature store or raw .npy/svmlight rows; save it"
@@ -208,7 +208,8 @@ def run(args):
     if args.scheduler or args.scheduler_file or args.workers:
         with client_for(args):  # blocks are read (and featurized) on the cluster
             return _train(args)
-    return _train(args)  # no cluster named: dask's local scheduler, in this process
+    with threads_here():  # no cluster named: dask's local scheduler, in this process
+        return _train(args)
 
 
 def _classes(est, src):

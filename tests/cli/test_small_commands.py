@@ -75,3 +75,47 @@ def test_the_command_line_logs_to_the_stderr_of_each_call(rows, capsys):
         capsys.readouterr()
         logging.getLogger("dask_kernels.cli").info("hello")
         assert capsys.readouterr().err == "dask-kernels info: hello\n"
+
+
+#: Runs commands in one fresh interpreter; after each, prints the heavy modules it has imported.
+_IMPORTED_AFTER = r"""
+import json, sys
+from dask_kernels.cli import main
+WATCH = ("distributed", "dask_kernels.learn.incremental")
+for argv in json.loads(sys.argv[1]):
+    status = main(argv)
+    print(json.dumps([argv[0], status, [m for m in WATCH if m in sys.modules]]), flush=True)
+"""
+
+
+def _imported_after(folder, commands):
+    import json
+    import subprocess
+    import sys
+
+    run = subprocess.run([sys.executable, "-c", _IMPORTED_AFTER, json.dumps(commands)], cwd=folder,
+                         capture_output=True, text=True, timeout=900)
+    assert run.returncode == 0, run.stderr[-3000:]
+    return [json.loads(line) for line in run.stdout.splitlines() if line.startswith("[")]
+
+
+@pytest.mark.slow
+def test_small_commands_import_neither_distributed_nor_what_they_do_not_use(tmp_path):
+    """On 10,000 rows each command runs in its own process without importing distributed (so no
+    cluster can start: importing it alone took 0.5-1 s of a 2 s command); predict, score and
+    info do not import the training loop either."""
+    rng = np.random.default_rng(0)
+    X = rng.random((10_000, 64), dtype=np.float32)
+    np.save(tmp_path / "X.npy", X)
+    np.save(tmp_path / "y.npy", (X[:, 0] + X[:, 1] > 1).astype(np.int64))
+    made = _imported_after(tmp_path, [
+        ["featurize", "X.npy", "s.zarr", "--labels", "y.npy", "--method", "gcws", "--param", "n_components=64",
+         "--no-progress"],
+        ["train", "s.zarr", "-o", "m.dk", "--epochs", "1"],
+    ])
+    assert [(name, status, "distributed" in imported) for name, status, imported in made] == \
+        [("featurize", 0, False), ("train", 0, False)]
+    used = _imported_after(tmp_path, [["predict", "m.dk", "X.npy", "-o", "p.npy"],
+                                      ["score", "m.dk", "X.npy", "--labels", "y.npy"],
+                                      ["info", "m.dk"], ["info", "s.zarr"]])
+    assert used == [["predict", 0, []], ["score", 0, []], ["info", 0, []], ["info", 0, []]]
