@@ -32,6 +32,7 @@ The last lines extrapolate to a 100-worker cluster, under the assumptions printe
 """
 
 import argparse
+import importlib
 import os
 import pickle
 import shutil
@@ -173,47 +174,68 @@ def objects(path):
 
 def graph_only(work, n_rows, with_labels):
     """Build the featurize graph of ``n_rows`` dense rows and submit it to a scheduler with no
-    workers (a separate process): build and submit seconds, pickled graph bytes, tasks, scheduler
-    RSS before and after, this process's RSS growth."""
+    workers (a separate process): build and submit seconds (wall, and CPU seconds of this process
+    and of the scheduler), pickled graph bytes, tasks, and the scheduler's RSS growth. A graph of
+    2^20 rows is submitted first, so that what the scheduler loads for any graph (imports on the
+    first deserialization) is not counted per task."""
     from distributed import Client
-
-    import importlib
 
     fz = importlib.import_module("dask_kernels.pipeline.featurize")  # the module, not the function
     from dask_kernels import GCWS
     from dask_kernels.io import read_npy
 
-    X_path, y_path = os.path.join(work, "graph-X.npy"), os.path.join(work, "graph-y.npy")
-    # sparse files: the size is set, nothing is written (nor read: no task runs)
-    np.lib.format.open_memmap(X_path, mode="w+", dtype=np.float32, shape=(n_rows, D)).flush()
-    if with_labels:
-        np.lib.format.open_memmap(y_path, mode="w+", dtype=np.int64, shape=(n_rows,)).flush()
     sched = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler", "--port", "0",
                               "--dashboard-address", ":0", "--scheduler-file", os.path.join(work, "sched.json")],
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    sp = psutil.Process(sched.pid)
     result = {}
 
     class Submitted(Exception):
         pass
 
+    def cpu(p):
+        t = p.cpu_times()
+        return t.user + t.system
+
     def submit(tasks, progress=True):  # replaces featurize's run_tasks: submit, measure, stop
-        t1 = time.perf_counter()
-        result["build"] = t1 - result["t0"]
+        result["build"] = time.perf_counter() - result["t0"]
+        result["build_cpu"] = time.process_time() - result["c0"]
         graph = {}
         for t in tasks:  # the tasks share one graph: each adds only what is new
             graph.update(t.__dask_graph__())
-        result["graph_bytes"] = len(pickle.dumps(dict(graph), protocol=5))
-        result["tasks"] = len(graph)
-        t1 = time.perf_counter()
+        result["graph_bytes"] = len(pickle.dumps(graph, protocol=5))
+        result["scheduler_rss0"], s0 = sp.memory_info().rss, cpu(sp)
+        t1, c1 = time.perf_counter(), time.process_time()
         futures = client.compute(tasks)
         n = 0
         while n == 0:  # compute() returns before the scheduler has taken the graph (update-graph)
             n = client.run_on_scheduler(lambda dask_scheduler: len(dask_scheduler.tasks))
-        result["submit"] = time.perf_counter() - t1
-        result["scheduler_tasks"] = n
-        result["scheduler_rss"] = psutil.Process(sched.pid).memory_info().rss
+        result["submit"], result["submit_cpu"] = time.perf_counter() - t1, time.process_time() - c1
+        result["scheduler_cpu"], result["scheduler_tasks"] = cpu(sp) - s0, n
+        result["scheduler_rss"] = sp.memory_info().rss
         client.cancel(futures)
+        while client.run_on_scheduler(lambda dask_scheduler: len(dask_scheduler.tasks)):
+            time.sleep(0.1)
         raise Submitted
+
+    def featurize_graph(rows, name):
+        X_path, y_path = os.path.join(work, f"{name}-X.npy"), os.path.join(work, f"{name}-y.npy")
+        # sparse files: the size is set, nothing is written (nor read: no task runs)
+        np.lib.format.open_memmap(X_path, mode="w+", dtype=np.float32, shape=(rows, D)).flush()
+        if with_labels:
+            np.lib.format.open_memmap(y_path, mode="w+", dtype=np.int64, shape=(rows,)).flush()
+        X = read_npy(X_path)
+        y = np.load(y_path, mmap_mode="r") if with_labels else None
+        fmap = GCWS(n_components=128).fit(np.zeros((1, D), np.float32))
+        real, fz.run_tasks = fz.run_tasks, submit
+        try:
+            result["t0"], result["c0"] = time.perf_counter(), time.process_time()
+            fz.featurize(X, fmap, labels=y, store=os.path.join(work, f"{name}.zarr"), overwrite=True)
+        except Submitted:
+            pass
+        finally:
+            fz.run_tasks = real
+        return dict(result)
 
     try:
         for _ in range(300):
@@ -221,25 +243,15 @@ def graph_only(work, n_rows, with_labels):
                 break
             time.sleep(0.1)
         client = Client(scheduler_file=os.path.join(work, "sched.json"))
-        result["scheduler_rss0"] = psutil.Process(sched.pid).memory_info().rss
+        featurize_graph(CHUNK, "warm")
         rss0 = psutil.Process().memory_info().rss
-        X = read_npy(X_path)
-        y = np.load(y_path, mmap_mode="r") if with_labels else None
-        fmap = GCWS(n_components=128).fit(np.zeros((1, D), np.float32))
-        real, fz.run_tasks = fz.run_tasks, submit
-        try:
-            result["t0"] = time.perf_counter()
-            fz.featurize(X, fmap, labels=y, store=os.path.join(work, "graph.zarr"), overwrite=True)
-        except Submitted:
-            pass
-        finally:
-            fz.run_tasks = real
-        result["client_rss_growth"] = psutil.Process().memory_info().rss - rss0
+        out = featurize_graph(n_rows, "graph")
+        out["client_rss_growth"] = psutil.Process().memory_info().rss - rss0
         client.close()
     finally:
         sched.terminate()
         sched.wait()
-    return result
+    return out
 
 
 def main():
@@ -326,8 +338,9 @@ def main():
               f"CPU time (one thread's CPU s / the busiest worker's) {one['cpu'] / cli_run['busiest']:.2f}x")
     if graph:
         print(f"\ngraph only, {args.graph_rows} rows{' with labels' if args.graph_labels else ''}: build "
-              f"{graph['build']:.2f} s, submit {graph['submit']:.2f} s, {graph['tasks']} tasks "
-              f"({graph['scheduler_tasks']} on the scheduler), pickled graph {graph['graph_bytes'] / 1024:.0f} KiB, "
+              f"{graph['build']:.2f} s ({graph['build_cpu']:.2f} CPU s), submit {graph['submit']:.2f} s ("
+              f"{graph['submit_cpu']:.2f} CPU s here, {graph['scheduler_cpu']:.2f} in the scheduler), "
+              f"{graph['scheduler_tasks']} tasks on the scheduler, pickled graph {graph['graph_bytes'] / 1024:.0f} KiB, "
               f"scheduler RSS {graph['scheduler_rss0'] / mib:.0f} -> {graph['scheduler_rss'] / mib:.0f} MiB, "
               f"client RSS +{graph['client_rss_growth'] / mib:.0f} MiB")
     if cli_run:
@@ -340,10 +353,10 @@ def main():
         rate = 100 * per_worker
         print(f"  10^9 rows: {10**9 / rate:.0f} s of compute at {rate:.2e} rows/s; 10^10 rows: {10**10 / rate:.0f} s")
         if graph:
-            per_task = graph["submit"] / max(graph["scheduler_tasks"], 1)
+            per_task = (graph["submit_cpu"] + graph["scheduler_cpu"]) / max(graph["scheduler_tasks"], 1)
             mem_task = (graph["scheduler_rss"] - graph["scheduler_rss0"]) / max(graph["scheduler_tasks"], 1)
-            print(f"  scheduler: {per_task * 1e3:.2f} ms and {mem_task / 1024:.1f} KiB per task to submit; at 10^9 "
-                  f"rows {graph['scheduler_tasks']} tasks, {graph['submit']:.1f} s, "
+            print(f"  scheduler: {per_task * 1e3:.2f} CPU-ms (client and scheduler) and {mem_task / 1024:.1f} KiB per "
+                  f"task to submit; at {args.graph_rows} rows {graph['scheduler_tasks']} tasks, {graph['submit']:.1f} s, "
                   f"{(graph['scheduler_rss'] - graph['scheduler_rss0']) / mib:.0f} MiB; each 262144-row block is "
                   f"{262144 / per_worker:.1f} CPU-s of work, so 100 workers ask for "
                   f"{100 * per_worker / 262144:.0f} tasks/s, far below a scheduler's few thousand")
