@@ -3,6 +3,7 @@ task graph of 10^9 rows.
 
     python benchmarks/bench_scale.py [--rows 100000000] [--sparse-rows 20000000]
         [--graph-rows 1000000000] [--workers 2] [--workdir DIR] [--no-one-thread] [--no-train]
+        [--without-labels]
 
 CI never runs it (about 12.8 GB of input at the default size; ``--rows 10000000`` is a tenth).
 What it does, in ``--workdir`` (default: a temporary folder, removed at exit):
@@ -266,6 +267,8 @@ def main():
                                       "at exit")
     ap.add_argument("--no-one-thread", action="store_true", help="skip the one-thread featurize")
     ap.add_argument("--no-train", action="store_true", help="skip training")
+    ap.add_argument("--without-labels", action="store_true",
+                    help="also featurize the dense rows without --labels (what the labels cost the command)")
     args = ap.parse_args()
     work = args.workdir or tempfile.mkdtemp(prefix="bench-scale-")
     os.makedirs(work, exist_ok=True)
@@ -289,6 +292,10 @@ def main():
             r["objects"] = objects(store)
             rows.append(r)
             print(r, flush=True)
+            if args.without_labels:
+                rows.append(summary("featurize dense, no labels", args.rows, run(
+                    [c for c in cmd if c not in ("--labels", y)], env)))
+                print(rows[-1], flush=True)
             if not args.no_one_thread:
                 one = summary("featurize dense (1 thread)", args.rows,
                               run([sys.executable, "-c", ONE_THREAD, X, os.path.join(work, "one.zarr"), y], env))
