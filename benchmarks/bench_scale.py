@@ -354,9 +354,10 @@ def main():
         per_worker = cli_run["rows"] / max(cli_run["busiest"], 1e-9)  # rows per worker CPU second
         tasks = -(-cli_run["rows"] // 262144)
         print("\nextrapolation to 100 workers (1 thread each), assuming: the workers' CPU rate measured here "
-              f"({per_worker:.0f} rows per worker CPU-second), a core each, input and store bandwidth that keep up "
-              f"(object storage: {cli_run['rss'] and 128 * per_worker * 100 / 2**30:.1f} GiB/s of uncompressed "
-              "codes at that rate), and the scheduler's cost per task as measured in the graph-only run:")
+              f"({per_worker:.0f} rows per worker CPU-second, worker start included), a core each, input and store "
+              f"bandwidth that keep up ({D * 4 * per_worker * 100 / 2**30:.1f} GiB/s of input and "
+              f"{128 * per_worker * 100 / 2**30:.1f} GiB/s of uncompressed codes at that rate), and the scheduler's "
+              "cost per task as measured in the graph-only run:")
         rate = 100 * per_worker
         print(f"  10^9 rows: {10**9 / rate:.0f} s of compute at {rate:.2e} rows/s; 10^10 rows: {10**10 / rate:.0f} s")
         if graph:
