@@ -26,8 +26,8 @@ Every command is a fresh process whose process tree is sampled every 0.2 s (psut
 RSS, each worker's peak RSS and CPU seconds. The machine is shared, so wall-clock speed-ups swing
 with other jobs' load; the table also gives each run's CPU seconds (the command and all its
 workers), and the CPU-time speed-up: one thread's CPU seconds over the busiest worker's, the
-speed-up the cluster reaches when it has its cores to itself (process start included on the one
-thread side only, so it is a slight overestimate). The load average is printed with each run.
+speed-up the cluster reaches when it has its cores to itself, less the command's own start
+before its workers run (not counted: an upper bound). The load average is printed with each run.
 
 The last lines extrapolate to a 100-worker cluster, under the assumptions printed with them.
 """
@@ -274,8 +274,7 @@ def main():
     os.makedirs(work, exist_ok=True)
     bindir = os.path.dirname(sys.executable)
     cli = [os.path.join(bindir, "dask-kernels")]
-    # the command's worker processes and this one's children share one bytecode cache
-    env = dict(os.environ, PYTHONWARNINGS="ignore")
+    env = dict(os.environ, PYTHONWARNINGS="ignore")  # distributed's large-graph warning: the labels, known
     rows = []
     print(f"workdir {work}; {psutil.cpu_count()} CPUs, {psutil.virtual_memory().total / 2**30:.0f} GiB; "
           f"load average {os.getloadavg()[0]:.2f}", flush=True)
