@@ -1,6 +1,6 @@
 """Rows per second of RFF, NRFF and Fastfood against scikit-learn's RBFSampler, and FWHT speed.
 
-Run: ``python benchmarks/bench_fourier.py [--quick] [--threads 2] [--repeats N]``
+Run: ``python benchmarks/bench_fourier.py [--quick] [--threads 2] [--repeats N] [--case 1024x16384]``
 
 What is compared, all in one run, with the same number of threads (``--threads``):
 
@@ -166,10 +166,12 @@ def main():
     ap.add_argument("--repeats", type=int, default=None,
                     help="interleaved repeats per figure (default 2 with --quick, else 4); ratios 10 %% apart "
                          "need more than 2 on a machine whose runs spread by 10 %%")
+    ap.add_argument("--case", action="append", metavar="DxK", type=lambda v: tuple(int(x) for x in v.split("x")),
+                    help="only this input dimension d and feature count k, e.g. 1024x16384 (repeatable)")
     args = ap.parse_args()
     n_rows, repeats = (512, 2) if args.quick else (1024, 4)
     repeats = args.repeats or repeats
-    cases = [(256, 4096), (1024, 16384)] + ([] if args.quick else [(256, 16384), (784, 4096)])
+    cases = args.case or [(256, 4096), (1024, 16384)] + ([] if args.quick else [(256, 16384), (784, 4096)])
     chunk = 256
     fwht_ns = fwht_ns_per_element(1024, 256, 3)
     cos_v1 = cos_ns_per_element(cos32_array, 1 << 14, 5)
