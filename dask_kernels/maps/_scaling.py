@@ -34,11 +34,14 @@ SCALE_MAX = 2.0**1022
 #: A range below this is treated as zero: its reciprocal would overflow.
 _TINY = 2.0**-1000
 RULES = ("minmax", "maxabs")
+#: ``scale="auto"`` on dense input: "maxabs" when at most this fraction of the entries is nonzero.
+AUTO_MAX_DENSITY = 0.5
 
 
 def block_stats(X, rule):
-    """Statistics of a validated block: ``(min, max)`` per column ("minmax") or ``(max |x|,)``
-    ("maxabs"; of the stored values of sparse input). None for a block without rows."""
+    """Statistics of a validated block: ``(min, max, nonzeros, entries)`` ("minmax" and "auto":
+    per-column extremes and two exact counts) or ``(max |x|,)`` ("maxabs"; of the stored values of
+    sparse input). None for a block without rows."""
     if X.shape[0] == 0:
         return None
     if rule == "maxabs":
@@ -47,7 +50,9 @@ def block_stats(X, rule):
     lo, hi = X.min(axis=0), X.max(axis=0)  # sparse: counting the implicit zeros
     if sp.issparse(X):
         lo, hi = lo.toarray(), hi.toarray()
-    return (np.asarray(lo, np.float64).ravel(), np.asarray(hi, np.float64).ravel())
+    nnz = X.count_nonzero() if sp.issparse(X) else int(np.count_nonzero(X))
+    return (np.asarray(lo, np.float64).ravel(), np.asarray(hi, np.float64).ravel(), int(nnz), int(X.size if not
+            sp.issparse(X) else X.shape[0] * X.shape[1]))
 
 
 def checked_block_stats(X, row_offset, n_features, rule):
@@ -64,7 +69,20 @@ def merge_stats(*parts):
         return None
     if len(parts[0]) == 1:
         return (np.maximum.reduce([p[0] for p in parts]),)
-    return (np.minimum.reduce([p[0] for p in parts]), np.maximum.reduce([p[1] for p in parts]))
+    return (np.minimum.reduce([p[0] for p in parts]), np.maximum.reduce([p[1] for p in parts]),
+            sum(p[2] for p in parts), sum(p[3] for p in parts))
+
+
+def resolve(rule, stats):
+    """``(rule, stats)`` to keep: "auto" (dense input) becomes "maxabs" when at most
+    ``AUTO_MAX_DENSITY`` of the entries are nonzero (centering would turn the zeros of e.g.
+    image backgrounds into -1s that dominate the kernel), else "minmax"; the counts are dropped."""
+    if rule == "maxabs":
+        return rule, stats
+    lo, hi, nnz, size = stats
+    if rule == "auto" and nnz <= AUTO_MAX_DENSITY * size:
+        return "maxabs", (np.maximum(np.abs(lo), np.abs(hi)),)
+    return "minmax", (lo, hi)
 
 
 def shift_factor(rule, stats):

@@ -38,7 +38,8 @@ from ._gcws_kernels import (  # noqa: F401  (the kernels and their constants, re
     _gcws_dense, _hash_params, _parameter_table, code_dtype)
 from ._parallel import N_JOBS_CONSTRAINT
 from ._partitioned import is_dask, is_partitions, n_features_of, reduce_blocks
-from ._scaling import apply_scale, block_stats, checked_block_stats, merge_stats, shift_factor, state_to_stats, stats_to_state
+from ._scaling import (apply_scale, block_stats, checked_block_stats, merge_stats, resolve, shift_factor, state_to_stats,
+                       stats_to_state)
 from .base import FeatureMap
 from .._docstrings import fill_doc
 
@@ -118,9 +119,10 @@ class GCWS(FeatureMap):
         Per-feature scaling learned in ``fit`` from all training rows (GMM is not invariant to
         per-feature offsets and units): "minmax" maps each column's training range onto
         [-1, 1] (``x' = (x - mid) / half_range``); "maxabs" divides each column by its largest
-        ``|x|`` (zeros stay zeros, sparse stays sparse); "auto" is "minmax" for dense input and
-        "maxabs" for sparse input of at most 2**20 features (wider sparse input: no scaling,
-        the statistics would not fit the spec). A constant column gets factor 1. None: no
+        ``|x|`` (zeros stay zeros, sparse stays sparse); "auto" is "minmax" for dense input with
+        more than half of its entries nonzero, else "maxabs" (mostly-zero rows, e.g. images,
+        lose accuracy when their zeros are shifted), and "maxabs" for sparse input of at most
+        2**20 features (wider sparse input: no scaling, the statistics would not fit the spec). A constant column gets factor 1. None: no
         scaling, the map of specs written before this parameter existed (a spec without
         ``scale`` is read as None). The statistics are column minima and maxima, exact, so the
         spec is bitwise the same for any chunking of the rows; a dask array or partitioned
@@ -243,7 +245,7 @@ class GCWS(FeatureMap):
         if self.scale != "auto":
             return self.scale
         if not sparse:
-            return "minmax"
+            return "auto"  # "minmax" or "maxabs" by the density of the rows (_scaling.resolve)
         return "maxabs" if n_features <= MAX_CENTERED_FEATURES else None
 
     def _validate_params_extra(self):
@@ -334,13 +336,13 @@ class GCWS(FeatureMap):
             del self.feature_names_in_
         self.n_features_in_ = d
         self.center_, self.dart_scale_ = None, None
-        self.scale_ = None if rule is None else stats_to_state(rule, stats)
+        self.scale_ = None if rule is None else stats_to_state(*resolve(rule, stats))
         self.is_fitted_ = True
         return self
 
     def _fit(self, X):
         rule = self._scale_rule(sp.issparse(X), X.shape[1])
-        self.scale_ = None if rule is None else stats_to_state(rule, block_stats(X, rule))
+        self.scale_ = None if rule is None else stats_to_state(*resolve(rule, block_stats(X, rule)))
         if self.scale_ is not None:
             X = apply_scale(X, *self._shift_factor())
         if self.center is None:
