@@ -151,3 +151,12 @@ def test_fit_incremental_defaults_scale_on_all_rows():
     model = fit_incremental(SGDClassifier(random_state=0), X, y, feature_map=GCWS(n_components=8, seed=1),
                             block_rows=40, epochs=1, progress=False)
     assert model.feature_map.spec_json() == GCWS(n_components=8, seed=1).fit(X).spec_json()
+
+
+def test_wide_sparse_input_auto_scales_nothing_an_explicit_rule_is_refused():
+    wide = sp.csr_matrix((np.array([3.0, -2.0]), np.array([0, 2**20]), np.array([0, 1, 2])), shape=(2, 2**20 + 1))
+    gcws = GCWS(n_components=8, seed=1).fit(wide)
+    assert gcws.spec()["state"]["scale"] is None
+    np.testing.assert_array_equal(gcws.transform(wide), GCWS(n_components=8, seed=1, scale=None).fit(wide).transform(wide))
+    with pytest.raises(ValueError, match="scale='maxabs': more than the bound of 1,048,576"):
+        GCWS(n_components=8, scale="maxabs").fit(wide)
