@@ -115,18 +115,6 @@ class GCWS(FeatureMap):
         Vector subtracted from every row before the sign split; "mean" learns the column means
         in ``fit``. With sparse input the block is densified after centering. A center replaces
         the scaling: ``scale="auto"`` then scales nothing, and another ``scale`` is refused.
-    scale : {"auto", "minmax", "maxabs"} or None, default="auto"
-        Per-feature scaling learned in ``fit`` from all training rows (GMM is not invariant to
-        per-feature offsets and units): "minmax" maps each column's training range onto
-        [-1, 1] (``x' = (x - mid) / half_range``); "maxabs" divides each column by its largest
-        ``|x|`` (zeros stay zeros, sparse stays sparse); "auto" is "minmax" for dense input with
-        more than half of its entries nonzero, else "maxabs" (mostly-zero rows, e.g. images,
-        lose accuracy when their zeros are shifted), and "maxabs" for sparse input of at most
-        2**20 features (wider sparse input: no scaling, the statistics would not fit the spec). A constant column gets factor 1. None: no
-        scaling, the map of specs written before this parameter existed (a spec without
-        ``scale`` is read as None). The statistics are column minima and maxima, exact, so the
-        spec is bitwise the same for any chunking of the rows; a dask array or partitioned
-        sparse input is read once to compute them. See :mod:`dask_kernels.maps._scaling`.
     output : {"codes", "onehot"}, default="codes"
         What ``transform`` returns: codes of shape (n, k), or their one-hot expansion as CSR of
         shape (n, k * 2**bits). Pipelines and stores always keep codes.
@@ -145,6 +133,18 @@ class GCWS(FeatureMap):
         norm above 80 % of it). At most 2**20 hashes. The two samplers give different codes for the same
         seed; the spec records the sampler and the dart scheme version ("icws" specs stay
         exactly as before).
+    scale : {"auto", "minmax", "maxabs"} or None, default="auto"
+        Per-feature scaling learned in ``fit`` from all training rows (GMM is not invariant to
+        per-feature offsets and units): "minmax" maps each column's training range onto
+        [-1, 1] (``x' = (x - mid) / half_range``); "maxabs" divides each column by its largest
+        ``|x|`` (zeros stay zeros, sparse stays sparse); "auto" is "minmax" for dense input with
+        more than half of its entries nonzero, else "maxabs" (mostly-zero rows, e.g. images,
+        lose accuracy when their zeros are shifted), and "maxabs" for sparse input of at most
+        2**20 features (wider sparse input: no scaling, the statistics would not fit the
+        spec). A constant column gets factor 1. None: no scaling, the map of specs written
+        before this parameter existed (a spec without ``scale`` is read as None). The statistics are column minima and maxima, exact, so the
+        spec is bitwise the same for any chunking of the rows; a dask array or partitioned
+        sparse input is read once to compute them. See :mod:`dask_kernels.maps._scaling`.
     %(n_jobs)s
 
     Attributes
