@@ -319,6 +319,10 @@ class GCWS(FeatureMap):
         -------
         self
         """
+        if isinstance(X, np.memmap) and X.ndim == 2 and self.fits_partitioned:
+            import dask.array as da  # a memory-mapped file (e.g. the command line's .npy) read in 32 MiB blocks
+
+            X = da.from_array(X, chunks=(max(1, 2**22 // max(1, X.shape[1])), -1), name=False)
         if not ((is_dask(X) or is_partitions(X)) and self.fits_partitioned):
             return super().fit(X, y)
         self._validate_params()

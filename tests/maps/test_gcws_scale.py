@@ -160,3 +160,9 @@ def test_wide_sparse_input_auto_scales_nothing_an_explicit_rule_is_refused():
     np.testing.assert_array_equal(gcws.transform(wide), GCWS(n_components=8, seed=1, scale=None).fit(wide).transform(wide))
     with pytest.raises(ValueError, match="scale='maxabs': more than the bound of 1,048,576"):
         GCWS(n_components=8, scale="maxabs").fit(wide)
+
+
+def test_memory_mapped_input_is_read_in_blocks_to_the_same_spec(tmp_path):
+    np.save(tmp_path / "X.npy", X.astype(np.float32))
+    mm = np.load(tmp_path / "X.npy", mmap_mode="r")
+    assert GCWS(n_components=8).fit(mm).spec_json() == GCWS(n_components=8).fit(np.asarray(mm)).spec_json()
