@@ -23,6 +23,8 @@ training rows, carries no information there, and is mapped to 0 by the shift.
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -34,6 +36,7 @@ SCALE_MAX = 2.0**1022
 #: A range below this is treated as zero: its reciprocal would overflow.
 _TINY = 2.0**-1000
 RULES = ("minmax", "maxabs")
+logger = logging.getLogger(__name__)
 #: ``scale="auto"`` on dense input: "maxabs" when at most this fraction of the entries is nonzero.
 AUTO_MAX_DENSITY = 0.5
 
@@ -56,9 +59,15 @@ def block_stats(X, rule):
 
 
 def checked_block_stats(X, row_offset, n_features, rule):
-    """:func:`block_stats` of a raw block, validated first (errors name the global row)."""
-    X = validate_block(X, n_features, dtypes=(np.float64, np.float32), max_abs=SCALE_MAX, accept_sparse=True,
-                       row_offset=row_offset)
+    """:func:`block_stats` of a raw block that passes the input check, else None: such a block
+    is left to the transform, whose error names its file and row (the reader's, which a task
+    of this pass does not know)."""
+    try:
+        X = validate_block(X, n_features, dtypes=(np.float64, np.float32), max_abs=SCALE_MAX, accept_sparse=True,
+                           row_offset=row_offset)
+    except ValueError as e:
+        logger.debug("scale statistics: block at row %d left out: %s", row_offset, e)
+        return None
     return block_stats(X, rule)
 
 

@@ -336,6 +336,9 @@ class GCWS(FeatureMap):
             stats, n, d = reduce_blocks(X, checked_block_stats, merge_stats, d, rule)
         if n == 0:
             raise ValueError(f"Found array with 0 sample(s) (shape=(0, {d})) while a minimum of 1 is required.")
+        if rule is not None and stats is None:
+            raise ValueError("GCWS scale: no block of the input passes the input check (NaN, infinity, |x| > "
+                             "2**1022 or malformed rows); transforming it names the first bad row")
         if hasattr(self, "feature_names_in_"):
             del self.feature_names_in_
         self.n_features_in_ = d

@@ -166,3 +166,14 @@ def test_memory_mapped_input_is_read_in_blocks_to_the_same_spec(tmp_path):
     np.save(tmp_path / "X.npy", X.astype(np.float32))
     mm = np.load(tmp_path / "X.npy", mmap_mode="r")
     assert GCWS(n_components=8).fit(mm).spec_json() == GCWS(n_components=8).fit(np.asarray(mm)).spec_json()
+
+
+def test_a_bad_block_is_left_to_the_transform_which_names_its_row():
+    bad = X.copy()
+    bad[130, 2] = np.nan
+    gcws = GCWS(n_components=8).fit(da.from_array(bad, chunks=(100, -1)))  # the other blocks' statistics
+    np.testing.assert_array_equal(gcws.spec()["state"]["scale"]["max"], np.delete(X, np.s_[100:200], 0).max(axis=0))
+    with pytest.raises(ValueError, match="row 130, column 2"):
+        gcws.transform(bad)
+    with pytest.raises(ValueError, match="no block of the input passes the input check"):
+        GCWS(n_components=8).fit(da.from_array(bad, chunks=(300, -1)))
