@@ -19,6 +19,7 @@ from ..rng import bits, gamma2_f32_words, hi32, index_key, lo32, log32, register
 from ._dart import LAM_MAX, LAM_MIN, STREAM_DART, dart_csr, dart_dense, dart_table, layer_rates, no_table
 from ._dart import table_nbytes
 from ._plan import KernelPlan
+from ._scaling import apply_scale
 
 STREAM = register_stream("gcws.icws", 1)
 #: The table path is used when its three float32 tables stay below this many bytes.
@@ -205,21 +206,27 @@ class GCWSPlan(KernelPlan):
         The fitted center (``center_``).
     dart_scale : float or None
         The fitted dart scale (``sampler="dart"`` only).
+    scale : tuple (shift or None, factor) of float64 arrays, or None
+        The fitted input scaling (:mod:`dask_kernels.maps._scaling`), applied before sampling.
     """
 
     def __init__(self, n_features_in: int, *, n_components: int, bits: int, seed: int, sampler: str,
-                 table: bool | str, center: np.ndarray | None, dart_scale: float | None) -> None:
-        super().__init__(n_features_in, code_dtype(bits), max_abs_input=None if center is None else CENTER_MAX)
+                 table: bool | str, center: np.ndarray | None, dart_scale: float | None,
+                 scale: tuple | None = None) -> None:
+        bounded = center is not None or scale is not None
+        super().__init__(n_features_in, code_dtype(bits), max_abs_input=CENTER_MAX if bounded else None)
         self.n_components, self.bits, self.seed, self.sampler = int(n_components), int(bits), int(seed), sampler
         self.table = table
         self.center = center
         self.dart_scale = None if dart_scale is None else float(dart_scale)
+        self.scale = scale
 
     @property
     def key(self) -> tuple:
         center = None if self.center is None else self.center.tobytes()
+        scale = None if self.scale is None else tuple(None if a is None else a.tobytes() for a in self.scale)
         return (*super().key, self.n_components, self.bits, self.seed, self.sampler, self.table, center,
-                self.dart_scale)
+                self.dart_scale, scale)
 
     def uses_table(self) -> bool:
         """Whether the parameter table is used (``table="auto"``: when it fits the limit)."""
@@ -246,6 +253,8 @@ class GCWSPlan(KernelPlan):
 
     def sample(self, X: Any, codes_only: bool = False, row_offset: int = 0) -> tuple[np.ndarray, np.ndarray | None]:
         """(i*, t*) of a validated block, or with ``codes_only`` (codes, None)."""
+        if self.scale is not None:
+            X = apply_scale(X, *self.scale)
         if self.sampler == "dart":
             return self._dart_block(X, codes_only, row_offset)
         k = self.n_components

@@ -62,6 +62,10 @@ class FeatureMap(TransformerMixin, BaseEstimator):
     input_dtypes = (np.float64, np.float32)
     #: whether the map accepts sparse (CSR/CSC/COO) input.
     accepts_sparse = True
+    #: parameter -> value at which :meth:`spec` leaves it out and :func:`from_spec` reads a spec
+    #: without it: a parameter added later keeps the specs written before it (and their stores'
+    #: fingerprints) exactly as they were, even when its constructor default is a new behaviour.
+    _spec_omitted = {}
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -226,7 +230,9 @@ class FeatureMap(TransformerMixin, BaseEstimator):
             "spec_version": SPEC_VERSION,
             "rng_scheme": RNG_SCHEME,
             "method": self.method,
-            "params": _jsonable({k: v for k, v in self.get_params(deep=False).items() if k not in RUNTIME_PARAMS}),
+            "params": _jsonable({k: v for k, v in self.get_params(deep=False).items()
+                                 if k not in RUNTIME_PARAMS and (k not in self._spec_omitted
+                                                                 or v != self._spec_omitted[k])}),
             "n_features_in": int(self.n_features_in_),
             "n_output_features": int(self.n_output_features_),
             "output_dtype": np.dtype(self.output_dtype_).str,

@@ -37,6 +37,9 @@ from ._gcws_kernels import (  # noqa: F401  (the kernels and their constants, re
     CENTER_MAX, DART_TABLE_BYTES_LIMIT, ROW_GROUP, STREAM, TABLE_BYTES_LIMIT, GCWSPlan, _build_table, _gcws_csr,
     _gcws_dense, _hash_params, _parameter_table, code_dtype)
 from ._parallel import N_JOBS_CONSTRAINT
+from ._partitioned import is_dask, is_partitions, n_features_of, reduce_blocks
+from ._scaling import (apply_scale, block_stats, checked_block_stats, merge_stats, resolve, shift_factor, state_to_stats,
+                       stats_to_state)
 from .base import FeatureMap
 from .._docstrings import fill_doc
 
@@ -57,6 +60,11 @@ def _check_center(center, key, n_features=None):
         raise ValueError(f"{key}: entry {int(bad[0])} is {float(c[bad[0]])!r}, expected a finite number of magnitude "
                          f"at most 2**1022")
     return c
+
+
+def _dask_sparse(X):
+    """Whether a dask array's blocks are sparse matrices (its ``_meta``)."""
+    return sp.issparse(getattr(X, "_meta", None))
 
 
 def expand_codes(codes: npt.ArrayLike, bits: int) -> sp.csr_matrix:
@@ -105,7 +113,8 @@ class GCWS(FeatureMap):
     %(seed)s
     center : None, "mean" or array-like of shape (n_features,), default=None
         Vector subtracted from every row before the sign split; "mean" learns the column means
-        in ``fit``. With sparse input the block is densified after centering.
+        in ``fit``. With sparse input the block is densified after centering. A center replaces
+        the scaling: ``scale="auto"`` then scales nothing, and another ``scale`` is refused.
     output : {"codes", "onehot"}, default="codes"
         What ``transform`` returns: codes of shape (n, k), or their one-hot expansion as CSR of
         shape (n, k * 2**bits). Pipelines and stores always keep codes.
@@ -124,12 +133,27 @@ class GCWS(FeatureMap):
         norm above 80 % of it). At most 2**20 hashes. The two samplers give different codes for the same
         seed; the spec records the sampler and the dart scheme version ("icws" specs stay
         exactly as before).
+    scale : {"auto", "minmax", "maxabs"} or None, default="auto"
+        Per-feature scaling learned in ``fit`` from all training rows (GMM is not invariant to
+        per-feature offsets and units): "minmax" maps each column's training range onto
+        [-1, 1] (``x' = (x - mid) / half_range``); "maxabs" divides each column by its largest
+        ``|x|`` (zeros stay zeros, sparse stays sparse); "auto" is "minmax" for dense input with
+        more than half of its entries nonzero, else "maxabs" (mostly-zero rows, e.g. images,
+        lose accuracy when their zeros are shifted), and "maxabs" for sparse input of at most
+        2**20 features (wider sparse input: no scaling, the statistics would not fit the
+        spec). A constant column gets factor 1. None: no scaling, the map of specs written
+        before this parameter existed (a spec without ``scale`` is read as None). The statistics are column minima and maxima, exact, so the
+        spec is bitwise the same for any chunking of the rows; a dask array or partitioned
+        sparse input is read once to compute them. See :mod:`dask_kernels.maps._scaling`.
     %(n_jobs)s
 
     Attributes
     ----------
     n_features_in_ : int
     center_ : ndarray of shape (n_features,) or None
+    scale_ : dict or None
+        The fitted scaling: ``{"rule": "minmax", "min": [...], "max": [...]}`` or
+        ``{"rule": "maxabs", "max_abs": [...]}``; None without scaling.
     n_output_features_ : int
         Width of ``transform_block`` (stored codes): ``n_components``.
     output_dtype_ : numpy.dtype
@@ -170,8 +194,12 @@ class GCWS(FeatureMap):
         "output": [StrOptions({"codes", "onehot"})],
         "table": ["boolean", StrOptions({"auto"})],
         "sampler": [StrOptions({"icws", "dart"})],
+        "scale": [None, StrOptions({"auto", "minmax", "maxabs"})],
         **N_JOBS_CONSTRAINT,
     }
+    #: parameters left out of the spec at these values, and read so when a spec lacks them:
+    #: specs written before samplers and scaling existed rebuild the same map
+    _spec_omitted = {"sampler": "icws", "scale": None}
 
     def __init__(
         self,
@@ -183,6 +211,7 @@ class GCWS(FeatureMap):
         output: str = "codes",
         table: bool | str = "auto",
         sampler: str = "icws",
+        scale: str | None = "auto",
         n_jobs: int | None = None,
     ) -> None:
         self.n_components = n_components
@@ -192,16 +221,37 @@ class GCWS(FeatureMap):
         self.output = output
         self.table = table
         self.sampler = sampler
+        self.scale = scale
         self.n_jobs = n_jobs
 
     # -- input contract ---------------------------------------------------------------------
     @property
     def max_abs_input(self) -> float | None:
-        """None without centering; with a center ``2**1022`` (4.5e307), so that ``x - center``
-        (both within the bound) cannot overflow."""
-        return None if self.center is None else CENTER_MAX
+        """None without centering or scaling; with either ``2**1022`` (4.5e307), so that
+        ``x - center`` (both within the bound) cannot overflow."""
+        scale = getattr(self, "scale_", self.scale)
+        return None if self.center is None and scale is None else CENTER_MAX
+
+    @property
+    def fits_partitioned(self) -> bool:
+        """Whether ``featurize`` and ``fit_incremental`` fit an unfitted clone on all rows (one
+        pass for the scale statistics) rather than on the first block."""
+        return self.scale is not None and self.center is None and self.sampler == "icws"
+
+    def _scale_rule(self, sparse, n_features):
+        """The rule ``scale`` resolves to for this input (None: no scaling)."""
+        if self.scale is None or self.center is not None:
+            return None
+        if self.scale != "auto":
+            return self.scale
+        if not sparse:
+            return "auto"  # "minmax" or "maxabs" by the density of the rows (_scaling.resolve)
+        return "maxabs" if n_features <= MAX_CENTERED_FEATURES else None
 
     def _validate_params_extra(self):
+        if self.center is not None and self.scale not in (None, "auto"):
+            raise ValueError(f"center and scale={self.scale!r} both set the offset of every feature: give one "
+                             "(scale='auto' scales nothing when a center is given)")
         if self.center is not None and not isinstance(self.center, str):
             _check_center(self.center, "center")
         if self.sampler == "dart" and self.n_components > K_MAX:
@@ -209,6 +259,11 @@ class GCWS(FeatureMap):
 
     def _check_width(self, n_features):
         d, k = int(n_features), int(self.n_components)
+        if self.center is None and self.scale in ("minmax", "maxabs"):
+            refuse_above(d, MAX_CENTERED_FEATURES,
+                         f"GCWS: n_features_in={{value:,}} with scale={self.scale!r}: more than the bound of "
+                         "{bound:,} input features with a scale (its statistics are dense vectors kept in the "
+                         "spec); use scale='auto' or None for wide sparse input")
         if self.center is not None:
             what = "'mean'" if isinstance(self.center, str) else "a vector"
             refuse_above(d, MAX_CENTERED_FEATURES,
@@ -226,6 +281,16 @@ class GCWS(FeatureMap):
         if self.sampler == "dart":
             check_scheme(state)
         keys = {"center", "dart_scheme", "dart_scale"} if self.sampler == "dart" else {"center"}
+        if self.scale is not None:
+            keys.add("scale")
+            if "scale" not in state:
+                raise ValueError(f"feature-map spec['state']: missing 'scale' (spec['params']['scale'] is "
+                                 f"{self.scale!r})")
+            if state["scale"] is not None:
+                rule, _ = state_to_stats(state["scale"], int(self.n_features_in_), "feature-map spec['state']['scale']")
+                if self.scale != "auto" and rule != self.scale:
+                    raise ValueError(f"feature-map spec['state']['scale']: rule {rule!r} but spec['params']['scale'] "
+                                     f"is {self.scale!r}")
         if "center" not in state or set(state) - keys:
             raise ValueError(f"feature-map spec['state']: expected the keys {sorted(keys)}, got {sorted(state)}")
         c = state["center"]
@@ -239,7 +304,54 @@ class GCWS(FeatureMap):
                 raise ValueError(f"{key}: differs from spec['params']['center']")
 
     # -- fitted state -------------------------------------------------------------------------
+    def fit(self, X: Any, y: Any = None) -> GCWS:
+        """Validate parameters and input, and learn the center, the scale statistics and
+        (``sampler="dart"``) the dart scale.
+
+        Parameters
+        ----------
+        X : array-like, sparse matrix, dask array or SparsePartitions of shape (n_samples, n_features)
+            Dask arrays and partitioned sparse input (when :attr:`fits_partitioned`) are read once,
+            block by block, on the active Dask scheduler; the spec does not depend on the chunking.
+        y : ignored
+
+        Returns
+        -------
+        self
+        """
+        if isinstance(X, np.memmap) and X.ndim == 2 and self.fits_partitioned:
+            import dask.array as da  # a memory-mapped file (e.g. the command line's .npy) read in 32 MiB blocks
+
+            X = da.from_array(X, chunks=(max(1, 2**22 // max(1, X.shape[1])), -1), name=False)
+        if not ((is_dask(X) or is_partitions(X)) and self.fits_partitioned):
+            return super().fit(X, y)
+        self._validate_params()
+        self._validate_params_extra()
+        d = n_features_of(X)
+        self._check_width(d)
+        rule = self._scale_rule(is_partitions(X) or _dask_sparse(X), d)
+        if rule is None:
+            stats, n = None, int(X.shape[0])
+        else:
+            stats, n, d = reduce_blocks(X, checked_block_stats, merge_stats, d, rule)
+        if n == 0:
+            raise ValueError(f"Found array with 0 sample(s) (shape=(0, {d})) while a minimum of 1 is required.")
+        if rule is not None and stats is None:
+            raise ValueError("GCWS scale: no block of the input passes the input check (NaN, infinity, |x| > "
+                             "2**1022 or malformed rows); transforming it names the first bad row")
+        if hasattr(self, "feature_names_in_"):
+            del self.feature_names_in_
+        self.n_features_in_ = d
+        self.center_, self.dart_scale_ = None, None
+        self.scale_ = None if rule is None else stats_to_state(*resolve(rule, stats))
+        self.is_fitted_ = True
+        return self
+
     def _fit(self, X):
+        rule = self._scale_rule(sp.issparse(X), X.shape[1])
+        self.scale_ = None if rule is None else stats_to_state(*resolve(rule, block_stats(X, rule)))
+        if self.scale_ is not None:
+            X = apply_scale(X, *self._shift_factor())
         if self.center is None:
             self.center_ = None
         elif isinstance(self.center, str):
@@ -259,8 +371,16 @@ class GCWS(FeatureMap):
         else:
             self.dart_scale_ = None
 
+    def _shift_factor(self):
+        if self.scale_ is None:
+            return None
+        rule, stats = state_to_stats(self.scale_, int(self.n_features_in_), "scale_")
+        return shift_factor(rule, stats)
+
     def _fitted_state(self):
         state = {"center": None if self.center_ is None else self.center_.tolist()}
+        if self.scale is not None:  # scale=None: specs stay as they were before scaling existed
+            state["scale"] = self.scale_
         if self.dart_scale_ is not None:  # dart only: ICWS specs stay as they were
             state["dart_scheme"] = DART_SCHEME
             state["dart_scale"] = float(self.dart_scale_)
@@ -270,6 +390,7 @@ class GCWS(FeatureMap):
         c = state.get("center")
         self.center_ = None if c is None else np.asarray(c, dtype=np.float64)
         self.dart_scale_ = check_scheme(state, "spec['state']") if self.sampler == "dart" else None
+        self.scale_ = state.get("scale")
 
     @property
     def n_output_features_(self) -> int:
@@ -289,7 +410,8 @@ class GCWS(FeatureMap):
     def kernel_plan(self) -> GCWSPlan:
         """The codes' kernel and this map's numbers (see :mod:`dask_kernels.maps._plan`)."""
         return GCWSPlan(int(self.n_features_in_), n_components=self.n_components, bits=self.bits, seed=self.seed,
-                        sampler=self.sampler, table=self.table, center=self.center_, dart_scale=self.dart_scale_)
+                        sampler=self.sampler, table=self.table, center=self.center_, dart_scale=self.dart_scale_,
+                        scale=self._shift_factor())
 
     def _plan(self):
         plan = self.kernel_plan()
@@ -327,14 +449,6 @@ class GCWS(FeatureMap):
     def transform_block(self, X: Any, row_offset: int = 0) -> np.ndarray:
         """Codes of a validated block: ndarray (n, n_components) of ``output_dtype_``."""
         return self._plan().transform_block(X, row_offset)
-
-    def spec(self) -> dict[str, Any]:
-        """As :meth:`FeatureMap.spec`; the default sampler ("icws") is left out of it, so
-        specs (and store fingerprints) written before samplers existed stay the same."""
-        spec = super().spec()
-        if spec["params"].get("sampler") == "icws":
-            del spec["params"]["sampler"]
-        return spec
 
     def expand(self, block: np.ndarray) -> sp.csr_matrix:
         """One-hot CSR of stored codes, shape (n, n_components * 2**bits): see :func:`expand_codes`."""

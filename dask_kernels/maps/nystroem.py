@@ -28,10 +28,10 @@ dtypes) the spec records.
 
 from __future__ import annotations
 
+import functools
 import numbers
 from typing import Any
 
-import dask
 import numpy as np
 import scipy.sparse as sp
 from .._compat import StrOptions
@@ -41,6 +41,7 @@ from ..exact.pairwise import KERNELS, gmm_split, kernel_block, row_sq_norms, uni
 from ..rng import rank_array, register_stream, uniform
 from ..sidecar import manifest
 from ._bounds import MAX_LANDMARKS, components_interval
+from ._partitioned import is_dask, is_partitions, reduce_blocks
 from ._fourier import COMMON_CONSTRAINTS, POSITIVE_FINITE, cached_table
 from .base import FeatureMap
 from .._docstrings import fill_doc
@@ -49,8 +50,6 @@ STREAM_LANDMARK = register_stream("nystroem.landmark", 51)
 STREAM_KMEANS = register_stream("nystroem.kmeans", 52)
 #: k-means++ seeding picks m landmarks among this many times m uniformly sampled rows.
 KMEANS_OVERSAMPLE = 8
-#: fan-in of the merge tree over partitions' samples
-MERGE_FAN_IN = 8
 
 
 def eigenvalue_floor(lam_max: float, m: int, dtype: Any) -> float:
@@ -122,35 +121,10 @@ def _merge_many(s, *parts):
     return merge_samples([p for p in parts if p is not None], s)
 
 
-def _is_dask(X):
-    return hasattr(X, "dask") and hasattr(X, "to_delayed")
-
-
-def _is_partitions(X):
-    return hasattr(X, "loader") and hasattr(X, "row_counts") and hasattr(X, "to_delayed")
-
-
 def sample_partitioned(X: Any, seed: int, s: int, kernel: str) -> tuple[Any, int, int]:
     """Merge tree of :func:`sample_part` over a dask array or SparsePartitions; returns
     ``(sample, n_rows, n_features)``, computed on the active scheduler."""
-    if _is_partitions(X):
-        blocks = [p[0] for p in X.to_delayed()]
-        offsets, d = X.row_offsets, X.n_features
-    else:
-        if X.ndim != 2:
-            raise ValueError(f"expected 2-d rows, got shape {X.shape}")
-        if any(np.isnan(c) for c in X.chunks[0]):
-            raise ValueError("row chunk sizes are unknown; call X.compute_chunk_sizes() first")
-        X = X.rechunk({1: -1})
-        blocks = list(X.to_delayed().ravel())
-        offsets = np.concatenate([[0], np.cumsum(X.chunks[0])[:-1]]).astype(np.int64).tolist()
-        d = X.shape[1]
-    level = [dask.delayed(sample_part, pure=True)(b, int(o), int(seed), s, kernel) for b, o in zip(blocks, offsets)]
-    while len(level) > 1:
-        level = [dask.delayed(_merge_many, pure=True)(s, *level[i:i + MERGE_FAN_IN])
-                 for i in range(0, len(level), MERGE_FAN_IN)]
-    sample = level[0].compute() if level else None
-    return sample, int(X.shape[0]), int(d)
+    return reduce_blocks(X, sample_part, functools.partial(_merge_many, s), int(seed), s, kernel)
 
 
 def kmeanspp(C: Any, m: int, kernel: str, gamma: float | None, seed: int) -> np.ndarray:
@@ -339,7 +313,7 @@ class Nystroem(FeatureMap):
         -------
         self
         """
-        if not (_is_dask(X) or _is_partitions(X)):
+        if not (is_dask(X) or is_partitions(X)):
             return super().fit(X, y)
         self._validate_params()
         self._validate_params_extra()

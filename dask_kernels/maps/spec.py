@@ -111,7 +111,7 @@ def from_spec(spec: Mapping[str, Any] | str | bytes, arrays: Any = None) -> Feat
                 validate_parameter_constraints({key: constraints[key]}, {key: value}, cls.__name__)
             except InvalidParameterError as e:
                 raise _key_error(f"['params'][{key!r}]", str(e)) from None
-    fmap = cls(**params)
+    fmap = cls(**{**cls._spec_omitted, **params})  # a parameter the spec predates: its value then
     try:
         fmap._validate_params_extra()
     except ValueError as e:

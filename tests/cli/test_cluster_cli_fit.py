@@ -23,11 +23,11 @@ def npy(tmp_path):
 
 def test_fit_here_needs_no_worker_and_fits_what_featurize_fits(npy):
     X = read_npy(npy, block_rows=100)
-    ref = ensure_fitted(GCWS(n_components=16, seed=5), lambda: np.load(npy)[:100])
+    ref = ensure_fitted(GCWS(n_components=16, seed=5, scale=None), lambda: np.load(npy)[:100])
     # a scheduler without workers: a task (the first block computed on the cluster) would never run
     with distributed.LocalCluster(n_workers=0, processes=False, dashboard_address=None) as cluster, \
             distributed.Client(cluster):
-        unfitted = GCWS(n_components=16, seed=5)
+        unfitted = GCWS(n_components=16, seed=5, scale=None)  # fitted on the first block
         fitted = fit_here(unfitted, X, None)
         assert fitted.spec() == ref.spec()
         assert not hasattr(unfitted, "n_features_in_")  # a clone is fitted, as featurize does
@@ -35,6 +35,8 @@ def test_fit_here_needs_no_worker_and_fits_what_featurize_fits(npy):
         # a map fitted on all the rows is left to featurize (and its cluster)
         nys = Nystroem(n_components=4)
         assert fit_here(nys, X, None) is nys
+        scaled = GCWS(n_components=16)  # its scale is learned from all rows
+        assert fit_here(scaled, X, None) is scaled
 
 
 def test_fit_here_leaves_inputs_other_than_dask_arrays_to_featurize(npy):

@@ -234,7 +234,7 @@ def test_values_just_under_the_bound_give_finite_features(method, kw):
 
 def test_gcws_bound_applies_with_a_center_only():
     X, _ = _data()
-    plain = _fitted("gcws")
+    plain = _fitted("gcws", scale=None)
     assert plain.max_abs_input is None
     big = X.copy()
     big[BAD_ROW, 1] = 1.7e308

@@ -26,12 +26,12 @@ def test_unfitted_map_fits_on_the_first_nonempty_partition(tmp_path):
     path, X, y = _file(tmp_path)
     src = read_svmlight(path, blocksize=4096)
     assert src.row_counts[0] == 0 and src.row_counts[1] == 0 and src.n_rows == 300
-    gcws = GCWS(n_components=32, seed=0)
+    gcws = GCWS(n_components=32, seed=0, scale=None)  # a map fitted on the first rows
     model = fit_incremental(SGDClassifier(random_state=0), src, feature_map=gcws, epochs=2, progress=False)
     assert model.feature_map.n_features_in_ == 6 and len(model.history) == 2
     # fitted on the first rows: the same map as one fitted on them directly
     first = next(i for i, n in enumerate(src.row_counts) if n)
-    ref = GCWS(n_components=32, seed=0).fit(src.loader(first)[0])
+    ref = GCWS(n_components=32, seed=0, scale=None).fit(src.loader(first)[0])
     assert model.feature_map.spec() == ref.spec()
     assert model.score(X, y) > 0.7
 

@@ -15,7 +15,7 @@ from dask_kernels import GCWS, expand_codes, from_spec, gmm_kernel
 @pytest.mark.parametrize("name", list(PAIRS))
 def test_collision_rate_equals_gmm(name):
     X, g = pair(name)
-    i_star, t_star = GCWS(n_components=K_THEORY, seed=5).fit(X).sample(X)
+    i_star, t_star = GCWS(scale=None, n_components=K_THEORY, seed=5).fit(X).sample(X)
     assert_rate_is(np.mean((i_star[0] == i_star[1]) & (t_star[0] == t_star[1])), g, name)
     if name == "GMM near 0":
         assert g < 0.05
@@ -26,7 +26,7 @@ def test_collision_rate_equals_gmm(name):
 def test_collision_rate_sparse_input_high_dimension():
     # the same pair placed at indices near 2**31 through CSR: hash path, no per-dimension table
     X, g = pair_near_2_to_the_31()
-    gcws = GCWS(n_components=K_THEORY, seed=6).fit(X)
+    gcws = GCWS(scale=None, n_components=K_THEORY, seed=6).fit(X)
     assert not gcws._uses_table()
     i_star, t_star = gcws.sample(X)
     assert i_star.max() >= 2 * (2**31 - 5000)
@@ -42,7 +42,7 @@ def test_zero_bit_collision_close_to_gmm_in_high_dimension():
     y = x * rng.uniform(0.3, 1.7, size=1000)
     X = np.vstack([x, y])
     g = gmm_kernel(X)[0, 1]
-    i_star, _ = GCWS(n_components=K_THEORY, seed=8).fit(X).sample(X)
+    i_star, _ = GCWS(scale=None, n_components=K_THEORY, seed=8).fit(X).sample(X)
     rate = np.mean(i_star[0] == i_star[1])
     assert abs(rate - g) < binomial_bound(g) + 0.01
 
@@ -51,7 +51,7 @@ def test_b_bit_code_collisions():
     # b-bit codes of i* collide when i* does, or by chance otherwise: P ~= P0 + (1 - P0) / 2**b
     X, _ = pair("negative entries")
     for bits in (1, 2, 4):
-        gcws = GCWS(n_components=K_THEORY, bits=bits, seed=9).fit(X)
+        gcws = GCWS(scale=None, n_components=K_THEORY, bits=bits, seed=9).fit(X)
         i_star, _ = gcws.sample(X)
         codes = gcws.transform(X)
         np.testing.assert_array_equal(codes, i_star & (2**bits - 1))
@@ -68,7 +68,7 @@ def data():
 
 
 def test_codes_do_not_depend_on_the_block(data):
-    gcws = GCWS(n_components=64, seed=1).fit(data)
+    gcws = GCWS(scale=None, n_components=64, seed=1).fit(data)
     full = gcws.transform(data)
     pieces = np.vstack([gcws.transform(data[a:b]) for a, b in [(0, 1), (1, 9), (9, 30), (30, 37)]])
     np.testing.assert_array_equal(full, pieces)
@@ -76,8 +76,8 @@ def test_codes_do_not_depend_on_the_block(data):
 
 
 def test_dense_csr_table_hash_agree(data):
-    table = GCWS(n_components=64, seed=1, table=True).fit(data)
-    hashed = GCWS(n_components=64, seed=1, table=False).fit(data)
+    table = GCWS(scale=None, n_components=64, seed=1, table=True).fit(data)
+    hashed = GCWS(scale=None, n_components=64, seed=1, table=False).fit(data)
     i1, t1 = table.sample(data)
     for fmap, X in [(table, sp.csr_matrix(data)), (hashed, data), (hashed, sp.csr_matrix(data)), (table, sp.csc_matrix(data))]:
         i2, t2 = fmap.sample(X)
@@ -92,7 +92,7 @@ def test_codes_are_the_low_bits_of_i_star(data, bits, table):
     # sample(), with an all-zero row's i* = -1 giving the reserved code 2**b - 1.
     X = data.copy()
     X[3] = 0.0
-    gcws = GCWS(n_components=64, bits=bits, seed=4, table=table).fit(X)
+    gcws = GCWS(scale=None, n_components=64, bits=bits, seed=4, table=table).fit(X)
     i_star, _ = gcws.sample(X)
     assert np.all(i_star[3] == -1)
     for rows in (X, sp.csr_matrix(X)):
@@ -105,7 +105,7 @@ def test_unsorted_duplicate_csr_equals_dense():
     dense = np.array([[0.0, 2.0, 0.0, -1.5], [1.0, 0.0, 0.0, 0.0]])
     # row 0 written with unsorted and duplicate column indices that sum to the dense values
     X = sp.csr_matrix((np.array([-1.5, 1.0, 1.0, 1.0]), np.array([3, 1, 1, 0]), np.array([0, 3, 4])), shape=(2, 4))
-    gcws = GCWS(n_components=32, seed=3).fit(dense)
+    gcws = GCWS(scale=None, n_components=32, seed=3).fit(dense)
     np.testing.assert_array_equal(gcws.transform(X), gcws.transform(dense))
 
 
@@ -116,21 +116,21 @@ def test_codes_in_another_process(data, tmp_path):
         import numpy as np
         from dask_kernels import GCWS
         X = np.load({str(tmp_path / 'X.npy')!r})
-        np.save({str(tmp_path / 'codes.npy')!r}, GCWS(n_components=64, seed=1).fit(X).transform(X[10:20]))
+        np.save({str(tmp_path / 'codes.npy')!r}, GCWS(scale=None, n_components=64, seed=1).fit(X).transform(X[10:20]))
         """
     )
     subprocess.run([sys.executable, "-c", code], check=True)
-    np.testing.assert_array_equal(np.load(tmp_path / "codes.npy"), GCWS(n_components=64, seed=1).fit(data).transform(data[10:20]))
+    np.testing.assert_array_equal(np.load(tmp_path / "codes.npy"), GCWS(scale=None, n_components=64, seed=1).fit(data).transform(data[10:20]))
 
 
 def test_fewer_hashes_are_a_prefix(data):
-    a = GCWS(n_components=16, seed=4).fit(data).transform(data)
-    b = GCWS(n_components=64, seed=4).fit(data).transform(data)
+    a = GCWS(scale=None, n_components=16, seed=4).fit(data).transform(data)
+    b = GCWS(scale=None, n_components=64, seed=4).fit(data).transform(data)
     np.testing.assert_array_equal(a, b[:, :16])
 
 
 def test_all_zero_row(data):
-    gcws = GCWS(n_components=16, bits=8, seed=0).fit(data)
+    gcws = GCWS(scale=None, n_components=16, bits=8, seed=0).fit(data)
     i_star, t_star = gcws.sample(data[5:6])
     assert np.all(i_star == -1) and np.all(t_star == 0)
     assert np.all(gcws.transform(data[5:6]) == 255)
@@ -138,15 +138,15 @@ def test_all_zero_row(data):
 
 def test_negative_values_use_the_negative_half():
     X = np.array([[-3.0, 0.0]])
-    i_star, _ = GCWS(n_components=8).fit(X).sample(X)
+    i_star, _ = GCWS(scale=None, n_components=8).fit(X).sample(X)
     assert np.all(i_star == 1)  # 2 * 0 + 1: the negative part of feature 0
     X = np.array([[0.0, 3.0]])
-    i_star, _ = GCWS(n_components=8).fit(X).sample(X)
+    i_star, _ = GCWS(scale=None, n_components=8).fit(X).sample(X)
     assert np.all(i_star == 2)
 
 
 def test_nan_and_inf_name_the_row(data):
-    gcws = GCWS(n_components=8).fit(data)
+    gcws = GCWS(scale=None, n_components=8).fit(data)
     bad = data.copy()
     bad[17, 3] = np.inf
     with pytest.raises(ValueError, match="row 17"):
@@ -156,19 +156,19 @@ def test_nan_and_inf_name_the_row(data):
 
 
 def test_one_hot_output(data):
-    gcws = GCWS(n_components=10, bits=3, seed=2, output="onehot").fit(data)
+    gcws = GCWS(scale=None, n_components=10, bits=3, seed=2, output="onehot").fit(data)
     Z = gcws.transform(data)
     assert sp.issparse(Z) and Z.shape == (len(data), 10 * 8)
     np.testing.assert_array_equal(np.asarray(Z.sum(axis=1)).ravel(), 10)
-    codes = GCWS(n_components=10, bits=3, seed=2).fit(data).transform(data)
+    codes = GCWS(scale=None, n_components=10, bits=3, seed=2).fit(data).transform(data)
     np.testing.assert_array_equal((Z @ Z.T).toarray(), (codes[:, None, :] == codes[None, :, :]).sum(-1))
     np.testing.assert_array_equal(expand_codes(codes, 3).toarray(), Z.toarray())
     assert len(gcws.get_feature_names_out()) == 80
 
 
 def test_code_dtypes_and_bad_parameters(data):
-    assert GCWS(n_components=4, bits=8).fit(data).transform(data).dtype == np.uint8
-    codes = GCWS(n_components=4, bits=16).fit(data).transform(data)
+    assert GCWS(scale=None, n_components=4, bits=8).fit(data).transform(data).dtype == np.uint8
+    codes = GCWS(scale=None, n_components=4, bits=16).fit(data).transform(data)
     assert codes.dtype == np.uint16 and codes.max() < 2**16
     for bad in [dict(bits=0), dict(bits=17), dict(n_components=0), dict(seed=-1), dict(output="dense")]:
         with pytest.raises(ValueError):
@@ -180,7 +180,7 @@ def test_code_dtypes_and_bad_parameters(data):
 def test_center(data):
     mu = np.linspace(-1, 1, data.shape[1])
     a = GCWS(n_components=32, seed=3, center=mu).fit(data).transform(data)
-    b = GCWS(n_components=32, seed=3).fit(data - mu).transform(data - mu)
+    b = GCWS(scale=None, n_components=32, seed=3).fit(data - mu).transform(data - mu)
     np.testing.assert_array_equal(a, b)
     c = GCWS(n_components=32, seed=3, center=mu).fit(data).transform(sp.csr_matrix(data))
     np.testing.assert_array_equal(a, c)
@@ -201,7 +201,7 @@ def test_spec_round_trip(data):
 
 def test_wide_sparse_input_needs_no_table():
     X = sp.csr_matrix((np.array([1.0, 2.0]), np.array([0, 2**31 - 1], dtype=np.int64), np.array([0, 1, 2])), shape=(2, 2**31))
-    gcws = GCWS(n_components=16).fit(X)
+    gcws = GCWS(scale=None, n_components=16).fit(X)
     i_star, _ = gcws.sample(X)
     assert np.all(i_star[1] == 2 * (2**31 - 1))
     assert not gcws._uses_table()

@@ -22,7 +22,7 @@ PINNED = [[175, 30, 153, 196, 145, 35, 219, 197], [47, 17, 104, 218, 27, 160, 11
 
 
 def _dart(**kw):
-    return GCWS(sampler="dart", **kw)
+    return GCWS(scale=None, sampler="dart", **kw)
 
 
 @pytest.mark.parametrize("name", list(PAIRS))
@@ -97,7 +97,7 @@ def test_codes_in_another_process(data, tmp_path):
         import numpy as np
         from dask_kernels import GCWS
         X = np.load({str(tmp_path / 'X.npy')!r})
-        codes = GCWS(n_components=64, seed=1, sampler="dart").fit(X).transform(X[10:20])
+        codes = GCWS(scale=None, n_components=64, seed=1, sampler="dart").fit(X).transform(X[10:20])
         np.save({str(tmp_path / 'codes.npy')!r}, codes)
         """
     )
@@ -159,7 +159,7 @@ def test_scale_is_fitted_kept_in_the_spec_and_checked(data):
     l1 = np.abs(data * 2.0**20).sum(axis=1)
     assert spec["state"]["dart_scale"] == FIT_NORM / l1.max()
     assert spec["state"]["dart_scheme"] == DART_SCHEME == 2
-    assert "dart_scale" not in GCWS(n_components=16).fit(data).spec()["state"]
+    assert "dart_scale" not in GCWS(scale=None, n_components=16).fit(data).spec()["state"]
     for bad in (0.0, -1.0, "3", float("inf"), True, None, 2.0**1001):
         with pytest.raises(ValueError, match=r"spec\['state'\]\['dart_scale'\]"):
             from_spec(dict(spec, state=dict(spec["state"], dart_scale=bad)))

@@ -131,7 +131,7 @@ def test_errors_name_the_global_row():
 
     X = np.ones((3 * BLOCK_ROWS, 4))
     X[2 * BLOCK_ROWS + 5] = [1e-300, 0, 0, 0]  # out of DartMinHash's range, in the third block
-    gcws = GCWS(n_components=8, sampler="dart").fit(X[:10])
+    gcws = GCWS(n_components=8, sampler="dart", scale=None).fit(X[:10])
     with pytest.raises(ValueError, match=f"row {2 * BLOCK_ROWS + 5}"):
         gcws.set_params(n_jobs=2).transform(X)
 

@@ -72,13 +72,13 @@ def test_code_agreement_is_gmm_plus_chance_agreement_of_b_bits():
     """Exact for DartMinHash codes (a hash of the winning dart); ICWS's codes (bits of i* alone)
     agree at least as often, and on rows ``x`` and ``s x`` much more (t* differs, i* does not)."""
     X = _weighted_rows(seed=1, groups=40)
-    codes = GCWS(n_components=256, bits=2, seed=3, sampler="dart").fit_transform(X)
+    codes = GCWS(scale=None, n_components=256, bits=2, seed=3, sampler="dart").fit_transform(X)
     a, b = np.arange(6, len(X), 7), np.arange(3, len(X), 7)  # pairs (x, 0.85 x): GMM 0.85 exactly
     p = (codes[a] == codes[b]).mean()
     expect = collision_probability(0.85, bits=2)
     assert abs(p - expect) < 4 * np.sqrt(expect * (1 - expect) / (a.size * 256))
     assert code_estimate(p * 256, 256, 2) == pytest.approx(0.85, abs=4 * np.sqrt(0.15 * 0.85 / (a.size * 256)) / 0.75)
-    icws = GCWS(n_components=256, bits=2, seed=3).fit_transform(X)
+    icws = GCWS(scale=None, n_components=256, bits=2, seed=3).fit_transform(X)
     assert (icws[a] == icws[b]).mean() > p
 
 
@@ -86,7 +86,7 @@ def test_code_agreement_is_gmm_plus_chance_agreement_of_b_bits():
 def test_join_recall_and_precision_on_weighted_rows_at_set_similarities(exact):
     X = _weighted_rows()
     truth, K = _truth(X, T)
-    codes = GCWS(n_components=512, bits=8, seed=5, sampler="dart").fit(X).transform(X)
+    codes = GCWS(scale=None, n_components=512, bits=8, seed=5, sampler="dart").fit(X).transform(X)
     df = similarity_join(codes, T, bits=8, X=X if exact else None).compute()
     got = _pairs(df)
     # On the code estimate a pair exactly at the threshold is kept half the time (estimate noise):
@@ -119,7 +119,7 @@ def test_join_finds_the_real_exact_and_near_duplicates():
     assert (101, 142) in truth and K[101, 142] == 1.0  # iris's own exact duplicate
     assert sum(1 for i, j in truth if i >= n_iris) >= 150  # the digits' near duplicates
     # DartMinHash: ICWS's codes are bits of i*, and iris's rows have 4 nonzero features: 4 codes
-    codes = GCWS(n_components=256, bits=8, seed=2, sampler="dart").fit(X).transform(X)
+    codes = GCWS(scale=None, n_components=256, bits=8, seed=2, sampler="dart").fit(X).transform(X)
     df = similarity_join(codes, 0.9, bits=8, X=X).compute()
     got = _pairs(df)
     assert (101, 142) in got
@@ -128,7 +128,7 @@ def test_join_finds_the_real_exact_and_near_duplicates():
 
 def test_results_do_not_depend_on_the_partitioning(tmp_path):
     X = _weighted_rows(groups=30)
-    gcws = GCWS(n_components=128, bits=4, seed=7).fit(X)
+    gcws = GCWS(scale=None, n_components=128, bits=4, seed=7).fit(X)
     codes = gcws.transform(X)
     runs = [similarity_join(da.from_array(codes, chunks=(c, -1)), T, bits=4, npartitions=p).compute()
             for c, p in ((len(X), 1), (37, 5), (100, 2))]
@@ -142,7 +142,7 @@ def test_results_do_not_depend_on_the_partitioning(tmp_path):
 
 def test_cross_join_is_the_filtered_self_join_of_the_union():
     X = _weighted_rows(groups=30, seed=4)
-    codes = GCWS(n_components=128, bits=8, seed=9).fit_transform(X)
+    codes = GCWS(scale=None, n_components=128, bits=8, seed=9).fit_transform(X)
     perm = np.random.default_rng(1).permutation(len(X))
     A, B = codes[perm[:120]], codes[perm[120:]]
     cross = similarity_join(da.from_array(A, chunks=(50, -1)), T, da.from_array(B, chunks=(40, -1)), bits=8,
@@ -159,7 +159,7 @@ def test_an_oversized_bucket_gives_linear_not_quadratic_candidates():
     rng = np.random.default_rng(0)
     X = rng.random((400, 10))
     X[100:400] = X[0]  # 301 equal rows: one bucket of 301 in every band
-    codes = GCWS(n_components=64, bits=8, seed=1).fit_transform(X)
+    codes = GCWS(scale=None, n_components=64, bits=8, seed=1).fit_transform(X)
     full = similarity_join(codes, 0.9, bits=8, max_bucket=1000).compute()
     capped = similarity_join(codes, 0.9, bits=8, max_bucket=5).compute()
     assert len(full) == 301 * 300 // 2
@@ -191,7 +191,7 @@ def test_a_store_of_another_map_is_refused(tmp_path):
 
 def test_index_queries_match_brute_force_and_round_trip(tmp_path):
     X = _weighted_rows(groups=40)
-    codes = GCWS(n_components=256, bits=8, seed=5).fit_transform(X)
+    codes = GCWS(scale=None, n_components=256, bits=8, seed=5).fit_transform(X)
     index = SimilarityIndex(codes, bits=8)
     q = codes[::5]
     est = code_estimate((q[:, None, :] == codes[None, :, :]).sum(2), 256, 8)
@@ -208,7 +208,7 @@ def test_index_queries_match_brute_force_and_round_trip(tmp_path):
 
 
 def test_a_damaged_or_foreign_index_is_refused(tmp_path):
-    codes = GCWS(n_components=16, bits=8, seed=0).fit_transform(np.random.default_rng(0).random((30, 5)))
+    codes = GCWS(scale=None, n_components=16, bits=8, seed=0).fit_transform(np.random.default_rng(0).random((30, 5)))
     path = SimilarityIndex(codes, 8).save(tmp_path / "idx")
     meta = json.load(open(os.path.join(path, "index.json")))
     np.savez(os.path.join(path, "codes.npz"), codes=codes[::-1].copy())  # other bytes, same shape
@@ -235,7 +235,7 @@ def test_a_damaged_store_block_is_named_not_searched(tmp_path):
 
     X = _weighted_rows(groups=10)
     path = str(tmp_path / "s.zarr")
-    featurize(X, GCWS(n_components=32, bits=8, seed=1), store=path, block_rows=20, progress=False)
+    featurize(X, GCWS(scale=None, n_components=32, bits=8, seed=1), store=path, block_rows=20, progress=False)
     chunk = os.path.join(path, "features", "c", "{}", "0")
     shutil.copyfile(chunk.format(1), chunk.format(0))  # a swapped chunk: valid bytes, wrong rows
     with pytest.raises(StoreIntegrityError, match="block 0"):

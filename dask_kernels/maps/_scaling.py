@@ -1,0 +1,154 @@
+"""Per-feature input scaling learned in ``fit`` (GCWS's ``scale=``), without scikit-learn.
+
+GMM, the kernel GCWS linearizes, is invariant to scaling a whole row but not to per-feature
+offsets and scales: a feature measured in large units dominates every ``min``/``max`` sum. So
+a map with a scale rule learns per-feature statistics and maps every row through
+
+    x' = (x - shift) * factor        (dense; clipped to +-2**1022)
+    x' = x * factor                  (sparse, "maxabs": zeros stay zeros)
+
+Rules:
+
+* ``"minmax"``: each column's training range onto [-1, 1] (Li, "Linearized GMM kernels and
+  normalized random Fourier features", KDD 2017, scales the data so): ``shift`` the middle of the
+  range, ``factor`` one over half of it.
+* ``"maxabs"``: each column divided by its largest training ``|x|``, no shift (sparse input).
+
+The statistics are the columns' minimum and maximum (or largest ``|x|``): exact values of the
+data, so merging per-block statistics in any order and any chunking gives the same bits, unlike
+a floating-point mean or variance. A column whose range is zero (or below ``2**-1000``; for
+"maxabs", all zero) gets ``factor = 1`` (as scikit-learn's scalers do): it is constant on the
+training rows, carries no information there, and is mapped to 0 by the shift.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..blocks import validate_block
+
+#: Largest ``|x|`` accepted with a scale rule, and the bound its results are clipped to, so that
+#: ``x - shift`` and the kernel's logarithms stay finite (the same bound as GCWS's center).
+SCALE_MAX = 2.0**1022
+#: A range below this is treated as zero: its reciprocal would overflow.
+_TINY = 2.0**-1000
+RULES = ("minmax", "maxabs")
+logger = logging.getLogger(__name__)
+#: ``scale="auto"`` on dense input: "maxabs" when at most this fraction of the entries is nonzero.
+AUTO_MAX_DENSITY = 0.5
+
+
+def block_stats(X, rule):
+    """Statistics of a validated block: ``(min, max, nonzeros, entries)`` ("minmax" and "auto":
+    per-column extremes and two exact counts) or ``(max |x|,)`` ("maxabs"; of the stored values of
+    sparse input). None for a block without rows."""
+    if X.shape[0] == 0:
+        return None
+    if rule == "maxabs":
+        a = abs(X).max(axis=0)
+        return (np.asarray(a.toarray() if sp.issparse(a) else a, dtype=np.float64).ravel(),)
+    lo, hi = X.min(axis=0), X.max(axis=0)  # sparse: counting the implicit zeros
+    if sp.issparse(X):
+        lo, hi = lo.toarray(), hi.toarray()
+    nnz = X.count_nonzero() if sp.issparse(X) else int(np.count_nonzero(X))
+    return (np.asarray(lo, np.float64).ravel(), np.asarray(hi, np.float64).ravel(), int(nnz), int(X.size if not
+            sp.issparse(X) else X.shape[0] * X.shape[1]))
+
+
+def checked_block_stats(X, row_offset, n_features, rule):
+    """:func:`block_stats` of a raw block that passes the input check, else None: such a block
+    is left to the transform, whose error names its file and row (the reader's, which a task
+    of this pass does not know)."""
+    try:
+        X = validate_block(X, n_features, dtypes=(np.float64, np.float32), max_abs=SCALE_MAX, accept_sparse=True,
+                           row_offset=row_offset)
+    except ValueError as e:
+        logger.debug("scale statistics: block at row %d left out: %s", row_offset, e)
+        return None
+    return block_stats(X, rule)
+
+
+def merge_stats(*parts):
+    """Elementwise min of the minima, max of the maxima: exact, so the same for any order."""
+    parts = [p for p in parts if p is not None]
+    if not parts:
+        return None
+    if len(parts[0]) == 1:
+        return (np.maximum.reduce([p[0] for p in parts]),)
+    return (np.minimum.reduce([p[0] for p in parts]), np.maximum.reduce([p[1] for p in parts]),
+            sum(p[2] for p in parts), sum(p[3] for p in parts))
+
+
+def resolve(rule, stats):
+    """``(rule, stats)`` to keep: "auto" (dense input) becomes "maxabs" when at most
+    ``AUTO_MAX_DENSITY`` of the entries are nonzero (centering would turn the zeros of e.g.
+    image backgrounds into -1s that dominate the kernel), else "minmax"; the counts are dropped."""
+    if rule == "maxabs":
+        return rule, stats
+    lo, hi, nnz, size = stats
+    if rule == "auto" and nnz <= AUTO_MAX_DENSITY * size:
+        return "maxabs", (np.maximum(np.abs(lo), np.abs(hi)),)
+    return "minmax", (lo, hi)
+
+
+def shift_factor(rule, stats):
+    """``(shift or None, factor)`` of the statistics, float64 (a zero range gets factor 1)."""
+    if rule == "maxabs":
+        (m,) = stats
+        return None, np.where(m > _TINY, 1.0 / np.maximum(m, _TINY), 1.0)
+    lo, hi = stats
+    half = 0.5 * hi - 0.5 * lo  # halves first: hi - lo may overflow
+    return 0.5 * lo + 0.5 * hi, np.where(half > _TINY, 1.0 / np.maximum(half, _TINY), 1.0)
+
+
+def apply_scale(X, shift, factor):
+    """A validated block scaled as the module docstring says (a new array; CSR stays CSR
+    when there is no shift, else it is densified)."""
+    if shift is None and sp.issparse(X):
+        out = X.astype(np.float64)  # a copy with the same structure
+        out.data = out.data * factor[out.indices]
+        out.eliminate_zeros()  # an underflowed value is no entry, as the kernels expect
+        return out
+    if sp.issparse(X):
+        X = X.toarray()
+    out = X - shift if shift is not None else X.astype(np.float64)
+    out *= factor
+    return np.clip(out, -SCALE_MAX, SCALE_MAX, out=out)
+
+
+def stats_to_state(rule, stats):
+    """The spec's ``state['scale']``: the rule and its statistics as lists."""
+    if rule == "maxabs":
+        return {"rule": rule, "max_abs": stats[0].tolist()}
+    return {"rule": rule, "min": stats[0].tolist(), "max": stats[1].tolist()}
+
+
+def state_to_stats(state, n_features, key):
+    """``(rule, stats)`` of a spec's ``state['scale']``, checked (ValueError naming ``key``)."""
+    if not isinstance(state, dict) or state.get("rule") not in RULES:
+        raise ValueError(f"{key}: expected an object with 'rule' in {list(RULES)}, got {state!r}")
+    rule = state["rule"]
+    names = ("max_abs",) if rule == "maxabs" else ("min", "max")
+    if set(state) != {"rule", *names}:
+        raise ValueError(f"{key}: rule {rule!r} has the keys {sorted(('rule', *names))}, got {sorted(state)}")
+    stats = []
+    for name in names:
+        try:
+            v = np.asarray(state[name], dtype=np.float64)
+        except (TypeError, ValueError):
+            raise ValueError(f"{key}[{name!r}]: expected a list of numbers") from None
+        if v.shape != (n_features,):
+            raise ValueError(f"{key}[{name!r}]: has shape {v.shape}, expected ({n_features},)")
+        bad = np.flatnonzero(~(np.abs(v) <= SCALE_MAX))
+        if bad.size:
+            raise ValueError(f"{key}[{name!r}]: entry {int(bad[0])} is {float(v[bad[0]])!r}, expected a finite "
+                             "number of magnitude at most 2**1022")
+        stats.append(v)
+    if rule == "maxabs" and np.any(stats[0] < 0):
+        raise ValueError(f"{key}['max_abs']: entry {int(np.flatnonzero(stats[0] < 0)[0])} is negative")
+    if rule == "minmax" and np.any(stats[0] > stats[1]):
+        raise ValueError(f"{key}: min > max at entry {int(np.flatnonzero(stats[0] > stats[1])[0])}")
+    return rule, tuple(stats)
