@@ -117,10 +117,19 @@ def check_bits(bits, where="bits"):
 
 
 def as_rows(X, codes, where="X"):
-    """Raw rows aligned with ``codes`` (same row count, same blocks) as a float64 dask array."""
+    """Raw rows aligned with ``codes`` (same row count), one delayed block per block of codes: a
+    float64 NumPy block of a dense array, or a CSR block (sorted, unique column indices) of a
+    SciPy sparse matrix."""
+    import dask
     import dask.array as da
+    import scipy.sparse as sp
 
+    shape = getattr(X, "shape", None) if sp.issparse(X) or isinstance(X, da.Array) else np.shape(X)
+    if shape is None or len(shape) != 2 or shape[0] != codes.n_rows:
+        raise ValueError(f"{where}: expected {codes.n_rows} rows (one per row of codes), got shape {shape}")
+    if sp.issparse(X):
+        X = sp.csr_matrix(X, dtype=np.float64, copy=True)
+        X.sum_duplicates()  # also sorts the column indices, as the pair kernel's merge needs
+        return [dask.delayed(X[a:b]) for a, b in zip(codes.starts[:-1], codes.starts[1:])]
     arr = X if isinstance(X, da.Array) else da.from_array(np.asarray(X))
-    if arr.ndim != 2 or arr.shape[0] != codes.n_rows:
-        raise ValueError(f"{where}: expected {codes.n_rows} rows (one per row of codes), got shape {arr.shape}")
-    return arr.astype(np.float64).rechunk((codes.array.chunks[0], -1))
+    return list(arr.astype(np.float64).rechunk((codes.array.chunks[0], -1)).to_delayed().ravel())

@@ -62,10 +62,58 @@ def test_choose_bands_minimizes_the_weighted_error_areas():
         fn = quad(lambda s: 1 - candidate_probability(s, b, r, bits), t, 1)[0]
         return wfp * fp + wfn * fn
 
-    best = min(((k // r, r) for r in range(1, k + 1)), key=lambda br: cost(*br))
-    assert choose_bands(t, k, bits, (wfp, wfn)) == best
+    splits = [(k // r, r) for r in range(1, k + 1)]
+    assert choose_bands(t, k, bits, (wfp, wfn), min_recall=0) == min(splits, key=lambda br: cost(*br))
+    # min_recall: the cheapest of the splits that make a pair at the threshold a candidate that often
+    for floor in (0.99, 0.999):
+        ok = [br for br in splits if candidate_probability(t, *br, bits) >= floor]
+        assert choose_bands(t, k, bits, (wfp, wfn), min_recall=floor) == min(ok, key=lambda br: cost(*br))
     with pytest.raises(ValueError, match="threshold"):
         choose_bands(1.0, k)
+    with pytest.raises(ValueError, match="min_recall"):
+        choose_bands(t, k, min_recall=1.5)
+
+
+def test_default_bands_find_pairs_at_the_threshold_at_least_as_often_as_five_minhash_tables():
+    """At t = 0.8, 128 codes of 8 bits, the weighted areas alone pick 18 bands of 7 codes, which
+    miss a pair exactly at the threshold 1.4 % of the time (Spark's 5 MinHash tables: 0.03 %)."""
+    spark = 1 - (1 - T) ** 5
+    for k in (64, 128, 256, 512):
+        assert candidate_probability(T, *choose_bands(T, k, 8), bits=8) >= spark
+    assert 1 - candidate_probability(T, *choose_bands(T, 128, 8, min_recall=0), bits=8) > 0.01
+
+
+def test_join_with_raw_rows_misses_no_pair_at_the_threshold():
+    """Pairs at GMM 0.8 (x and 0.8 x, 0.6 x and 0.75 x: those rounding to >= 0.8) and above: with
+    the default bands a pair at the threshold is missed with chance 1 - P(0.8) = 4.6e-5
+    (candidates) plus under 3e-7 (the margin of the estimate), so at most 1 miss among these
+    ~5,000 pairs (expected 0.02); the areas' split (18 bands of 7 codes, chance 0.014 at 0.8)
+    misses about 6 of the ~400 pairs at 0.8 alone."""
+    X = _weighted_rows(seed=2, groups=400)
+    truth, K = _truth(X, T)
+    at_t = sum(1 for i, j in truth if abs(K[i, j] - T) < 1e-9)
+    assert at_t >= 380 and len(truth) >= 5000
+    codes = GCWS(n_components=128, bits=8, seed=4, sampler="dart").fit(X).transform(X)
+    got = _pairs(similarity_join(da.from_array(codes, chunks=(400, -1)), T, bits=8, X=X).compute())
+    assert got <= truth
+    assert len(truth - got) <= 1
+
+
+def test_sparse_raw_rows_give_the_pairs_of_dense_ones():
+    import scipy.sparse as sp
+
+    X = _weighted_rows(seed=3, groups=40)  # a third of the entries are zero
+    codes = GCWS(n_components=128, bits=8, seed=1, sampler="dart").fit(X).transform(X)
+    dense = similarity_join(da.from_array(codes, chunks=(70, -1)), T, bits=8, X=X).compute()
+    csr = sp.csr_matrix(X)
+    rev = np.concatenate([np.arange(e - 1, s - 1, -1) for s, e in zip(csr.indptr[:-1], csr.indptr[1:])])
+    Xs = sp.csr_matrix((csr.data[rev], csr.indices[rev], csr.indptr), shape=X.shape)  # each row's columns reversed
+    assert not Xs.has_sorted_indices  # the pair kernel merges sorted column indices: they get sorted
+    sparse = similarity_join(da.from_array(codes, chunks=(70, -1)), T, bits=8, X=Xs).compute()
+    assert len(dense) > 100
+    pd.testing.assert_frame_equal(sparse.reset_index(drop=True), dense.reset_index(drop=True), atol=1e-6, rtol=0)
+    with pytest.raises(ValueError, match="X: expected 280 rows"):
+        similarity_join(codes, T, bits=8, X=Xs[:10])
 
 
 def test_code_agreement_is_gmm_plus_chance_agreement_of_b_bits():
