@@ -95,10 +95,14 @@ def reset_peak():
         pass
 
 
+def _transform(gcws, X):
+    return gcws.transform(X)
+
+
 def run_ours(X, workers):
     import dask
     import dask.array as da
-    from distributed import Client, LocalCluster
+    from distributed import Client, LocalCluster, wait
 
     import dask_kernels.maps.base  # noqa: F401
     from dask_kernels import GCWS
@@ -107,11 +111,16 @@ def run_ours(X, workers):
     with LocalCluster(n_workers=workers, threads_per_worker=1, dashboard_address=":0") as cluster, \
             Client(cluster) as client:
         gcws = GCWS(n_components=128, bits=8, seed=0, sampler="dart").fit(X[:1000])
+        # one copy of the fitted map per worker: its tables are built once there, not per task
+        fitted = client.scatter(gcws, broadcast=True)
         block = 20_000
-        parts = [da.from_delayed(dask.delayed(gcws.transform)(X[a:a + block]),
+        parts = [da.from_delayed(dask.delayed(_transform)(fitted, X[a:a + block]),
                                  shape=(min(block, X.shape[0] - a), 128), dtype=np.uint8)
                  for a in range(0, X.shape[0], block)]
-        # warm-up, outside the timing (as Spark's JVM is up): the workers load the kernels
+        # warm-up, outside the timing (as Spark's JVM is up): every worker loads the kernels and
+        # builds the fitted map's tables
+        wait([client.submit(_transform, fitted, X[:100], workers=[w], pure=False)
+              for w in client.scheduler_info()["workers"]])
         similarity_join(gcws.transform(X[:2000]), T, bits=8, X=X[:2000]).compute()
         t0 = time.perf_counter()
         codes = da.concatenate(parts).persist()
