@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import warnings
 
 import numpy as np
 
@@ -97,6 +98,12 @@ def as_codes(source, bits=None, block_rows=BLOCK_ROWS, where="source"):
             raise ValueError(f"{where} {source.path}: its codes have {b} bits, not bits={bits}")
         if not source.complete:
             raise ValueError(f"{where} {source.path}: the store is not complete; finish its featurize run first")
+        if source.spec["params"].get("sampler", "icws") != "dart":
+            warnings.warn(f"{where} {source.path}: ICWS codes (sampler='icws') agree more often than the GMM "
+                          "similarity predicts (b bits of the split index i* = 2 x feature, + 1 when negative: on "
+                          "nonnegative rows their lowest bit is always 0), so code estimates lean high; featurize "
+                          "with sampler='dart' for search, or give the raw rows (X=) to keep pairs on exact GMM",
+                          UserWarning, stacklevel=3)
         opts = json.dumps(source.storage_options or {}, sort_keys=True)
         return Codes(source.features, b, source.spec, (source.path, opts))
     if bits is None:

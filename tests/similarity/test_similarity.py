@@ -117,8 +117,10 @@ def test_sparse_raw_rows_give_the_pairs_of_dense_ones():
 
 
 def test_code_agreement_is_gmm_plus_chance_agreement_of_b_bits():
-    """Exact for DartMinHash codes (a hash of the winning dart); ICWS's codes (bits of i* alone)
-    agree at least as often, and on rows ``x`` and ``s x`` much more (t* differs, i* does not)."""
+    """Exact for DartMinHash codes (a hash of the winning dart). ICWS's codes are the lowest b bits
+    of the split index i* (2 x feature, + 1 for a negative value) alone: i* agrees a little more
+    often than (i*, t*) (0-bit CWS), and on nonnegative rows the lowest bit is always 0, so
+    different i* agree on b bits one time in 2**(b - 1), not 2**b."""
     X = _weighted_rows(seed=1, groups=40)
     codes = GCWS(n_components=256, bits=2, seed=3, sampler="dart").fit_transform(X)
     a, b = np.arange(6, len(X), 7), np.arange(3, len(X), 7)  # pairs (x, 0.85 x): GMM 0.85 exactly
@@ -126,8 +128,30 @@ def test_code_agreement_is_gmm_plus_chance_agreement_of_b_bits():
     expect = collision_probability(0.85, bits=2)
     assert abs(p - expect) < 4 * np.sqrt(expect * (1 - expect) / (a.size * 256))
     assert code_estimate(p * 256, 256, 2) == pytest.approx(0.85, abs=4 * np.sqrt(0.15 * 0.85 / (a.size * 256)) / 0.75)
-    icws = GCWS(n_components=256, bits=2, seed=3).fit_transform(X)
+    g = GCWS(n_components=256, bits=2, seed=3).fit(X)
+    icws = g.transform(X)
     assert (icws[a] == icws[b]).mean() > p
+    assert not (icws & 1).any()  # nonnegative rows: every split index, so every code, is even
+    i_star = g.sample(X)[0]
+    same = (i_star[a] == i_star[b]).mean()
+    expect = same + (1 - same) / 2  # one of the two bits is wasted
+    assert abs((icws[a] == icws[b]).mean() - expect) < 4 * np.sqrt(expect * (1 - expect) / (a.size * 256))
+
+
+def test_a_store_of_icws_codes_warns_that_estimates_lean_high(tmp_path):
+    X = _weighted_rows(groups=10)
+    for sampler in ("icws", "dart"):
+        featurize(X, GCWS(n_components=32, bits=8, seed=1, sampler=sampler), store=str(tmp_path / sampler),
+                  progress=False)
+    with pytest.warns(UserWarning, match="sampler='dart'"):
+        similarity_join(str(tmp_path / "icws"), T)
+    with pytest.warns(UserWarning, match="lean high"):
+        SimilarityIndex.from_source(str(tmp_path / "icws"))
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        similarity_join(str(tmp_path / "dart"), T)
 
 
 @pytest.mark.parametrize("exact", [True, False])
@@ -176,7 +200,7 @@ def test_join_finds_the_real_exact_and_near_duplicates():
 
 def test_results_do_not_depend_on_the_partitioning(tmp_path):
     X = _weighted_rows(groups=30)
-    gcws = GCWS(n_components=128, bits=4, seed=7).fit(X)
+    gcws = GCWS(n_components=128, bits=4, seed=7, sampler="dart").fit(X)
     codes = gcws.transform(X)
     runs = [similarity_join(da.from_array(codes, chunks=(c, -1)), T, bits=4, npartitions=p).compute()
             for c, p in ((len(X), 1), (37, 5), (100, 2))]
@@ -283,7 +307,7 @@ def test_a_damaged_store_block_is_named_not_searched(tmp_path):
 
     X = _weighted_rows(groups=10)
     path = str(tmp_path / "s.zarr")
-    featurize(X, GCWS(n_components=32, bits=8, seed=1), store=path, block_rows=20, progress=False)
+    featurize(X, GCWS(n_components=32, bits=8, seed=1, sampler="dart"), store=path, block_rows=20, progress=False)
     chunk = os.path.join(path, "features", "c", "{}", "0")
     shutil.copyfile(chunk.format(1), chunk.format(0))  # a swapped chunk: valid bytes, wrong rows
     with pytest.raises(StoreIntegrityError, match="block 0"):
