@@ -7,15 +7,18 @@ the same pairs: those at Jaccard >= 0.8. Truth is the planted pairs (every pair 
 family); a reported pair counts as correct when its exact Jaccard is >= 0.75.
 
 * dask_kernels: GCWS codes (k = 128, b = 8, DartMinHash) computed on a LocalCluster of
-  ``--workers`` processes, then :func:`~dask_kernels.similarity.similarity_join` (bands from the
-  threshold, verification on all 128 codes).
+  ``--workers`` processes, then :func:`~dask_kernels.similarity.similarity_join` with the raw
+  rows (bands from the threshold; candidates whose code estimate is within the margin kept on
+  their exact Jaccard, as Spark keeps its candidates on their exact distance).
 * Spark MLlib: ``MinHashLSH(numHashTables=--spark-tables)`` fit, then
   ``approxSimilarityJoin(df, df, 0.2)`` (exact Jaccard distance), ``local[--workers]``.
 * datasketch: ``MinHash`` (128 permutations, ``MinHash.bulk``), ``MinHashLSH(threshold=0.8)``:
   insert every row, then query every row.
 
 Wall time covers hashing and the join (the input already in memory in each system's form:
-building Spark's DataFrame is not counted). Run:
+building Spark's DataFrame is not counted). Peak memory: the largest peak resident set of the
+dask workers (each worker's is printed too); datasketch's process (which also holds the input;
+its peak is reset before the run); Spark's JVM. Run:
 ``python benchmarks/bench_similarity.py --rows 100000``. Spark needs Java: if ``java`` is missing,
 install it (``apt-get install -y openjdk-17-jre-headless``) and pyspark (``pip install pyspark``);
 the Spark row is then skipped, not failed.
@@ -74,28 +77,58 @@ def score(X, found, truth):
     return len(found & truth) / max(1, len(truth)), ok / max(1, len(found)), len(found)
 
 
+def peak_mb(pid="self"):
+    """Peak resident set (VmHWM) of a process, in MB (None where /proc does not tell)."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            return next(int(line.split()[1]) / 1024 for line in f if line.startswith("VmHWM:"))
+    except (OSError, StopIteration):
+        return None
+
+
+def reset_peak():
+    """Reset this process's VmHWM to its current resident set (Linux 4.0+; else left alone)."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        pass
+
+
+def _transform(gcws, X):
+    return gcws.transform(X)
+
+
 def run_ours(X, workers):
     import dask
     import dask.array as da
-    from distributed import Client, LocalCluster
+    from distributed import Client, LocalCluster, wait
 
     import dask_kernels.maps.base  # noqa: F401
     from dask_kernels import GCWS
     from dask_kernels.similarity import similarity_join
 
-    with LocalCluster(n_workers=workers, threads_per_worker=1, dashboard_address=":0") as cluster, Client(cluster):
+    with LocalCluster(n_workers=workers, threads_per_worker=1, dashboard_address=":0") as cluster, \
+            Client(cluster) as client:
         gcws = GCWS(n_components=128, bits=8, seed=0, sampler="dart").fit(X[:1000])
+        # one copy of the fitted map per worker: its tables are built once there, not per task
+        fitted = client.scatter(gcws, broadcast=True)
         block = 20_000
-        parts = [da.from_delayed(dask.delayed(gcws.transform)(X[a:a + block]),
+        parts = [da.from_delayed(dask.delayed(_transform)(fitted, X[a:a + block]),
                                  shape=(min(block, X.shape[0] - a), 128), dtype=np.uint8)
                  for a in range(0, X.shape[0], block)]
-        # warm-up, outside the timing (as Spark's JVM is up): the workers load the kernels
-        similarity_join(gcws.transform(X[:2000]), T, bits=8).compute()
+        # warm-up, outside the timing (as Spark's JVM is up): every worker loads the kernels and
+        # builds the fitted map's tables
+        wait([client.submit(_transform, fitted, X[:100], workers=[w], pure=False)
+              for w in client.scheduler_info()["workers"]])
+        similarity_join(gcws.transform(X[:2000]), T, bits=8, X=X[:2000]).compute()
         t0 = time.perf_counter()
         codes = da.concatenate(parts).persist()
-        pairs = similarity_join(codes, T, bits=8).compute()
+        pairs = similarity_join(codes, T, bits=8, X=X).compute()
         seconds = time.perf_counter() - t0
-    return seconds, list(zip(pairs["i"].tolist(), pairs["j"].tolist()))
+        peaks = sorted(client.run(peak_mb).values())
+    print(f"dask_kernels workers' peak resident sets, MB: {', '.join(f'{p:.0f}' for p in peaks)}", flush=True)
+    return seconds, list(zip(pairs["i"].tolist(), pairs["j"].tolist())), max(peaks)
 
 
 def run_datasketch(X):
@@ -104,13 +137,14 @@ def run_datasketch(X):
     sets = [X.indices[X.indptr[i]:X.indptr[i + 1]].astype(np.uint32).view(np.uint8).reshape(-1, 4)
             for i in range(X.shape[0])]
     sets = [[bytes(x) for x in s] for s in sets]
+    reset_peak()
     t0 = time.perf_counter()
     hashes = MinHash.bulk(sets, num_perm=128)
     lsh = MinHashLSH(threshold=T, num_perm=128)
     for i, h in enumerate(hashes):
         lsh.insert(i, h)
     found = [(i, j) for i, h in enumerate(hashes) for j in lsh.query(h) if j != i]
-    return time.perf_counter() - t0, found
+    return time.perf_counter() - t0, found, peak_mb()
 
 
 def run_spark(X, workers, tables):
@@ -125,7 +159,7 @@ def run_spark(X, workers, tables):
         print("spark: skipped, pyspark is not installed (pip install pyspark)", file=sys.stderr)
         return None
     spark = (SparkSession.builder.master(f"local[{workers}]").config("spark.driver.memory", "6g")
-             .config("spark.ui.enabled", "false").getOrCreate())
+             .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false").getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     try:
         data = [(i, SparseVector(D, X.indices[X.indptr[i]:X.indptr[i + 1]].tolist(), [1.0] * ONES))
@@ -136,9 +170,18 @@ def run_spark(X, workers, tables):
         model = MinHashLSH(inputCol="features", outputCol="hashes", numHashTables=tables, seed=0).fit(df)
         out = model.approxSimilarityJoin(df, df, 1 - T, distCol="d")
         rows = out.filter("datasetA.id < datasetB.id").select("datasetA.id", "datasetB.id").collect()
-        return time.perf_counter() - t0, [(r[0], r[1]) for r in rows]
+        seconds = time.perf_counter() - t0
+        return seconds, [(r[0], r[1]) for r in rows], jvm_peak_mb()
     finally:
         spark.stop()
+
+
+def jvm_peak_mb():
+    """Peak resident set of the Spark JVM (a child process of this one), in MB."""
+    import psutil
+
+    peaks = [peak_mb(p.pid) for p in psutil.Process().children(recursive=True) if "java" in p.name()]
+    return max((p for p in peaks if p is not None), default=None)
 
 
 def main():
@@ -146,12 +189,13 @@ def main():
     ap.add_argument("--rows", type=int, default=100_000)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--spark-tables", type=int, default=5)
-    ap.add_argument("--skip", action="append", default=[], choices=["spark", "datasketch"])
+    ap.add_argument("--skip", action="append", default=[], choices=["dask_kernels", "spark", "datasketch"])
     args = ap.parse_args()
     X, families = make_data(args.rows)
     truth = truth_pairs(X, families)
     print(f"{args.rows} rows, {len(truth)} pairs at Jaccard >= {T}; load average {os.getloadavg()[0]:.1f}")
-    print(f"{'system':<14}{'seconds':>10}{'recall':>9}{'precision':>11}{'pairs':>10}{'ours faster':>13}", flush=True)
+    print(f"{'system':<14}{'seconds':>10}{'recall':>9}{'precision':>11}{'pairs':>10}{'peak MB':>9}"
+          f"{'ours faster':>13}", flush=True)
     ours = None
     runs = [("dask_kernels", lambda: run_ours(X, args.workers)), ("datasketch", lambda: run_datasketch(X)),
             ("spark", lambda: run_spark(X, args.workers, args.spark_tables))]
@@ -161,10 +205,12 @@ def main():
         result = run()
         if result is None:
             continue
-        seconds, found = result
+        seconds, found, peak = result
         ours = seconds if ours is None else ours
         recall, precision, n = score(X, found, truth)
-        print(f"{name:<14}{seconds:>10.1f}{recall:>9.3f}{precision:>11.3f}{n:>10}{seconds / ours:>12.1f}x", flush=True)
+        peak = "?" if peak is None else f"{peak:.0f}"
+        print(f"{name:<14}{seconds:>10.1f}{recall:>9.4f}{precision:>11.4f}{n:>10}{peak:>9}{seconds / ours:>12.1f}x "
+              f"(load average {os.getloadavg()[0]:.1f})", flush=True)
     print(f"load average at the end {os.getloadavg()[0]:.1f}")
 
 

@@ -58,25 +58,29 @@ def _gmm_csr(xd, xi, xp, yd, yi, yp):
     out = np.empty((n, m))
     for a in range(n):
         for b in range(m):
-            num = 0.0
-            den = 0.0
-            p, pe = xp[a], xp[a + 1]
-            q, qe = yp[b], yp[b + 1]
-            while p < pe or q < qe:
-                if q >= qe or (p < pe and xi[p] < yi[q]):
-                    den += abs(xd[p])
-                    p += 1
-                elif p >= pe or yi[q] < xi[p]:
-                    den += abs(yd[q])
-                    q += 1
-                else:
-                    lo, hi = _min_max_terms(xd[p], yd[q])
-                    num += lo
-                    den += hi
-                    p += 1
-                    q += 1
-            out[a, b] = _ratio(num, den)
+            out[a, b] = _gmm_csr_rows(xd, xi, xp[a], xp[a + 1], yd, yi, yp[b], yp[b + 1])
     return out
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _gmm_csr_rows(xd, xi, p, pe, yd, yi, q, qe):
+    """GMM of the CSR rows ``[p, pe)`` of x and ``[q, qe)`` of y (sorted, unique column indices)."""
+    num = 0.0
+    den = 0.0
+    while p < pe or q < qe:
+        if q >= qe or (p < pe and xi[p] < yi[q]):
+            den += abs(xd[p])
+            p += 1
+        elif p >= pe or yi[q] < xi[p]:
+            den += abs(yd[q])
+            q += 1
+        else:
+            lo, hi = _min_max_terms(xd[p], yd[q])
+            num += lo
+            den += hi
+            p += 1
+            q += 1
+    return _ratio(num, den)
 
 
 def max_abs_input(d: int) -> float:

@@ -12,7 +12,7 @@ b-bit code with probability ``s + (1 - s) 2**-b``, ``s`` their GMM similarity.
 
 from .banding import candidate_probability, choose_bands, collision_probability
 from .index import SimilarityIndex
-from .join import code_estimate, similarity_join
+from .join import code_estimate, estimate_margin, similarity_join
 
 __all__ = ["SimilarityIndex", "candidate_probability", "choose_bands", "code_estimate", "collision_probability",
-           "similarity_join"]
+           "estimate_margin", "similarity_join"]

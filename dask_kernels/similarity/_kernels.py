@@ -1,4 +1,5 @@
-"""Numba kernels of the similarity search: band keys, bucket pairs, code agreement, exact GMM of pairs.
+"""Numba kernels of the similarity search: band keys, bucket pairs, code agreement, exact GMM of pairs
+(dense or CSR rows).
 
 Band key of row i, band j: start from ``index_key(stream_key(0, STREAM_BAND), j)`` and fold in the
 band's codes one by one, ``h = mix64(h ^ ((code + 1) * C_COUNTER))`` (:mod:`dask_kernels.rng`'s
@@ -12,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ..exact.gmm import _min_max_terms, _ratio
+from ..exact.gmm import _gmm_csr_rows, _min_max_terms, _ratio
 from ..rng import C_COUNTER, index_key, mix64, register_stream, stream_key
 
 STREAM_BAND = register_stream("similarity.band", 81)
@@ -120,4 +121,14 @@ def gmm_pairs(xa, xb, ia, ib):
             num += lo
             den += hi
         out[p] = _ratio(num, den)
+    return out
+
+
+@njit(nogil=True, cache=True)
+def gmm_pairs_csr(xd, xi, xp, yd, yi, yp, ia, ib):
+    """Exact GMM of CSR rows ``x[ia[p]]`` and ``y[ib[p]]`` (sorted, unique column indices), per pair p."""
+    out = np.empty(ia.size)
+    for p in range(ia.size):
+        a, b = ia[p], ib[p]
+        out[p] = _gmm_csr_rows(xd, xi, xp[a], xp[a + 1], yd, yi, yp[b], yp[b + 1])
     return out

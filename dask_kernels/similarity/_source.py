@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import warnings
 
 import numpy as np
 
@@ -97,6 +98,12 @@ def as_codes(source, bits=None, block_rows=BLOCK_ROWS, where="source"):
             raise ValueError(f"{where} {source.path}: its codes have {b} bits, not bits={bits}")
         if not source.complete:
             raise ValueError(f"{where} {source.path}: the store is not complete; finish its featurize run first")
+        if source.spec["params"].get("sampler", "icws") != "dart":
+            warnings.warn(f"{where} {source.path}: ICWS codes (sampler='icws') agree more often than the GMM "
+                          "similarity predicts (b bits of the split index i* = 2 x feature, + 1 when negative: on "
+                          "nonnegative rows their lowest bit is always 0), so code estimates lean high; featurize "
+                          "with sampler='dart' for search, or give the raw rows (X=) to keep pairs on exact GMM",
+                          UserWarning, stacklevel=3)
         opts = json.dumps(source.storage_options or {}, sort_keys=True)
         return Codes(source.features, b, source.spec, (source.path, opts))
     if bits is None:
@@ -117,10 +124,19 @@ def check_bits(bits, where="bits"):
 
 
 def as_rows(X, codes, where="X"):
-    """Raw rows aligned with ``codes`` (same row count, same blocks) as a float64 dask array."""
+    """Raw rows aligned with ``codes`` (same row count), one delayed block per block of codes: a
+    float64 NumPy block of a dense array, or a CSR block (sorted, unique column indices) of a
+    SciPy sparse matrix."""
+    import dask
     import dask.array as da
+    import scipy.sparse as sp
 
+    shape = getattr(X, "shape", None) if sp.issparse(X) or isinstance(X, da.Array) else np.shape(X)
+    if shape is None or len(shape) != 2 or shape[0] != codes.n_rows:
+        raise ValueError(f"{where}: expected {codes.n_rows} rows (one per row of codes), got shape {shape}")
+    if sp.issparse(X):
+        X = sp.csr_matrix(X, dtype=np.float64, copy=True)
+        X.sum_duplicates()  # also sorts the column indices, as the pair kernel's merge needs
+        return [dask.delayed(X[a:b]) for a, b in zip(codes.starts[:-1], codes.starts[1:])]
     arr = X if isinstance(X, da.Array) else da.from_array(np.asarray(X))
-    if arr.ndim != 2 or arr.shape[0] != codes.n_rows:
-        raise ValueError(f"{where}: expected {codes.n_rows} rows (one per row of codes), got shape {arr.shape}")
-    return arr.astype(np.float64).rechunk((codes.array.chunks[0], -1))
+    return list(arr.astype(np.float64).rechunk((codes.array.chunks[0], -1)).to_delayed().ravel())

@@ -16,7 +16,10 @@ How :func:`similarity_join` computes, per stage:
 3. **Verification** (one task per pair of blocks): a second shuffle gathers the candidates of
    each pair of blocks, duplicates (one per shared band) are dropped, and each pair is checked
    on all its codes, ``estimate = (matches / k - 2**-b) / (1 - 2**-b)`` (unbiased for GMM, standard
-   error about ``sqrt(p (1 - p) / k)``), or on the exact GMM of the raw rows when they are given.
+   error about ``sqrt(p (1 - p) / k) / (1 - 2**-b)``): kept when ``estimate >= threshold - margin``.
+   With the raw rows, the margin is :func:`estimate_margin` (five standard errors: a pair at or
+   above the threshold passes but for a chance of 3e-7) and the pairs that pass are kept on
+   their exact GMM; without them, the margin is 0.
 
 Every stage depends only on the rows' codes and global row numbers, never on the blocks or
 partitions, so the pairs are the same whatever the partitioning.
@@ -30,15 +33,17 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from ._kernels import agreement, band_keys, bucket_pairs, gmm_pairs, row_keys
+from ._kernels import agreement, band_keys, bucket_pairs, gmm_pairs, gmm_pairs_csr, row_keys
 from ._source import as_codes, as_rows, load
-from .banding import WEIGHTS, check_bands, choose_bands
+from .banding import MIN_RECALL, WEIGHTS, check_bands, choose_bands, collision_probability
 
 if TYPE_CHECKING:
     import dask.dataframe as dd
 
 #: Default cap of :func:`similarity_join`'s bucket handling (``max_bucket``).
 MAX_BUCKET = 64
+#: Standard errors of :func:`estimate_margin`'s default.
+Z_MARGIN = 5.0
 
 _KEYS_META = pd.DataFrame({"key": np.empty(0, np.uint64), "rkey": np.empty(0, np.uint64),
                            "side": np.empty(0, np.int8), "row": np.empty(0, np.int64)})
@@ -59,6 +64,34 @@ def code_estimate(matches, n_hashes, bits):
         return p
     floor = 2.0 ** -int(bits)
     return (p - floor) / (1.0 - floor)
+
+
+def estimate_margin(threshold, n_hashes, bits, z=Z_MARGIN):
+    """``z`` standard errors of the code estimate of a pair at or above ``threshold``.
+
+    The estimate's standard error is ``sqrt(p (1 - p) / k) / (1 - 2**-b)``, ``p`` the chance that
+    one code agrees; over pairs at or above the threshold, ``p >= p(threshold)`` and
+    ``p (1 - p)`` is largest at ``p = max(p(threshold), 1/2)``. A pair at or above the threshold
+    has its estimate below ``threshold - margin`` with a chance under the normal tail at ``z``
+    (3e-7 at ``z = 5``).
+
+    Examples
+    --------
+    >>> from dask_kernels.similarity import estimate_margin
+    >>> round(float(estimate_margin(0.8, 128, bits=8)), 3)   # 5 x 0.0353
+    0.177
+    """
+    q = max(float(collision_probability(threshold, bits)), 0.5)
+    floor = 0.0 if bits is None else 2.0 ** -int(bits)
+    return z * np.sqrt(q * (1.0 - q) / n_hashes) / (1.0 - floor)
+
+
+def _exact(rows_a, rows_b, ia, ib):
+    """Exact GMM of the pairs ``(rows_a[ia[p]], rows_b[ib[p]])``: dense blocks or CSR blocks."""
+    if isinstance(rows_a, np.ndarray):
+        return gmm_pairs(rows_a, np.asarray(rows_b), ia, ib)
+    return gmm_pairs_csr(rows_a.data, rows_a.indices, rows_a.indptr, rows_b.data, rows_b.indices, rows_b.indptr,
+                         ia, ib)
 
 
 def _block_keys(codes, start, side, bands, rows):
@@ -86,7 +119,7 @@ def _partition_pairs(df, cap, cross, starts_a, starts_b):
     return pd.DataFrame({"i": i, "j": j, "bp": p * (len(starts_b) - 1) + q})
 
 
-def _verify(df, p, q, block_a, block_b, rows_a, rows_b, start_a, start_b, threshold, bits):
+def _verify(df, p, q, block_a, block_b, rows_a, rows_b, start_a, start_b, threshold, margin, bits):
     cols = {"i": np.empty(0, np.int64), "j": np.empty(0, np.int64), "estimate": np.empty(0)}
     if rows_a is not None:
         cols["exact"] = np.empty(0)
@@ -96,18 +129,19 @@ def _verify(df, p, q, block_a, block_b, rows_a, rows_b, start_a, start_b, thresh
     ia, ib = pairs[:, 0] - start_a, pairs[:, 1] - start_b
     ca, cb = load(block_a), load(block_b)
     est = code_estimate(agreement(ca, cb, ia, ib), ca.shape[1], bits)
-    cols = {"i": pairs[:, 0], "j": pairs[:, 1], "estimate": est}
+    keep = est >= threshold - margin
+    cols = {"i": pairs[keep, 0], "j": pairs[keep, 1], "estimate": est[keep]}
     if rows_a is None:
-        keep = est >= threshold
-    else:
-        cols["exact"] = gmm_pairs(np.asarray(rows_a), np.asarray(rows_b), ia, ib)
-        keep = cols["exact"] >= threshold
+        return pd.DataFrame(cols)
+    cols["exact"] = _exact(rows_a, rows_b, ia[keep], ib[keep])
+    keep = cols["exact"] >= threshold
     return pd.DataFrame({k: v[keep] for k, v in cols.items()})
 
 
 def similarity_join(source: Any, threshold: float, other: Any = None, *, bits: int | None = None,
                     X: npt.ArrayLike | None = None, other_X: npt.ArrayLike | None = None, bands: int | None = None,
-                    rows: int | None = None, weights: tuple[float, float] = WEIGHTS, max_bucket: int = MAX_BUCKET,
+                    rows: int | None = None, weights: tuple[float, float] = WEIGHTS, min_recall: float = MIN_RECALL,
+                    margin: float | None = None, max_bucket: int = MAX_BUCKET,
                     npartitions: int | None = None) -> dd.DataFrame:
     """All pairs of rows whose GMM similarity is at least ``threshold``, as a dask DataFrame.
 
@@ -122,14 +156,21 @@ def similarity_join(source: Any, threshold: float, other: Any = None, *, bits: i
         pairs within ``source``.
     bits : int, optional
         Code width, for arrays (a store knows its own).
-    X, other_X : array-like of shape (n_rows, n_features), optional
-        The raw rows the codes were made from (dense, after any centering of the map): pairs
-        are then kept on their exact GMM (column ``exact``) instead of the code estimate.
+    X, other_X : array-like or SciPy sparse matrix of shape (n_rows, n_features), optional
+        The raw rows the codes were made from (after any centering of the map): pairs are then
+        kept on their exact GMM (column ``exact``) instead of the code estimate.
     bands, rows : int, optional
         The LSH split (``bands * rows <= n_hashes``); by default :func:`choose_bands` of the
-        threshold, the hash count, ``bits`` and ``weights``.
+        threshold, the hash count, ``bits``, ``weights`` and ``min_recall``.
     weights : (float, float)
         False-positive and false-negative weights of :func:`choose_bands`.
+    min_recall : float, default 0.999
+        Least chance that a pair at the threshold becomes a candidate (:func:`choose_bands`).
+    margin : float, optional
+        How far below the threshold a pair's code estimate may fall and the pair still be kept
+        (without raw rows) or checked on its exact GMM (with them). Default: 0 without raw rows
+        (every reported pair has an estimate at least the threshold); with them,
+        :func:`estimate_margin` (five standard errors of the estimate).
     max_bucket : int, default 64
         Rows paired with each member of an oversized bucket (see the module docstring).
     npartitions : int, optional
@@ -160,6 +201,8 @@ def similarity_join(source: Any, threshold: float, other: Any = None, *, bits: i
     threshold = float(threshold)
     if not 0.0 < threshold < 1.0:
         raise ValueError(f"threshold must be in (0, 1), got {threshold!r}")
+    if margin is not None and not 0.0 <= float(margin) <= 1.0:
+        raise ValueError(f"margin must be in [0, 1], got {margin!r}")
     if isinstance(max_bucket, bool) or int(max_bucket) != max_bucket or max_bucket < 1:
         raise ValueError(f"max_bucket must be a positive integer, got {max_bucket!r}")
     a = as_codes(source, bits, where="source")
@@ -173,12 +216,14 @@ def similarity_join(source: Any, threshold: float, other: Any = None, *, bits: i
         raise ValueError("give the raw rows of both sides (X and other_X), or of neither; other_X needs other")
     k = a.n_hashes
     if bands is None and rows is None:
-        bands, rows = choose_bands(threshold, k, a.bits, weights)
+        bands, rows = choose_bands(threshold, k, a.bits, weights, min_recall=min_recall)
     elif bands is None or rows is None:
         raise ValueError("give both bands and rows, or neither")
     bands, rows = check_bands(bands, rows, k)
-    xa = None if X is None else as_rows(X, a, "X")
-    xb = xa if not cross else (None if other_X is None else as_rows(other_X, b, "other_X"))
+    rows_a = None if X is None else as_rows(X, a, "X")
+    rows_b = rows_a if not cross else (None if other_X is None else as_rows(other_X, b, "other_X"))
+    if margin is None:
+        margin = 0.0 if rows_a is None else estimate_margin(threshold, k, a.bits)
 
     make_keys = dask.delayed(_block_keys, pure=True)
     parts = [make_keys(c.block(i), int(c.starts[i]), side, bands, rows)
@@ -189,15 +234,13 @@ def similarity_join(source: Any, threshold: float, other: Any = None, *, bits: i
     nb = b.n_blocks
     grouped = pairs.set_index("bp", divisions=list(range(a.n_blocks * nb + 1)), sorted=False).to_delayed()
     verify = dask.delayed(_verify, pure=True)
-    rows_a = None if xa is None else xa.to_delayed().ravel()
-    rows_b = None if xb is None else xb.to_delayed().ravel()
     out = []
     for p in range(a.n_blocks):
         for q in range(p if not cross else 0, nb):
             out.append(verify(grouped[p * nb + q], p, q, a.block(p), b.block(q),
                               None if rows_a is None else rows_a[p], None if rows_b is None else rows_b[q],
-                              int(a.starts[p]), int(b.starts[q]), threshold, a.bits))
+                              int(a.starts[p]), int(b.starts[q]), threshold, float(margin), a.bits))
     meta = pd.DataFrame({"i": np.empty(0, np.int64), "j": np.empty(0, np.int64), "estimate": np.empty(0)})
-    if xa is not None:
+    if rows_a is not None:
         meta["exact"] = np.empty(0)
     return dd.from_delayed(out, meta=meta, verify_meta=False)

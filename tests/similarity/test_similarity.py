@@ -62,15 +62,65 @@ def test_choose_bands_minimizes_the_weighted_error_areas():
         fn = quad(lambda s: 1 - candidate_probability(s, b, r, bits), t, 1)[0]
         return wfp * fp + wfn * fn
 
-    best = min(((k // r, r) for r in range(1, k + 1)), key=lambda br: cost(*br))
-    assert choose_bands(t, k, bits, (wfp, wfn)) == best
+    splits = [(k // r, r) for r in range(1, k + 1)]
+    assert choose_bands(t, k, bits, (wfp, wfn), min_recall=0) == min(splits, key=lambda br: cost(*br))
+    # min_recall: the cheapest of the splits that make a pair at the threshold a candidate that often
+    for floor in (0.99, 0.999):
+        ok = [br for br in splits if candidate_probability(t, *br, bits) >= floor]
+        assert choose_bands(t, k, bits, (wfp, wfn), min_recall=floor) == min(ok, key=lambda br: cost(*br))
     with pytest.raises(ValueError, match="threshold"):
         choose_bands(1.0, k)
+    with pytest.raises(ValueError, match="min_recall"):
+        choose_bands(t, k, min_recall=1.5)
+
+
+def test_default_bands_find_pairs_at_the_threshold_at_least_as_often_as_five_minhash_tables():
+    """At t = 0.8, 128 codes of 8 bits, the weighted areas alone pick 18 bands of 7 codes, which
+    miss a pair exactly at the threshold 1.4 % of the time (Spark's 5 MinHash tables: 0.03 %)."""
+    spark = 1 - (1 - T) ** 5
+    for k in (64, 128, 256, 512):
+        assert candidate_probability(T, *choose_bands(T, k, 8), bits=8) >= spark
+    assert 1 - candidate_probability(T, *choose_bands(T, 128, 8, min_recall=0), bits=8) > 0.01
+
+
+def test_join_with_raw_rows_misses_no_pair_at_the_threshold():
+    """Pairs at GMM 0.8 (x and 0.8 x, 0.6 x and 0.75 x: those rounding to >= 0.8) and above: with
+    the default bands a pair at the threshold is missed with chance 1 - P(0.8) = 4.6e-5
+    (candidates) plus under 3e-7 (the margin of the estimate), so at most 1 miss among these
+    ~5,000 pairs (expected 0.02); the areas' split (18 bands of 7 codes, chance 0.014 at 0.8)
+    misses about 6 of the ~400 pairs at 0.8 alone."""
+    X = _weighted_rows(seed=2, groups=400)
+    truth, K = _truth(X, T)
+    at_t = sum(1 for i, j in truth if abs(K[i, j] - T) < 1e-9)
+    assert at_t >= 380 and len(truth) >= 5000
+    codes = GCWS(scale=None, n_components=128, bits=8, seed=4, sampler="dart").fit(X).transform(X)
+    got = _pairs(similarity_join(da.from_array(codes, chunks=(400, -1)), T, bits=8, X=X).compute())
+    assert got <= truth
+    assert len(truth - got) <= 1
+
+
+def test_sparse_raw_rows_give_the_pairs_of_dense_ones():
+    import scipy.sparse as sp
+
+    X = _weighted_rows(seed=3, groups=40)  # a third of the entries are zero
+    codes = GCWS(scale=None, n_components=128, bits=8, seed=1, sampler="dart").fit(X).transform(X)
+    dense = similarity_join(da.from_array(codes, chunks=(70, -1)), T, bits=8, X=X).compute()
+    csr = sp.csr_matrix(X)
+    rev = np.concatenate([np.arange(e - 1, s - 1, -1) for s, e in zip(csr.indptr[:-1], csr.indptr[1:])])
+    Xs = sp.csr_matrix((csr.data[rev], csr.indices[rev], csr.indptr), shape=X.shape)  # each row's columns reversed
+    assert not Xs.has_sorted_indices  # the pair kernel merges sorted column indices: they get sorted
+    sparse = similarity_join(da.from_array(codes, chunks=(70, -1)), T, bits=8, X=Xs).compute()
+    assert len(dense) > 100
+    pd.testing.assert_frame_equal(sparse.reset_index(drop=True), dense.reset_index(drop=True), atol=1e-6, rtol=0)
+    with pytest.raises(ValueError, match="X: expected 280 rows"):
+        similarity_join(codes, T, bits=8, X=Xs[:10])
 
 
 def test_code_agreement_is_gmm_plus_chance_agreement_of_b_bits():
-    """Exact for DartMinHash codes (a hash of the winning dart); ICWS's codes (bits of i* alone)
-    agree at least as often, and on rows ``x`` and ``s x`` much more (t* differs, i* does not)."""
+    """Exact for DartMinHash codes (a hash of the winning dart). ICWS's codes are the lowest b bits
+    of the split index i* (2 x feature, + 1 for a negative value) alone: i* agrees a little more
+    often than (i*, t*) (0-bit CWS), and on nonnegative rows the lowest bit is always 0, so
+    different i* agree on b bits one time in 2**(b - 1), not 2**b."""
     X = _weighted_rows(seed=1, groups=40)
     codes = GCWS(scale=None, n_components=256, bits=2, seed=3, sampler="dart").fit_transform(X)
     a, b = np.arange(6, len(X), 7), np.arange(3, len(X), 7)  # pairs (x, 0.85 x): GMM 0.85 exactly
@@ -78,8 +128,30 @@ def test_code_agreement_is_gmm_plus_chance_agreement_of_b_bits():
     expect = collision_probability(0.85, bits=2)
     assert abs(p - expect) < 4 * np.sqrt(expect * (1 - expect) / (a.size * 256))
     assert code_estimate(p * 256, 256, 2) == pytest.approx(0.85, abs=4 * np.sqrt(0.15 * 0.85 / (a.size * 256)) / 0.75)
-    icws = GCWS(scale=None, n_components=256, bits=2, seed=3).fit_transform(X)
+    g = GCWS(scale=None, n_components=256, bits=2, seed=3).fit(X)
+    icws = g.transform(X)
     assert (icws[a] == icws[b]).mean() > p
+    assert not (icws & 1).any()  # nonnegative rows: every split index, so every code, is even
+    i_star = g.sample(X)[0]
+    same = (i_star[a] == i_star[b]).mean()
+    expect = same + (1 - same) / 2  # one of the two bits is wasted
+    assert abs((icws[a] == icws[b]).mean() - expect) < 4 * np.sqrt(expect * (1 - expect) / (a.size * 256))
+
+
+def test_a_store_of_icws_codes_warns_that_estimates_lean_high(tmp_path):
+    X = _weighted_rows(groups=10)
+    for sampler in ("icws", "dart"):
+        featurize(X, GCWS(n_components=32, bits=8, seed=1, sampler=sampler), store=str(tmp_path / sampler),
+                  progress=False)
+    with pytest.warns(UserWarning, match="sampler='dart'"):
+        similarity_join(str(tmp_path / "icws"), T)
+    with pytest.warns(UserWarning, match="lean high"):
+        SimilarityIndex.from_source(str(tmp_path / "icws"))
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        similarity_join(str(tmp_path / "dart"), T)
 
 
 @pytest.mark.parametrize("exact", [True, False])
@@ -128,7 +200,7 @@ def test_join_finds_the_real_exact_and_near_duplicates():
 
 def test_results_do_not_depend_on_the_partitioning(tmp_path):
     X = _weighted_rows(groups=30)
-    gcws = GCWS(scale=None, n_components=128, bits=4, seed=7).fit(X)
+    gcws = GCWS(scale=None, n_components=128, bits=4, seed=7, sampler="dart").fit(X)
     codes = gcws.transform(X)
     runs = [similarity_join(da.from_array(codes, chunks=(c, -1)), T, bits=4, npartitions=p).compute()
             for c, p in ((len(X), 1), (37, 5), (100, 2))]
@@ -235,7 +307,8 @@ def test_a_damaged_store_block_is_named_not_searched(tmp_path):
 
     X = _weighted_rows(groups=10)
     path = str(tmp_path / "s.zarr")
-    featurize(X, GCWS(scale=None, n_components=32, bits=8, seed=1), store=path, block_rows=20, progress=False)
+    featurize(X, GCWS(scale=None, n_components=32, bits=8, seed=1, sampler="dart"), store=path, block_rows=20,
+              progress=False)
     chunk = os.path.join(path, "features", "c", "{}", "0")
     shutil.copyfile(chunk.format(1), chunk.format(0))  # a swapped chunk: valid bytes, wrong rows
     with pytest.raises(StoreIntegrityError, match="block 0"):
