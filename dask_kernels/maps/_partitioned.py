@@ -30,22 +30,25 @@ def n_features_of(X: Any) -> int:
     return int(X.n_features) if is_partitions(X) else int(X.shape[1])
 
 
+def delayed_blocks(X: Any) -> tuple[list, list, int]:
+    """``(blocks, row_offsets, n_features)`` of ``X`` (a dask array or SparsePartitions): one
+    delayed block of whole rows each."""
+    if is_partitions(X):
+        return [p[0] for p in X.to_delayed()], list(X.row_offsets), int(X.n_features)
+    if X.ndim != 2:
+        raise ValueError(f"expected 2-d rows, got shape {X.shape}")
+    if any(np.isnan(c) for c in X.chunks[0]):
+        raise ValueError("row chunk sizes are unknown; call X.compute_chunk_sizes() first")
+    X = X.rechunk({1: -1})
+    offsets = np.concatenate([[0], np.cumsum(X.chunks[0])[:-1]]).astype(np.int64).tolist()
+    return list(X.to_delayed().ravel()), offsets, int(X.shape[1])
+
+
 def reduce_blocks(X: Any, part: Callable, merge: Callable, *args: Any) -> tuple[Any, int, int]:
     """``merge(*results)`` over ``part(block, row_offset, *args)`` of every block of ``X`` (a
     dask array or SparsePartitions); returns ``(result, n_rows, n_features)``. ``merge`` receives
     at most ``MERGE_FAN_IN`` results at a time and must not depend on how they are grouped."""
-    if is_partitions(X):
-        blocks = [p[0] for p in X.to_delayed()]
-        offsets, d = X.row_offsets, X.n_features
-    else:
-        if X.ndim != 2:
-            raise ValueError(f"expected 2-d rows, got shape {X.shape}")
-        if any(np.isnan(c) for c in X.chunks[0]):
-            raise ValueError("row chunk sizes are unknown; call X.compute_chunk_sizes() first")
-        X = X.rechunk({1: -1})
-        blocks = list(X.to_delayed().ravel())
-        offsets = np.concatenate([[0], np.cumsum(X.chunks[0])[:-1]]).astype(np.int64).tolist()
-        d = X.shape[1]
+    blocks, offsets, d = delayed_blocks(X)
     level = [dask.delayed(part, pure=True)(b, int(o), *args) for b, o in zip(blocks, offsets)]
     while len(level) > 1:
         level = [dask.delayed(merge, pure=True)(*level[i:i + MERGE_FAN_IN])

@@ -71,6 +71,15 @@ def checked_block_stats(X, row_offset, n_features, rule):
     return block_stats(X, rule)
 
 
+def raise_first_bad_block(blocks, n_features):
+    """Raise the input check's own error (row and column, an ``InputValueError`` the command line
+    prefixes with its file) for the first of ``(block, row_offset)`` that fails it: when no block
+    passes, the statistics pass is where the user first hears of the bad rows."""
+    for block, row_offset in blocks:
+        validate_block(block.compute(), n_features, dtypes=(np.float64, np.float32), max_abs=SCALE_MAX,
+                       accept_sparse=True, row_offset=row_offset)
+
+
 def merge_stats(*parts):
     """Elementwise min of the minima, max of the maxima: exact, so the same for any order."""
     parts = [p for p in parts if p is not None]

@@ -244,6 +244,18 @@ class FeatureMap(TransformerMixin, BaseEstimator):
         return json.dumps(self.spec(), sort_keys=True, separators=(",", ":"))
 
 
+def fits_on_all_rows(feature_map) -> bool:
+    """Whether :func:`ensure_fitted` will read all rows: an unfitted map that learns from all the
+    data (``fits_partitioned``). A fitted map reads nothing."""
+    if not getattr(feature_map, "fits_partitioned", False):
+        return False
+    try:
+        check_is_fitted(feature_map)
+        return False
+    except NotFittedError:
+        return True
+
+
 def ensure_fitted(feature_map, first_rows, all_rows=None):
     """The one rule for an unfitted map handed to ``featurize`` or ``fit_incremental``.
 

@@ -272,8 +272,10 @@ def featurize(X: Any, feature_map: FeatureMap, *, labels: Any = None, row_ids: A
         refuse_link(store)
         refuse_nesting(store, storage_options)
     # dask DataFrames: partitions as blocks; their lengths are computed (one pass) only for a
-    # store, which needs row offsets, or a map fitted on all rows (with their row numbers)
-    lazy = store is None and not getattr(feature_map, "fits_partitioned", False)
+    # store, which needs row offsets, or an unfitted map to fit on all rows (with their row numbers)
+    from ..maps.base import fits_on_all_rows
+
+    lazy = store is None and not fits_on_all_rows(feature_map)
     X, labels = as_rows(X, None if store is None else labels, lengths=not lazy)
     kind, src = _as_source(X, block_rows, lazy=lazy)
     fmap = _fitted(feature_map, kind, src)

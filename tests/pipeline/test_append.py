@@ -113,4 +113,4 @@ def test_three_nightly_cli_appends_then_train(tmp_path, capsys):
     assert s.n_rows == 270 and len(s.segments) == 2 and s.verify_blocks() == {}
     g = GCWS(n_components=16).fit(days[0])  # the first night's rows: all of them (its scale)
     assert np.array_equal(s.features.compute(), g.transform(np.concatenate(days)))
-    assert "training SGDClassifier on 270 rows" in capsys.readouterr().out
+    assert "training SoftmaxSGD on 270 rows" in capsys.readouterr().out  # the default on GCWS codes
