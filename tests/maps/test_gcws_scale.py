@@ -15,6 +15,7 @@ import scipy.sparse as sp
 from sklearn.linear_model import SGDClassifier
 
 from dask_kernels import GCWS, featurize, fit_incremental, from_spec, open_store
+from dask_kernels.blocks import InputValueError
 from dask_kernels.io import from_sparse
 from dask_kernels.maps._scaling import apply_scale, shift_factor
 
@@ -175,5 +176,6 @@ def test_a_bad_block_is_left_to_the_transform_which_names_its_row():
     np.testing.assert_array_equal(gcws.spec()["state"]["scale"]["max"], np.delete(X, np.s_[100:200], 0).max(axis=0))
     with pytest.raises(ValueError, match="row 130, column 2"):
         gcws.transform(bad)
-    with pytest.raises(ValueError, match="no block of the input passes the input check"):
+    # no block passes (one block): the fit raises the input check's own error, naming the row
+    with pytest.raises(InputValueError, match="row 130, column 2"):
         GCWS(n_components=8).fit(da.from_array(bad, chunks=(300, -1)))
