@@ -190,7 +190,7 @@ def similarity_join(source: Any, threshold: float, other: Any = None, *, bits: i
     >>> from dask_kernels.similarity import similarity_join
     >>> X = np.random.default_rng(0).random((200, 20))
     >>> X[150] = X[3]                                    # an exact duplicate
-    >>> codes = GCWS(n_components=128, bits=8, seed=1).fit_transform(X)
+    >>> codes = GCWS(n_components=128, bits=8, seed=1, scale=None).fit_transform(X)  # the rows' own GMM
     >>> pairs = similarity_join(codes, 0.9, bits=8, X=X).compute()
     >>> pairs[["i", "j", "estimate", "exact"]].values.tolist()
     [[3.0, 150.0, 1.0, 1.0]]
