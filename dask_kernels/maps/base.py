@@ -244,16 +244,18 @@ class FeatureMap(TransformerMixin, BaseEstimator):
         return json.dumps(self.spec(), sort_keys=True, separators=(",", ":"))
 
 
+def _is_fitted(feature_map) -> bool:
+    try:
+        check_is_fitted(feature_map)
+        return True
+    except NotFittedError:
+        return False
+
+
 def fits_on_all_rows(feature_map) -> bool:
     """Whether :func:`ensure_fitted` will read all rows: an unfitted map that learns from all the
     data (``fits_partitioned``). A fitted map reads nothing."""
-    if not getattr(feature_map, "fits_partitioned", False):
-        return False
-    try:
-        check_is_fitted(feature_map)
-        return False
-    except NotFittedError:
-        return True
+    return getattr(feature_map, "fits_partitioned", False) and not _is_fitted(feature_map)
 
 
 def ensure_fitted(feature_map, first_rows, all_rows=None):
@@ -264,12 +266,10 @@ def ensure_fitted(feature_map, first_rows, all_rows=None):
     fitted on ``all_rows`` if the map learns from all the data (``fits_partitioned``, e.g.
     Nystroem) and they are given, else on ``first_rows()``, the first block that has rows.
     """
-    try:
-        check_is_fitted(feature_map)
+    if _is_fitted(feature_map):
         return feature_map
-    except NotFittedError:
-        fits_all = all_rows is not None and getattr(feature_map, "fits_partitioned", False)
-        return clone(feature_map).fit(all_rows if fits_all else first_rows())
+    fits_all = all_rows is not None and fits_on_all_rows(feature_map)
+    return clone(feature_map).fit(all_rows if fits_all else first_rows())
 
 
 def _jsonable(obj):
