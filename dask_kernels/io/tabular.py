@@ -662,8 +662,15 @@ def from_dataframe(ddf: dd.DataFrame, *, columns: list[str] | None = None, label
     X = ddf[columns].to_dask_array(lengths=lengths).astype(np.float64)
     if label is None:
         return X
-    y = ddf[label].to_dask_array(lengths=lengths)
-    return X, (y.astype(object) if _is_text(ddf[label].dtype) and y.dtype != object else y)
+    return X, _label_array(ddf[label], lengths)
+
+
+def _label_array(series, lengths):
+    """A dask Series of labels as a dask array; class names as Python strings (object), cast in
+    the Series first: dask warns when it converts pandas' string dtype itself."""
+    if _is_text(series.dtype) and series.dtype != object:
+        series = series.astype(object)
+    return series.to_dask_array(lengths=lengths)
 
 
 def as_rows(X, y=None, *, lengths=True):
@@ -687,7 +694,7 @@ def as_rows(X, y=None, *, lengths=True):
     if is_dataframe(X):
         X = from_dataframe(X, lengths=counts.pop(0) if lengths else False)
     if is_dataframe(y):  # its own lengths: its partitions need not be the rows' (slices are global)
-        y = y.to_dask_array(lengths=None if counts[0] is None else list(counts[0]))
+        y = _label_array(y, None if counts[0] is None else list(counts[0]))
     return X, y
 
 

@@ -6,6 +6,8 @@ Before, a Parquet label column of letters was refused with advice about feature 
 about ``allow_pickle``.
 """
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -45,6 +47,15 @@ def test_a_csv_string_label_column_gives_the_class_names(table):
     Xd, yd = read_csv(str(d / "t.csv"), label="species")
     assert yd.compute().tolist() == y.tolist()
     np.testing.assert_array_equal(Xd.compute(), X)
+
+
+def test_a_text_label_column_is_read_without_dask_warning_about_its_dtype(table):
+    """pandas' string dtype converted by dask itself warned on every featurize from a CSV."""
+    d, X, y = table
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        Xd, yd = read_csv(str(d / "t.csv"), label="species")
+        assert yd.compute().tolist() == y.tolist()
 
 
 def test_an_unnamed_text_column_is_refused_saying_how_to_name_the_labels(table):
