@@ -17,7 +17,8 @@ from ._identity import InputChangedError
 from .dense import from_array, read_npy, read_zarr
 from .sparse import SparsePartitions, from_sparse
 from .svmlight import SvmlightFormatError, read_svmlight
-from .tabular import InputChoiceError, ParquetFormatError, from_dataframe, read_csv, read_parquet
+from .csv import read_csv
+from .tabular import InputChoiceError, ParquetFormatError, from_dataframe, read_parquet
 
 __all__ = [
     "InputChangedError",

@@ -1,4 +1,4 @@
-"""Numeric columns of tables (Parquet files, CSV, any dask DataFrame) as dense rows.
+"""Numeric columns of tables (Parquet files, any dask DataFrame) as dense rows.
 
 The result is a dask array chunked along rows with *known* row counts (so global row numbers,
 store blocks and error messages are fixed before any data is read) plus, with ``label=``, the
@@ -15,7 +15,9 @@ label column chunked the same way.
   :class:`InputChangedError`, not a mix of rows).
 * :func:`from_dataframe` takes any dask DataFrame: partitions become blocks; their lengths are
   computed once (one pass over the data: dask DataFrames do not know them).
-* :func:`read_csv` is dask's CSV reader followed by :func:`from_dataframe`.
+
+CSV files are read by :func:`dask_kernels.io.csv.read_csv` (dask's CSV reader followed by
+:func:`from_dataframe`).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ import dask
 import dask.array as da
 import numpy as np
 
-from .._compat import Blockwise, BlockwiseDepDict, HighLevelGraph, blockwise, csv_float_options
+from .._compat import Blockwise, BlockwiseDepDict, HighLevelGraph, blockwise
 from .._hashing import parts_hash
 from ._identity import FileIdentity, InputChangedError
 from .dense import default_block_rows
@@ -696,73 +698,3 @@ def as_rows(X, y=None, *, lengths=True):
     if is_dataframe(y):  # its own lengths: its partitions need not be the rows' (slices are global)
         y = _label_array(y, None if counts[0] is None else list(counts[0]))
     return X, y
-
-
-def _first_line(path, storage_options, compression):
-    """The first line of the first file of ``path`` (a file, a glob or a list), decoded."""
-    import fsspec
-
-    first = path[0] if isinstance(path, (list, tuple)) else path
-    files = fsspec.open_files(first, mode="rt", compression=compression, storage_options=storage_options or {})
-    if not files:
-        raise FileNotFoundError(f"{path}: no CSV files found")
-    with files[0] as f:
-        return f.readline(1 << 20)
-
-
-def _fields(line):
-    import csv
-
-    return next(csv.reader([line.rstrip("\r\n")]), [])
-
-
-def _looks_like_data(line):
-    """Whether every field of a CSV line reads as a number (then it is a row, not column names)."""
-    fields = [f.strip() for f in _fields(line)]
-    if not fields or fields == [""]:
-        return False
-    try:
-        [float(f) for f in fields]
-    except ValueError:
-        return False
-    return True
-
-
-def read_csv(path: str, *, columns: list[str] | None = None, label: str | None = None, blocksize: int | str = "64MB",
-             header: bool | str = "auto", storage_options: dict | None = None,
-             **kwargs: Any) -> da.Array | tuple[da.Array, da.Array]:
-    """Numeric columns of CSV files (dask's reader) as dense rows; see :func:`from_dataframe`.
-
-    Partitions are dask's byte ranges (``blocksize``); their row counts are computed once, which
-    parses the files once more than featurizing alone would.
-
-    ``header``: True, the first line names the columns; False, there is no header line and the
-    columns are named ``"0"``, ``"1"``, ... (so ``label="0"`` is the first column); ``"auto"``
-    (default), True unless every field of the first line is a number, which is refused: such a
-    line is a row of data, and reading it as column names would lose it and misname every column.
-
-    Examples
-    --------
-    >>> import os, tempfile
-    >>> p = os.path.join(tempfile.mkdtemp(), "t.csv")
-    >>> _ = open(p, "w").write("a,b,y\\n1,2,0\\n3,4,1\\n")
-    >>> X, y = read_csv(p, label="y")
-    >>> X.compute().tolist(), y.compute().tolist()
-    ([[1.0, 2.0], [3.0, 4.0]], [0, 1])
-    """
-    import dask.dataframe as dd
-
-    if header not in (True, False, "auto"):
-        raise ValueError(f"header must be True, False or 'auto', got {header!r}")
-    if header is not True:
-        line = _first_line(path, storage_options, kwargs.get("compression", "infer"))
-        if header == "auto" and _looks_like_data(line):
-            what = (f"{path}: the first line looks like data, not column names ({line.strip()[:60]!r}); "
-                    "say whether the file has a header: ")
-            raise InputChoiceError(what + "header=False (columns named '0', '1', ...) or header=True",
-                                   what + "--no-header (columns named 0, 1, ...) or --header")
-        if header is False:
-            kwargs = {**kwargs, "header": None, "names": [str(i) for i in range(len(_fields(line)))]}
-    # every float exactly as written, on every supported pandas (the caller's kwargs win)
-    ddf = dd.read_csv(path, blocksize=blocksize, storage_options=storage_options, **{**csv_float_options(), **kwargs})
-    return from_dataframe(ddf, columns=columns, label=label)
