@@ -6,6 +6,7 @@ a fingerprint of the input; the graph holds a small file handle, never the data.
 
 from __future__ import annotations
 
+import logging
 import os
 import weakref
 
@@ -14,6 +15,8 @@ import numpy as np
 
 from .._hashing import content_hash, parts_hash
 from ._identity import FileIdentity
+
+logger = logging.getLogger(__name__)
 
 #: default rows per block when the caller gives none: about 32 MiB of float64 input.
 TARGET_BLOCK_BYTES = 32 * 2**20
@@ -112,7 +115,24 @@ def mapped(a) -> MappedFile | None:
     if not (isinstance(a, np.memmap) and isinstance(a.base, mmap.mmap) and a.filename and a.mode == "r"
             and a.size):
         return None
-    return MappedFile(a)
+    f = MappedFile(a)
+    if not _same_ends(a, f):
+        logger.warning("%s: the file no longer holds the rows this array maps (replaced since it was "
+                       "loaded?): its rows travel in the task graph instead; load the file again to "
+                       "have them read by path", f.path)
+        return None
+    return f
+
+
+def _same_ends(a, f):
+    """Whether the file at ``f.path`` still shows the first and last rows of the mapping ``a``: a
+    file replaced at that path after ``a`` mapped the old one (which ``a`` keeps) does not, and
+    the tasks would read the new one. Two rows: reading the whole file would cost a job's read."""
+    try:
+        now = np.memmap(f.path, f.dtype, "r", f.offset, f.shape, f.order)
+    except (OSError, ValueError):  # gone, or shorter than the mapping
+        return False
+    return all(np.asarray(a[i]).tobytes() == np.asarray(now[i]).tobytes() for i in (0, -1))
 
 
 class NpyFile(MappedFile):
@@ -123,9 +143,10 @@ class NpyFile(MappedFile):
         self.token = _file_token(self.path)
 
 
-def read_mapped(f: MappedFile, chunks) -> da.Array:
+def read_mapped(f: MappedFile, chunks, name: str | None = None) -> da.Array:
     """A lazy dask array of the mapped file ``f`` (:func:`mapped`) in ``chunks``: each task maps
-    and slices the file itself, so the graph holds the small stand-in, never the data.
+    and slices the file itself, so the graph holds the small stand-in, never the data. ``name``:
+    the array's (default: a hash of the file's path, size, modification time, layout and chunks).
 
     Examples
     --------
@@ -136,17 +157,20 @@ def read_mapped(f: MappedFile, chunks) -> da.Array:
     (((2, 2, 1),), [0, 1, 2, 3, 4])
     """
     chunks = da.core.normalize_chunks(chunks, f.shape, dtype=f.dtype)
-    name = "mapped-" + parts_hash(_file_token(f.path), f.offset, f.shape, f.dtype.str, f.order, chunks)
-    return da.from_array(f, chunks=chunks, name=name, meta=np.empty((0,) * f.ndim, f.dtype),
-                         inline_array=True)  # see read_npy
+    name = name or "mapped-" + parts_hash(_file_token(f.path), f.offset, f.shape, f.dtype.str, f.order, chunks)
+    # inline_array: each block task carries the small file handle instead of depending on a
+    # shared key, so block tasks stay independent root tasks the scheduler can freely balance.
+    return da.from_array(f, chunks=chunks, name=name, meta=np.empty((0,) * f.ndim, f.dtype), inline_array=True)
 
 
-#: dask name -> FileIdentity of the arrays made by read_npy (featurize re-checks it per block)
+#: dask name -> FileIdentity of the arrays of mapped files made by read_npy and from_array
+#: (featurize re-checks it per block)
 _IDENTITIES = weakref.WeakValueDictionary()
 
 
 def file_identity(X):
-    """The :class:`FileIdentity` of a dask array returned by :func:`read_npy`, else None."""
+    """The :class:`FileIdentity` of a dask array of a mapped file returned by :func:`read_npy` or
+    :func:`from_array`, else None."""
     return _IDENTITIES.get(getattr(X, "name", None))
 
 
@@ -172,13 +196,16 @@ def read_npy(path: str, *, block_rows: int | None = None) -> da.Array:
     ((4, 4, 2), (3,))
     """
     f = NpyFile(path)
+    return _mapped_rows(f, block_rows, "npy-" + parts_hash(f.token))
+
+
+def _mapped_rows(f, block_rows, name=None):
+    """The 2-d mapped file ``f`` as rows in blocks of ``block_rows``, read per block by the tasks
+    (:func:`read_mapped`); its identity is registered for :func:`file_identity`."""
     rows = block_rows or default_block_rows(f.shape[1], f.dtype.itemsize)
-    name = "npy-" + parts_hash(f.token)
-    _IDENTITIES[name] = f.identity
-    # inline_array: each block task carries the small file handle instead of depending on a
-    # shared key, so block tasks stay independent root tasks the scheduler can freely balance.
-    return da.from_array(f, chunks=(rows, f.shape[1]), name=name, meta=np.empty((0, 0), f.dtype),
-                         inline_array=True)
+    A = read_mapped(f, (rows, f.shape[1]), name)
+    _IDENTITIES[A.name] = f.identity
+    return A
 
 
 def read_zarr(url: str, component: str | None = None, *, block_rows: int | None = None,
@@ -214,10 +241,19 @@ def read_zarr(url: str, component: str | None = None, *, block_rows: int | None 
 
 
 def from_array(X, *, block_rows=None):
-    """In-memory dense rows as a dask array chunked along rows, named by a hash of the content."""
-    X = np.asarray(X)
+    """In-memory dense rows as a dask array chunked along rows, named by a hash of the content.
+
+    A whole read-only mapping of a file (``np.load(path, mmap_mode="r")``, see :func:`mapped`) is
+    read like :func:`read_npy`: each task maps its own rows by path, offset, shape and dtype and
+    re-checks the file's size and modification time, so neither the data nor a hash of it is
+    taken here and the graph does not grow with the rows.
+    """
+    f = mapped(X)
+    X = f if f is not None else np.asarray(X)
     if X.ndim != 2:
         raise ValueError(f"expected a 2-d array of rows, found shape {X.shape}")
+    if f is not None:
+        return _mapped_rows(f, block_rows)
     rows = block_rows or default_block_rows(X.shape[1], X.dtype.itemsize)
     name = "ndarray-" + parts_hash(X.shape, X.dtype.str, content_hash(np.ascontiguousarray(X).data, digest_size=64))
     return da.from_array(X, chunks=(rows, X.shape[1]), name=name)

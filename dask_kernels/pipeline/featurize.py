@@ -59,7 +59,7 @@ def _as_source(X, block_rows, lazy=False):
         if not lazy and (np.isnan(X.shape[0]) or any(np.isnan(c) for c in X.chunks[0])):
             raise ValueError("row chunk sizes are unknown; call X.compute_chunk_sizes() first")
         return "dense", X
-    return "dense", from_array(np.asarray(X), block_rows=block_rows)
+    return "dense", from_array(X, block_rows=block_rows)  # a mapped file stays a file: read per block
 
 
 def _first_block(kind, src):
@@ -176,7 +176,10 @@ def featurize(X: Any, feature_map: FeatureMap, *, labels: Any = None, row_ids: A
         merged); a dask DataFrame's numeric columns are used partition by partition (into a
         store, their lengths computed once; :func:`~dask_kernels.read_parquet` knows them from
         the metadata; without a store nothing is read and the row chunks are of unknown size);
-        NumPy/SciPy input is split into blocks of ``block_rows`` rows.
+        NumPy/SciPy input is split into blocks of ``block_rows`` rows. A file NumPy maps
+        (``np.load(path, mmap_mode="r")``) is read block by block by the tasks at its path, which
+        every worker must be able to read, like :func:`~dask_kernels.read_npy`'s; in-memory
+        rows travel in the graph.
     feature_map : FeatureMap
         A fitted map. An unfitted one is fitted, as a clone, on the first block that has rows
         (enough for maps that learn just the input dimension, like GCWS without centering);

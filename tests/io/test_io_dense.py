@@ -1,12 +1,14 @@
 """Dense readers: .npy memory-mapped, Zarr arrays, in-memory NumPy, in-memory SciPy sparse."""
 
+import os
 import pickle
 
 import numpy as np
+import pytest
 import scipy.sparse as sp
 import zarr
 
-from dask_kernels.io import from_array, from_sparse, read_npy, read_zarr
+from dask_kernels.io import InputChangedError, from_array, from_sparse, read_npy, read_zarr
 
 
 def test_read_npy_is_lazy_and_small_in_the_graph(tmp_path):
@@ -49,3 +51,40 @@ def test_from_array_and_from_sparse():
     src = from_sparse(A, y=np.arange(10), block_rows=4)
     Xc, y, q = src.compute()
     assert np.array_equal(Xc.toarray(), A.toarray()) and y.tolist() == list(range(10)) and q is None
+
+
+def test_from_array_reads_a_mapped_file_by_path_and_refuses_it_changed(tmp_path):
+    """A file NumPy maps travels as its path (the graph holds no rows) and each block re-checks
+    the file: one modified since (here only its modification time) is refused, naming it,
+    rather than read as a mix of old and new rows (before: its rows were in the graph)."""
+    X = np.random.default_rng(1).random((1000, 50))
+    p = str(tmp_path / "x.npy")
+    np.save(p, X)
+    d = from_array(np.load(p, mmap_mode="r"), block_rows=300)
+    assert d.chunks == ((300, 300, 300, 100), (50,))
+    np.testing.assert_array_equal(d.compute(), X)
+    assert len(pickle.dumps(dict(d.__dask_graph__()))) < 20_000  # 400 kB of rows
+    st = os.stat(p)
+    os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
+    with pytest.raises(InputChangedError, match="x.npy: the input file changed"):
+        d.compute()
+    v = str(tmp_path / "v.npy")
+    np.save(v, X[:, 0])
+    with pytest.raises(ValueError, match=r"2-d array of rows, found shape \(1000,\)"):
+        from_array(np.load(v, mmap_mode="r"))
+
+
+def test_a_mapping_of_a_replaced_file_keeps_its_own_rows(tmp_path, caplog):
+    """A file replaced at its path after NumPy mapped it: the mapping still shows the old rows,
+    the path the new ones, so the rows go in the graph (as in-memory rows), with a warning naming
+    the file (read by path, the job would featurize the new file's rows)."""
+    X = np.random.default_rng(2).random((100, 5))
+    p, new = str(tmp_path / "x.npy"), str(tmp_path / "new.npy")
+    np.save(p, X)
+    mm = np.load(p, mmap_mode="r")
+    np.save(new, X + 1)
+    os.replace(new, p)
+    d = from_array(mm, block_rows=30)
+    assert d.name.startswith("ndarray-")
+    np.testing.assert_array_equal(d.compute(), X)
+    assert "x.npy: the file no longer holds the rows this array maps" in caplog.text

@@ -85,6 +85,26 @@ def test_featurize_graph_holds_no_labels_or_row_ids(tmp_path, write_graphs):
     _same_size(write_graphs)
 
 
+def test_featurize_graph_of_mapped_rows_holds_no_rows(tmp_path, write_graphs):
+    """Python API: rows of a file NumPy maps (``np.load(path, mmap_mode="r")``) are read per block
+    by the tasks, by path, like :func:`read_npy`'s (before: hashed whole on the client and sliced
+    into the graph, 16 MB at 10^6 rows of 4 float32). What is stored is what the same rows in
+    memory give, and a second run over the same file resumes (the same input)."""
+    mapped = []
+    for n in (10**5, 10**6):
+        xp, _, d = _files(tmp_path, n)
+        X = np.load(xp, mmap_mode="r")
+        kw = {"block_rows": n // BLOCKS, "progress": False, "shards": None}
+        before = len(write_graphs)
+        store = featurize(X, _gcws(), store=str(d / "f.zarr"), **kw)
+        mapped.append(sum(write_graphs[before:]))
+        want = featurize(np.array(X), _gcws(), store=str(d / "m.zarr"), **kw)
+        np.testing.assert_array_equal(store.features.compute(), want.features.compute())
+        assert store.n_rows == n and store.n_blocks == BLOCKS
+    assert featurize(X, _gcws(), store=str(d / "f.zarr"), **kw).run_stats == {"computed": 0, "skipped": BLOCKS}
+    _same_size(mapped)
+
+
 def test_featurize_graph_of_in_memory_labels_is_one_scattered_key(tmp_path, write_graphs):
     """In-memory labels on a distributed Client: scattered once, the graph holds only their key
     (before: the whole array, in the graph sent to the scheduler)."""
