@@ -58,25 +58,31 @@ def block_stats(X, rule):
             sp.issparse(X) else X.shape[0] * X.shape[1]))
 
 
-def checked_block_stats(X, row_offset, n_features, rule):
-    """:func:`block_stats` of a raw block that passes the input check, else None: such a block
-    is left to the transform, whose error names its file and row (the reader's, which a task
-    of this pass does not know)."""
+def checked_block(stats, X, row_offset, n_features, max_abs, *args):
+    """``stats(X, *args)`` of a raw block that passes the input check (``|x| <= max_abs``),
+    else None: such a block is left to the transform, whose error names its file and row (the
+    reader's, which a task of this pass does not know)."""
     try:
-        X = validate_block(X, n_features, dtypes=(np.float64, np.float32), max_abs=SCALE_MAX, accept_sparse=True,
+        X = validate_block(X, n_features, dtypes=(np.float64, np.float32), max_abs=max_abs, accept_sparse=True,
                            row_offset=row_offset)
     except ValueError as e:
-        logger.debug("scale statistics: block at row %d left out: %s", row_offset, e)
+        logger.debug("statistics: block at row %d left out: %s", row_offset, e)
         return None
-    return block_stats(X, rule)
+    return stats(X, *args)
 
 
-def raise_first_bad_block(blocks, n_features):
+def checked_block_stats(X, row_offset, n_features, rule):
+    """:func:`block_stats` of a raw block that passes the input check, else None (see
+    :func:`checked_block`)."""
+    return checked_block(block_stats, X, row_offset, n_features, SCALE_MAX, rule)
+
+
+def raise_first_bad_block(blocks, n_features, max_abs=SCALE_MAX):
     """Raise the input check's own error (row and column, an ``InputValueError`` the command line
     prefixes with its file) for the first of ``(block, row_offset)`` that fails it: when no block
     passes, the statistics pass is where the user first hears of the bad rows."""
     for block, row_offset in blocks:
-        validate_block(block.compute(), n_features, dtypes=(np.float64, np.float32), max_abs=SCALE_MAX,
+        validate_block(block.compute(), n_features, dtypes=(np.float64, np.float32), max_abs=max_abs,
                        accept_sparse=True, row_offset=row_offset)
 
 
