@@ -19,7 +19,7 @@ from numba.extending import intrinsic
 import math
 from functools import partial
 
-from ._fourier import COMMON_CONSTRAINTS, NORMAL_MAX, POSITIVE_FINITE, FloatFeatures, normal_table, projection_bound
+from ._fourier import COMMON_CONSTRAINTS, NORMAL_MAX, FloatFeatures, normal_table, projection_bound
 from ._fourier import projection_tables, row_chunks
 from .._compat import cgutils
 from ._bounds import check_projection

@@ -23,7 +23,7 @@ import math
 import numbers
 from functools import partial
 
-from ._fourier import CAUCHY_MAX, COMMON_CONSTRAINTS, NORMAL_MAX, POSITIVE_FINITE, FloatFeatures, cauchy_table
+from ._fourier import CAUCHY_MAX, COMMON_CONSTRAINTS, NORMAL_MAX, FloatFeatures, cauchy_table
 from ._fourier import normal_table, projection_bound, projection_tables, row_chunks
 from ._cos32 import affine_cos32_rows, shift_cos32v2_rows, shift_cos32v2_tile
 from ._fourier import GemmRowBlocks, cached_table, projection_tiles, tiled
