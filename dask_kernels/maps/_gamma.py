@@ -14,14 +14,13 @@ same bits for any chunking, and equals the in-memory fit on the same rows.
 
 from __future__ import annotations
 
-import functools
 import numbers
 
 from .._compat import StrOptions
 from ._exactsum import block_sums, exact_variance, merge_sums
 from ._fourier import POSITIVE_FINITE
-from ._partitioned import delayed_blocks, is_dask, is_partitions, n_features_of, reduce_blocks
-from ._scaling import checked_block, raise_first_bad_block
+from ._partitioned import is_dask, is_partitions, n_features_of
+from ._scaling import reduce_checked
 
 #: The constraint of a ``gamma`` that may be learned.
 GAMMA_CONSTRAINT = [POSITIVE_FINITE, StrOptions({"scale"})]
@@ -60,15 +59,7 @@ def fit_gamma(X, unit, who):
     SparsePartitions read once on the active scheduler (the same value for any chunking)."""
     if not (is_dask(X) or is_partitions(X)):
         return gamma_of_sums(gamma_sums(X, unit), X.shape[0], X.shape[1], unit, who), X.shape[0], X.shape[1]
-    d = n_features_of(X)
-    part = functools.partial(checked_block, gamma_sums)
-    sums, n, d = reduce_blocks(X, part, merge_sums, d, None, unit)
-    if n == 0:
-        raise ValueError(f"Found array with 0 sample(s) (shape=(0, {d})) while a minimum of 1 is required.")
-    if sums is None:
-        blocks, offsets, _ = delayed_blocks(X)
-        raise_first_bad_block(zip(blocks, offsets), d, None)
-        raise ValueError(f"{who} gamma='scale': no block of the input passes the input check")
+    sums, n, d = reduce_checked(X, gamma_sums, merge_sums, None, f"{who} gamma='scale'", unit)
     return gamma_of_sums(sums, n, d, unit, who), n, d
 
 

@@ -23,12 +23,14 @@ training rows, carries no information there, and is mapped to 0 by the shift.
 
 from __future__ import annotations
 
+import functools
 import logging
 
 import numpy as np
 import scipy.sparse as sp
 
 from ..blocks import validate_block
+from ._partitioned import delayed_blocks, n_features_of, reduce_blocks
 
 #: Largest ``|x|`` accepted with a scale rule, and the bound its results are clipped to, so that
 #: ``x - shift`` and the kernel's logarithms stay finite (the same bound as GCWS's center).
@@ -71,12 +73,6 @@ def checked_block(stats, X, row_offset, n_features, max_abs, *args):
     return stats(X, *args)
 
 
-def checked_block_stats(X, row_offset, n_features, rule):
-    """:func:`block_stats` of a raw block that passes the input check, else None (see
-    :func:`checked_block`)."""
-    return checked_block(block_stats, X, row_offset, n_features, SCALE_MAX, rule)
-
-
 def raise_first_bad_block(blocks, n_features, max_abs=SCALE_MAX):
     """Raise the input check's own error (row and column, an ``InputValueError`` the command line
     prefixes with its file) for the first of ``(block, row_offset)`` that fails it: when no block
@@ -84,6 +80,22 @@ def raise_first_bad_block(blocks, n_features, max_abs=SCALE_MAX):
     for block, row_offset in blocks:
         validate_block(block.compute(), n_features, dtypes=(np.float64, np.float32), max_abs=max_abs,
                        accept_sparse=True, row_offset=row_offset)
+
+
+def reduce_checked(X, stats, merge, max_abs, what, *args):
+    """``(merge of stats(block, *args), n_rows, n_features)`` over the blocks of a dask array or
+    SparsePartitions that pass the input check (one pass, a merge tree: ``merge`` must not
+    depend on the grouping). No rows, or no block that passes: ValueError (the input check's
+    own, naming the row, when there is a bad block), ``what`` naming the statistic."""
+    result, n, d = reduce_blocks(X, functools.partial(checked_block, stats), merge, n_features_of(X), max_abs, *args)
+    if n == 0:
+        raise ValueError(f"Found array with 0 sample(s) (shape=(0, {d})) while a minimum of 1 is required.")
+    if result is None:
+        blocks, offsets, _ = delayed_blocks(X)
+        raise_first_bad_block(zip(blocks, offsets), d, max_abs)
+        raise ValueError(f"{what}: no block of the input passes the input check (NaN, infinity, |x| > "
+                         f"{max_abs} or malformed rows); transforming it names the first bad row")
+    return result, n, d
 
 
 def merge_stats(*parts):
