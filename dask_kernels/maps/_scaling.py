@@ -131,6 +131,13 @@ def shift_factor(rule, stats):
     return 0.5 * lo + 0.5 * hi, np.where(half > _TINY, 1.0 / np.maximum(half, _TINY), 1.0)
 
 
+def fitted_shift_factor(state, n_features):
+    """:func:`shift_factor` of a fitted map's ``scale_`` (None: no scaling)."""
+    if state is None:
+        return None
+    return shift_factor(*state_to_stats(state, int(n_features), "scale_"))
+
+
 def apply_scale(X, shift, factor):
     """A validated block scaled as the module docstring says (a new array; CSR stays CSR
     when there is no shift, else it is densified)."""

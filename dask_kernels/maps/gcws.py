@@ -38,7 +38,7 @@ from ._gcws_kernels import (  # noqa: F401  (the kernels and their constants, re
     _gcws_dense, _hash_params, _parameter_table, code_dtype)
 from ._parallel import N_JOBS_CONSTRAINT
 from ._partitioned import is_dask, is_partitions, n_features_of
-from ._scaling import (SCALE_MAX, apply_scale, block_stats, merge_stats, reduce_checked, resolve, shift_factor,
+from ._scaling import (SCALE_MAX, apply_scale, block_stats, fitted_shift_factor, merge_stats, reduce_checked, resolve,
                        state_to_stats, stats_to_state)
 from .base import FeatureMap
 from .._docstrings import fill_doc
@@ -369,10 +369,7 @@ class GCWS(FeatureMap):
             self.dart_scale_ = None
 
     def _shift_factor(self):
-        if self.scale_ is None:
-            return None
-        rule, stats = state_to_stats(self.scale_, int(self.n_features_in_), "scale_")
-        return shift_factor(rule, stats)
+        return fitted_shift_factor(self.scale_, self.n_features_in_)
 
     def _fitted_state(self):
         state = {"center": None if self.center_ is None else self.center_.tolist()}
