@@ -2,43 +2,38 @@
 
 A map's own ``fit`` sees one block (``featurize`` and ``fit_incremental`` fit an unfitted map on
 the first block of rows), so ``center="mean"`` would centre on that block only. The command line
-computes the column means of the whole input on the cluster (one task per partition, summed)
-and passes them as the explicit ``center`` vector, so the stored spec records the centre used.
+computes the column means of the whole input on the cluster (one task per partition, merged in a
+tree) and passes them as the explicit ``center`` vector, so the stored spec records the centre
+used. The sums are exact (:mod:`dask_kernels.maps._exactsum`): the centre is the correctly
+rounded mean of the rows, the same bits for any partitioning or block size.
 """
 
-import dask
 import numpy as np
 
 
-def _partition_sums(part, scale):
-    X = part[0]
-    s = np.asarray(X.sum(axis=0), dtype=np.float64).ravel()
-    scaled = np.asarray((X * scale).sum(axis=0), dtype=np.float64).ravel()  # if the plain sum overflows
-    return s, scaled
+def _block_column_sums(X, row_offset, n_features):
+    from dask_kernels.blocks import validate_block
+    from dask_kernels.maps._exactsum import block_sums
+
+    X = validate_block(X, n_features, dtypes=(np.float64, np.float32), max_abs=None, accept_sparse=True,
+                       row_offset=row_offset)  # NaN or infinity: an error naming the row and column
+    return block_sums(X, by_column=True)
 
 
 def column_means(X):
-    """Column means of a dask array or :class:`~dask_kernels.io.SparsePartitions` (one pass).
+    """Column means of an array, a dask array or :class:`~dask_kernels.io.SparsePartitions` (one
+    pass): each the correctly rounded float64 of the exact mean, whatever the chunking."""
+    from dask_kernels.maps._exactsum import exact_mean, merge_sums
+    from dask_kernels.maps._partitioned import is_dask, is_partitions, n_features_of, reduce_blocks
 
-    Sums that overflow float64 fall back to summing ``x / n_rows`` (as GCWS's own fit does).
-    """
     n = int(X.shape[0])
     if n == 0:
         raise ValueError("center=mean: the input has no rows")
-    scale = 1.0 / n
-    if hasattr(X, "to_delayed") and hasattr(X, "row_counts"):  # SparsePartitions
-        parts = dask.compute(*[dask.delayed(_partition_sums)(p, scale) for p in X.to_delayed()])
-        total = np.sum([p[0] for p in parts], axis=0)
-        scaled = np.sum([p[1] for p in parts], axis=0)
+    if is_dask(X) or is_partitions(X):
+        sums, n, _ = reduce_blocks(X, _block_column_sums, merge_sums, n_features_of(X))
     else:
-        total, scaled = dask.compute(X.sum(axis=0, dtype=np.float64), (X * scale).sum(axis=0, dtype=np.float64))
-    mean = np.asarray(total, dtype=np.float64) / n
-    if not np.all(np.isfinite(mean)):
-        mean = np.asarray(scaled, dtype=np.float64)
-    if not np.all(np.isfinite(mean)):
-        col = int(np.flatnonzero(~np.isfinite(mean))[0])
-        raise ValueError(f"center=mean: column {col} of the input has non-finite values")
-    return mean
+        sums = _block_column_sums(X, 0, X.shape[1])
+    return exact_mean(sums, n)
 
 
 def resolve_center(fmap, X):

@@ -23,12 +23,14 @@ training rows, carries no information there, and is mapped to 0 by the shift.
 
 from __future__ import annotations
 
+import functools
 import logging
 
 import numpy as np
 import scipy.sparse as sp
 
 from ..blocks import validate_block
+from ._partitioned import delayed_blocks, n_features_of, reduce_blocks
 
 #: Largest ``|x|`` accepted with a scale rule, and the bound its results are clipped to, so that
 #: ``x - shift`` and the kernel's logarithms stay finite (the same bound as GCWS's center).
@@ -58,26 +60,42 @@ def block_stats(X, rule):
             sp.issparse(X) else X.shape[0] * X.shape[1]))
 
 
-def checked_block_stats(X, row_offset, n_features, rule):
-    """:func:`block_stats` of a raw block that passes the input check, else None: such a block
-    is left to the transform, whose error names its file and row (the reader's, which a task
-    of this pass does not know)."""
+def checked_block(stats, X, row_offset, n_features, max_abs, *args):
+    """``stats(X, *args)`` of a raw block that passes the input check (``|x| <= max_abs``),
+    else None: such a block is left to the transform, whose error names its file and row (the
+    reader's, which a task of this pass does not know)."""
     try:
-        X = validate_block(X, n_features, dtypes=(np.float64, np.float32), max_abs=SCALE_MAX, accept_sparse=True,
+        X = validate_block(X, n_features, dtypes=(np.float64, np.float32), max_abs=max_abs, accept_sparse=True,
                            row_offset=row_offset)
     except ValueError as e:
-        logger.debug("scale statistics: block at row %d left out: %s", row_offset, e)
+        logger.debug("statistics: block at row %d left out: %s", row_offset, e)
         return None
-    return block_stats(X, rule)
+    return stats(X, *args)
 
 
-def raise_first_bad_block(blocks, n_features):
+def raise_first_bad_block(blocks, n_features, max_abs=SCALE_MAX):
     """Raise the input check's own error (row and column, an ``InputValueError`` the command line
     prefixes with its file) for the first of ``(block, row_offset)`` that fails it: when no block
     passes, the statistics pass is where the user first hears of the bad rows."""
     for block, row_offset in blocks:
-        validate_block(block.compute(), n_features, dtypes=(np.float64, np.float32), max_abs=SCALE_MAX,
+        validate_block(block.compute(), n_features, dtypes=(np.float64, np.float32), max_abs=max_abs,
                        accept_sparse=True, row_offset=row_offset)
+
+
+def reduce_checked(X, stats, merge, max_abs, what, *args):
+    """``(merge of stats(block, *args), n_rows, n_features)`` over the blocks of a dask array or
+    SparsePartitions that pass the input check (one pass, a merge tree: ``merge`` must not
+    depend on the grouping). No rows, or no block that passes: ValueError (the input check's
+    own, naming the row, when there is a bad block), ``what`` naming the statistic."""
+    result, n, d = reduce_blocks(X, functools.partial(checked_block, stats), merge, n_features_of(X), max_abs, *args)
+    if n == 0:
+        raise ValueError(f"Found array with 0 sample(s) (shape=(0, {d})) while a minimum of 1 is required.")
+    if result is None:
+        blocks, offsets, _ = delayed_blocks(X)
+        raise_first_bad_block(zip(blocks, offsets), d, max_abs)
+        raise ValueError(f"{what}: no block of the input passes the input check (NaN, infinity, |x| > "
+                         f"{max_abs} or malformed rows); transforming it names the first bad row")
+    return result, n, d
 
 
 def merge_stats(*parts):
@@ -111,6 +129,13 @@ def shift_factor(rule, stats):
     lo, hi = stats
     half = 0.5 * hi - 0.5 * lo  # halves first: hi - lo may overflow
     return 0.5 * lo + 0.5 * hi, np.where(half > _TINY, 1.0 / np.maximum(half, _TINY), 1.0)
+
+
+def fitted_shift_factor(state, n_features):
+    """:func:`shift_factor` of a fitted map's ``scale_`` (None: no scaling)."""
+    if state is None:
+        return None
+    return shift_factor(*state_to_stats(state, int(n_features), "scale_"))
 
 
 def apply_scale(X, shift, factor):

@@ -38,8 +38,11 @@ from .._compat import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ..rng import bits, index_key, normal_of_key, register_stream, stream_key
-from ._bounds import components_interval
+from ._bounds import MAX_CENTERED_FEATURES, components_interval, refuse_above
 from ._parallel import N_JOBS_CONSTRAINT
+from ._partitioned import is_dask, is_partitions, n_features_of
+from ._scaling import SCALE_MAX, apply_scale, block_stats, fitted_shift_factor, merge_stats, reduce_checked
+from ._scaling import state_to_stats, stats_to_state
 from .base import FeatureMap
 from .._docstrings import fill_doc
 
@@ -165,11 +168,25 @@ class CoRE(FeatureMap):
         What ``transform`` returns: the stored float32 layout of shape (n, 2k) (codes, then
         values), or its expansion (CSR of shape (n, k * 2**bits)). Pipelines and stores always
         keep the stored layout; :meth:`expand` converts.
+    scale : {"auto", "maxabs"} or None, default="auto"
+        Per-feature scaling learned in ``fit`` from all training rows: "maxabs" divides each
+        column by its largest training ``|x|`` before the rows are hashed. The cosine in CoRE's
+        kernels is not invariant to per-feature units (a column measured in large units
+        dominates every row's direction), while the nonzero pattern, and so the resemblance,
+        is unchanged (zeros stay zeros; a shift would destroy the pattern, so there is no
+        "minmax"). "auto": "maxabs" for input of at most 2**20 features, else no scaling (the
+        statistics, a dense vector, would not fit the spec). None: no scaling, the map of
+        specs written before this parameter existed (a spec without ``scale`` is read as None).
+        The statistics are column maxima, exact, so the spec is the same bits for any chunking;
+        a dask array or partitioned sparse input is read once to compute them. A column that is
+        zero on every training row gets factor 1.
     %(n_jobs)s
 
     Attributes
     ----------
     n_features_in_ : int
+    scale_ : dict or None
+        The fitted scaling, ``{"rule": "maxabs", "max_abs": [...]}``, or None.
     n_output_features_ : int
         ``2 * n_components``: k codes then k values.
     output_dtype_ : numpy.dtype
@@ -208,21 +225,99 @@ class CoRE(FeatureMap):
         "bits": [Interval(numbers.Integral, 1, 16, closed="both")],
         "seed": [Interval(numbers.Integral, 0, 2**64 - 1, closed="both")],
         "output": [StrOptions({"codes", "onehot"})],
+        "scale": [None, StrOptions({"auto", "maxabs"})],
         **N_JOBS_CONSTRAINT,
     }
+    #: specs written before scaling existed have no ``scale``: they rebuild the unscaled map
+    _spec_omitted = {"scale": None}
 
     def __init__(self, *, n_components: int = 256, type: int = 1, bits: int = 8, seed: int = 0,
-                 output: str = "codes", n_jobs: int | None = None) -> None:
+                 output: str = "codes", scale: str | None = "auto", n_jobs: int | None = None) -> None:
         self.n_components = n_components
         self.n_jobs = n_jobs
         self.type = type
         self.bits = bits
         self.seed = seed
         self.output = output
+        self.scale = scale
 
     def _validate_params_extra(self):
         if isinstance(self.type, bool):
             raise ValueError(f"type must be 1 or 2, got {self.type!r}")
+
+    # -- scaling ------------------------------------------------------------------------------
+    @property
+    def max_abs_input(self) -> float | None:
+        """None without scaling (rows are divided by their largest ``|x|``); with it ``2**1022``,
+        the bound of :mod:`dask_kernels.maps._scaling`."""
+        return None if getattr(self, "scale_", self.scale) is None else SCALE_MAX
+
+    @property
+    def fits_partitioned(self) -> bool:
+        """Whether ``featurize`` and ``fit_incremental`` fit an unfitted clone on all rows (one
+        pass for the scale statistics) rather than on the first block."""
+        return self.scale is not None
+
+    def _scales(self, n_features):
+        return self.scale == "maxabs" or (self.scale == "auto" and n_features <= MAX_CENTERED_FEATURES)
+
+    def _check_width(self, n_features):
+        if self.scale == "maxabs":
+            refuse_above(int(n_features), MAX_CENTERED_FEATURES,
+                         "CoRE: n_features_in={value:,} with scale='maxabs': more than the bound of {bound:,} input "
+                         "features with a scale (its statistics are a dense vector kept in the spec); use "
+                         "scale='auto' or None for wide sparse input")
+
+    def fit(self, X: Any, y: Any = None) -> CoRE:
+        """Validate parameters and input, and learn the scale statistics.
+
+        Parameters
+        ----------
+        X : array-like, sparse matrix, dask array or SparsePartitions of shape (n_samples, n_features)
+            With a scale, dask arrays and partitioned sparse input are read once, block by
+            block, on the active Dask scheduler; the spec does not depend on the chunking.
+        y : ignored
+
+        Returns
+        -------
+        self
+        """
+        if not ((is_dask(X) or is_partitions(X)) and self._scales(n_features_of(X))):
+            return super().fit(X, y)
+        self._validate_params()
+        self._validate_params_extra()
+        self._check_width(n_features_of(X))
+        stats, _, d = reduce_checked(X, block_stats, merge_stats, SCALE_MAX, "CoRE scale", "maxabs")
+        if hasattr(self, "feature_names_in_"):
+            del self.feature_names_in_
+        self.n_features_in_ = d
+        self.scale_ = stats_to_state("maxabs", stats)
+        self.is_fitted_ = True
+        return self
+
+    def _fit(self, X):
+        self.scale_ = stats_to_state("maxabs", block_stats(X, "maxabs")) if self._scales(X.shape[1]) else None
+
+    def _factor(self):
+        sf = fitted_shift_factor(getattr(self, "scale_", None), self.n_features_in_)
+        return None if sf is None else sf[1]  # maxabs: no shift
+
+    def _fitted_state(self):
+        return {} if self.scale is None else {"scale": self.scale_}  # scale=None: specs as before
+
+    def _validate_state(self, state):
+        keys = set() if self.scale is None else {"scale"}
+        if set(state) != keys:
+            raise ValueError(f"feature-map spec['state']: expected the keys {sorted(keys)} (spec['params']['scale'] "
+                             f"is {self.scale!r}), got {sorted(state)}")
+        if state.get("scale") is not None:
+            state_to_stats(state["scale"], int(self.n_features_in_), "feature-map spec['state']['scale']")
+            if state["scale"]["rule"] != "maxabs":
+                raise ValueError("feature-map spec['state']['scale']: CoRE scales by 'maxabs' only, got rule "
+                                 f"{state['scale']['rule']!r}")
+
+    def _set_fitted_state(self, state):
+        self.scale_ = state.get("scale")
 
     @property
     def n_output_features_(self) -> int:
@@ -272,15 +367,19 @@ class CoRE(FeatureMap):
             ``f``, the number of nonzeros of each row.
         """
         check_is_fitted(self)
-        return self._hash(self._validate_input(X, reset=False), project=True)
+        X = self._validate_input(X, reset=False)
+        factor = self._factor()
+        return self._hash(X if factor is None else apply_scale(X, None, factor), project=True)
 
     def transform_block(self, X: np.ndarray | sp.csr_matrix, row_offset: int = 0) -> np.ndarray:
         """Stored layout of a validated block: float32 (n, 2k), codes then values."""
         k = int(self.n_components)
         out = np.empty((X.shape[0], 2 * k), np.float32)
+        factor = self._factor()
         for a in range(0, X.shape[0], _ROWS_PER_CALL):  # bounded float64 scratch per call
             b = min(X.shape[0], a + _ROWS_PER_CALL)
-            loc, val, proj, f = self._hash(X[a:b], project=self.type == 1)
+            rows = X[a:b] if factor is None else apply_scale(X[a:b], None, factor)  # scaled per call: bounded
+            loc, val, proj, f = self._hash(rows, project=self.type == 1)
             out[a:b, :k] = np.where(loc >= 0, loc & (2**self.bits - 1), 0)
             out[a:b, k:] = proj if self.type == 1 else val * np.sqrt(f.astype(np.float64))[:, None]
         return out

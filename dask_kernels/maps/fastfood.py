@@ -37,6 +37,7 @@ from ._cos32 import _cos32v2_any, affine_cos32v2_at, affine_cos32v2_transposed, 
 from ._fourier import COMMON_CONSTRAINTS, POSITIVE_FINITE, FloatFeatures, cached_table
 from ._subset import FEATURE_IDS_CONSTRAINT, FeatureIds, phases_of
 from ._fwht import fwht_gathered_at, fwht_interleaved, fwht_row, fwht_scaled_at, scaled_vector
+from ._gamma import GAMMA_CONSTRAINT, ScaleGamma
 from .base import FeatureMap
 from .._docstrings import fill_doc
 
@@ -338,7 +339,7 @@ def padded_dim(n_features):
 
 
 @fill_doc
-class Fastfood(FeatureIds, FloatFeatures, FeatureMap):
+class Fastfood(FeatureIds, ScaleGamma, FloatFeatures, FeatureMap):
     """Fastfood random features for the Gaussian (or a Matern-type) kernel, O(k log d) per row.
 
     Output feature j < k = ``n_components`` is ``sqrt(2 / k) * cos((V x)_j + b_j)`` where V
@@ -352,8 +353,10 @@ class Fastfood(FeatureIds, FloatFeatures, FeatureMap):
     Parameters
     ----------
     %(n_components)s
-    gamma : float or None, default=None
-        Gaussian kernel ``exp(-gamma ||x - y||^2)``: ``sigma = 1 / sqrt(2 gamma)``.
+    gamma : float, "scale" or None, default=None
+        Gaussian kernel ``exp(-gamma ||x - y||^2)``: ``sigma = 1 / sqrt(2 gamma)``. "scale"
+        learns scikit-learn's ``1 / (n_features * X.var())`` in ``fit`` from all training rows
+        (exact, the same for any chunking; recorded in the spec as ``gamma_``).
     sigma : float or None, default=None
         Bandwidth, as an alternative to ``gamma`` (give at most one; neither means gamma=1).
     radial : {"gaussian", "matern"}, default="gaussian"
@@ -420,7 +423,7 @@ class Fastfood(FeatureIds, FloatFeatures, FeatureMap):
     method = "fastfood"
     _parameter_constraints = {
         **COMMON_CONSTRAINTS,
-        "gamma": [None, POSITIVE_FINITE],
+        "gamma": [None, *GAMMA_CONSTRAINT],
         "sigma": [None, POSITIVE_FINITE],
         "radial": [StrOptions({"gaussian", "matern"})],
         "matern_t": [Interval(numbers.Integral, 1, None, closed="left")],
@@ -460,7 +463,7 @@ class Fastfood(FeatureIds, FloatFeatures, FeatureMap):
         """The bandwidth in use: ``sigma``, or ``1 / sqrt(2 gamma)`` (gamma defaults to 1)."""
         if self.sigma is not None:
             return float(self.sigma)
-        return 1.0 / math.sqrt(2.0 * (1.0 if self.gamma is None else float(self.gamma)))
+        return 1.0 / math.sqrt(2.0 * self._gamma())
 
     def _check_width(self, n_features):
         refuse_above(padded_dim(n_features), MAX_PADDED_DIM,
@@ -485,6 +488,8 @@ class Fastfood(FeatureIds, FloatFeatures, FeatureMap):
         """Largest accepted ``|x|``: ``finfo(dtype).max / (4 d^2 max(1, max|G|) max(1, max|scale|))``
         (d the padded width), which bounds every intermediate of ``V x`` (two unnormalized
         Hadamard transforms, the Gaussian diagonal and the scaling)."""
+        if self._gamma() is None and self.sigma is None:  # gamma="scale" before fit: any finite value
+            return None
         _, _, G, scale, _ = self._tables()
         d = float(self.padded_dim_)
         g = max(float(np.abs(G).max(initial=0.0)), 1.0)

@@ -37,9 +37,9 @@ from ._gcws_kernels import (  # noqa: F401  (the kernels and their constants, re
     CENTER_MAX, DART_TABLE_BYTES_LIMIT, ROW_GROUP, STREAM, TABLE_BYTES_LIMIT, GCWSPlan, _build_table, _gcws_csr,
     _gcws_dense, _hash_params, _parameter_table, code_dtype)
 from ._parallel import N_JOBS_CONSTRAINT
-from ._partitioned import delayed_blocks, is_dask, is_partitions, n_features_of, reduce_blocks
-from ._scaling import (apply_scale, block_stats, checked_block_stats, merge_stats, raise_first_bad_block, resolve,
-                       shift_factor, state_to_stats, stats_to_state)
+from ._partitioned import is_dask, is_partitions, n_features_of
+from ._scaling import (SCALE_MAX, apply_scale, block_stats, fitted_shift_factor, merge_stats, reduce_checked, resolve,
+                       state_to_stats, stats_to_state)
 from .base import FeatureMap
 from .._docstrings import fill_doc
 
@@ -332,15 +332,10 @@ class GCWS(FeatureMap):
         rule = self._scale_rule(is_partitions(X) or _dask_sparse(X), d)
         if rule is None:
             stats, n = None, int(X.shape[0])
+            if n == 0:
+                raise ValueError(f"Found array with 0 sample(s) (shape=(0, {d})) while a minimum of 1 is required.")
         else:
-            stats, n, d = reduce_blocks(X, checked_block_stats, merge_stats, d, rule)
-        if n == 0:
-            raise ValueError(f"Found array with 0 sample(s) (shape=(0, {d})) while a minimum of 1 is required.")
-        if rule is not None and stats is None:
-            blocks, offsets, _ = delayed_blocks(X)
-            raise_first_bad_block(zip(blocks, offsets), d)
-            raise ValueError("GCWS scale: no block of the input passes the input check (NaN, infinity, |x| > "
-                             "2**1022 or malformed rows); transforming it names the first bad row")
+            stats, n, d = reduce_checked(X, block_stats, merge_stats, SCALE_MAX, "GCWS scale", rule)
         if hasattr(self, "feature_names_in_"):
             del self.feature_names_in_
         self.n_features_in_ = d
@@ -374,10 +369,7 @@ class GCWS(FeatureMap):
             self.dart_scale_ = None
 
     def _shift_factor(self):
-        if self.scale_ is None:
-            return None
-        rule, stats = state_to_stats(self.scale_, int(self.n_features_in_), "scale_")
-        return shift_factor(rule, stats)
+        return fitted_shift_factor(self.scale_, self.n_features_in_)
 
     def _fitted_state(self):
         state = {"center": None if self.center_ is None else self.center_.tolist()}

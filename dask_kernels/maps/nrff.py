@@ -19,7 +19,7 @@ from numba.extending import intrinsic
 import math
 from functools import partial
 
-from ._fourier import COMMON_CONSTRAINTS, NORMAL_MAX, POSITIVE_FINITE, FloatFeatures, normal_table, projection_bound
+from ._fourier import COMMON_CONSTRAINTS, NORMAL_MAX, FloatFeatures, normal_table, projection_bound
 from ._fourier import projection_tables, row_chunks
 from .._compat import cgutils
 from ._bounds import check_projection
@@ -27,6 +27,7 @@ from ._cos32 import cos32_into, shift_cos32v2
 from ._fourier import GemmRowBlocks, cached_table, projection_tiles, tiled
 from ._parallel import row_blocks
 from ._subset import FEATURE_IDS_CONSTRAINT, FeatureIds, normal_columns, phases_of
+from ._gamma import GAMMA_CONSTRAINT, ScaleGamma
 from .base import FeatureMap
 from .._docstrings import fill_doc
 from ..rng import register_stream
@@ -140,7 +141,7 @@ def _input_norms(X):
 
 
 @fill_doc
-class NRFF(GemmRowBlocks, FeatureIds, FloatFeatures, FeatureMap):
+class NRFF(GemmRowBlocks, FeatureIds, ScaleGamma, FloatFeatures, FeatureMap):
     """Normalized random Fourier features for ``exp(-gamma (1 - rho))``, rho = cosine similarity.
 
     Each row ``x`` is scaled to ``u = x / ||x||``; features ``X_j = cos(sqrt(gamma) r_j . u + w_j)``
@@ -155,8 +156,11 @@ class NRFF(GemmRowBlocks, FeatureIds, FloatFeatures, FeatureMap):
     Parameters
     ----------
     %(n_components)s
-    gamma : float, default=1.0
-        Kernel parameter (> 0).
+    gamma : float or "scale", default=1.0
+        Kernel parameter (> 0). "scale" learns scikit-learn's rule on the unit rows the map
+        sees, ``2 / (n_features * U.var())`` with ``U`` the rows divided by their norms (the
+        kernel is the Gaussian ``exp(-(gamma / 2) ||u - v||^2)``), in ``fit`` from all training
+        rows (exact, the same for any chunking; recorded in the spec as ``gamma_``).
     %(seed)s
     dtype : {"float32", "float64"}, default="float32"
         Output dtype, also the precision of the projection.
@@ -208,9 +212,10 @@ class NRFF(GemmRowBlocks, FeatureIds, FloatFeatures, FeatureMap):
     """
 
     method = "nrff"
+    _unit_rows = True
     _parameter_constraints = {
         **COMMON_CONSTRAINTS,
-        "gamma": [POSITIVE_FINITE],
+        "gamma": GAMMA_CONSTRAINT,
         **FEATURE_IDS_CONSTRAINT,
     }
 
@@ -233,12 +238,15 @@ class NRFF(GemmRowBlocks, FeatureIds, FloatFeatures, FeatureMap):
         (the squared norm, summed in float64)."""
         d = int(self.n_features_in_)
         norm = math.sqrt(float(np.finfo(np.float64).max) / d) / 2.0
-        return min(projection_bound(self.dtype, d, math.sqrt(float(self.gamma)) * NORMAL_MAX), norm)
+        gamma = self._gamma()
+        if gamma is None:  # gamma="scale" before fit: the statistics see unit rows
+            return norm
+        return min(projection_bound(self.dtype, d, math.sqrt(gamma) * NORMAL_MAX), norm)
 
     def _tables(self):
         if self.feature_ids is not None:
             return self._subset_tables()
-        seed, gamma = np.uint64(self.seed), float(self.gamma)
+        seed, gamma = np.uint64(self.seed), self._gamma()
         fill = lambda W: normal_table(seed, STREAM_NORMAL, *W.shape, np.sqrt(gamma), W)  # noqa: E731
         return projection_tables(self, (gamma,), fill, STREAM_PHASE)
 
@@ -290,7 +298,7 @@ class NRFF(GemmRowBlocks, FeatureIds, FloatFeatures, FeatureMap):
 
     def _subset_tables(self):
         """(W, phase) of the features ``feature_ids``: the same values as the columns of the full map."""
-        seed, gamma, d = np.uint64(self.seed), float(self.gamma), int(self.n_features_in_)
+        seed, gamma, d = np.uint64(self.seed), self._gamma(), int(self.n_features_in_)
         ids = self.feature_ids_or_range()
 
         def build():

@@ -42,7 +42,9 @@ from ..rng import rank_array, register_stream, uniform
 from ..sidecar import manifest
 from ._bounds import MAX_LANDMARKS, components_interval
 from ._partitioned import is_dask, is_partitions, reduce_blocks
-from ._fourier import COMMON_CONSTRAINTS, POSITIVE_FINITE, cached_table
+from ._fourier import COMMON_CONSTRAINTS, cached_table
+from ._gamma import GAMMA_CONSTRAINT, fit_gamma, gamma_of_sums, gamma_sums, is_scale
+from ._exactsum import merge_sums
 from .base import FeatureMap
 from .._docstrings import fill_doc
 
@@ -121,10 +123,26 @@ def _merge_many(s, *parts):
     return merge_samples([p for p in parts if p is not None], s)
 
 
-def sample_partitioned(X: Any, seed: int, s: int, kernel: str) -> tuple[Any, int, int]:
+def _sample_sums_part(X, row_offset, seed, s, kernel, unit):
+    """:func:`sample_part` and the exact sums behind ``gamma="scale"`` of one partition."""
+    sample = sample_part(X, row_offset, seed, s, kernel)  # validates the rows
+    X = as_block(X, (np.float64,)) if sp.issparse(X) else np.ascontiguousarray(X, dtype=np.float64)
+    return sample, gamma_sums(X, unit)
+
+
+def _merge_sample_sums(s, *parts):
+    parts = [p for p in parts if p is not None]
+    return _merge_many(s, *[p[0] for p in parts]), merge_sums(*[p[1] for p in parts])
+
+
+def sample_partitioned(X: Any, seed: int, s: int, kernel: str, unit: bool | None = None) -> tuple[Any, int, int]:
     """Merge tree of :func:`sample_part` over a dask array or SparsePartitions; returns
-    ``(sample, n_rows, n_features)``, computed on the active scheduler."""
-    return reduce_blocks(X, sample_part, functools.partial(_merge_many, s), int(seed), s, kernel)
+    ``(sample, n_rows, n_features)``, computed on the active scheduler. With ``unit`` (a bool),
+    in the same pass, the exact sums of ``gamma="scale"``: ``((sample, sums), n_rows, n_features)``."""
+    if unit is None:
+        return reduce_blocks(X, sample_part, functools.partial(_merge_many, s), int(seed), s, kernel)
+    return reduce_blocks(X, _sample_sums_part, functools.partial(_merge_sample_sums, s), int(seed), s, kernel,
+                         bool(unit))
 
 
 def kmeanspp(C: Any, m: int, kernel: str, gamma: float | None, seed: int) -> np.ndarray:
@@ -187,9 +205,14 @@ class Nystroem(FeatureMap):
         the same on nonnegative data (negative rows are refused); ``rbf``:
         ``exp(-gamma ||x - y||^2)``; ``laplacian``: ``exp(-gamma ||x - y||_1)``; ``cosine_rbf``:
         ``exp(-gamma (1 - cos(x, y)))`` (the NRFF kernel).
-    gamma : float, default=None
+    gamma : float, "scale" or None, default=None
         Bandwidth of rbf / laplacian (None: ``1 / n_features``, scikit-learn's default) and of
         cosine_rbf (None: 1.0). Must be None for gmm and minmax, which have no parameter.
+        "scale" (rbf and cosine_rbf): scikit-learn's ``1 / (n_features * X.var())``, the
+        variance over all entries of all training rows (cosine_rbf: ``2 / (n_features *
+        U.var())`` of the unit rows ``U``, the same rule for the Gaussian of the unit rows),
+        computed exactly in the landmark pass, so the same for any chunking; ``gamma_``
+        records it.
     landmarks : {"uniform", "kmeans++"}, default="uniform"
         How landmarks are chosen (both depend only on the seed and the global row numbers).
     %(seed)s
@@ -260,7 +283,7 @@ class Nystroem(FeatureMap):
         **COMMON_CONSTRAINTS,
         "n_components": components_interval(MAX_LANDMARKS),
         "kernel": [StrOptions(set(KERNELS))],
-        "gamma": [None, POSITIVE_FINITE],
+        "gamma": [None, *GAMMA_CONSTRAINT],
         "landmarks": [StrOptions({"uniform", "kmeans++"})],
     }
 
@@ -279,10 +302,15 @@ class Nystroem(FeatureMap):
     def _validate_params_extra(self):
         if self.kernel in ("gmm", "minmax") and self.gamma is not None:
             raise ValueError(f"kernel={self.kernel!r} has no parameter: gamma must be None, got {self.gamma!r}")
+        if is_scale(self.gamma) and self.kernel not in ("rbf", "cosine_rbf"):
+            raise ValueError(f"gamma='scale' is scikit-learn's rule for the Gaussian kernel (rbf, and cosine_rbf "
+                             f"on unit rows); kernel={self.kernel!r} needs a numeric gamma or None")
 
     def _resolved_gamma(self, d):
         if self.kernel in ("gmm", "minmax"):
             return None
+        if is_scale(self.gamma):
+            return self._scale_gamma  # fitted from all rows before the sample
         if self.gamma is not None:
             return float(self.gamma)
         return 1.0 if self.kernel == "cosine_rbf" else 1.0 / max(int(d), 1)
@@ -317,7 +345,12 @@ class Nystroem(FeatureMap):
             return super().fit(X, y)
         self._validate_params()
         self._validate_params_extra()
-        sample, n, d = sample_partitioned(X, self.seed, self._sample_size(), self.kernel)
+        unit = self.kernel == "cosine_rbf" if is_scale(self.gamma) else None
+        sample, n, d = sample_partitioned(X, self.seed, self._sample_size(), self.kernel, unit)
+        if unit is not None:
+            sample, sums = sample
+            if sample is not None:
+                self._scale_gamma = gamma_of_sums(sums, n, d, unit, "Nystroem")
         if sample is None:
             raise ValueError(f"Found array with 0 sample(s) (shape=({n}, {d})) while a minimum of 1 is required.")
         for attr in ("feature_names_in_",):
@@ -330,6 +363,8 @@ class Nystroem(FeatureMap):
         return self
 
     def _fit(self, X):
+        if is_scale(self.gamma):
+            self._scale_gamma = fit_gamma(X, self.kernel == "cosine_rbf", "Nystroem")[0]
         self._fit_sample(sample_part(X, 0, self.seed, self._sample_size(), self.kernel))
 
     def _fit_sample(self, sample):

@@ -23,13 +23,14 @@ import math
 import numbers
 from functools import partial
 
-from ._fourier import CAUCHY_MAX, COMMON_CONSTRAINTS, NORMAL_MAX, POSITIVE_FINITE, FloatFeatures, cauchy_table
+from ._fourier import CAUCHY_MAX, COMMON_CONSTRAINTS, NORMAL_MAX, FloatFeatures, cauchy_table
 from ._fourier import normal_table, projection_bound, projection_tables, row_chunks
 from ._cos32 import affine_cos32_rows, shift_cos32v2_rows, shift_cos32v2_tile
 from ._fourier import GemmRowBlocks, cached_table, projection_tiles, tiled
 from ._bounds import check_projection, refuse_above
 from ._sparse import MAX_NONZEROS, SparseFrequencies, sparse_support, sparse_values
 from ._subset import FEATURE_IDS_CONSTRAINT, FeatureIds, cauchy_columns, normal_columns, phases_of
+from ._gamma import GAMMA_CONSTRAINT, ScaleGamma
 from .base import FeatureMap
 from .._docstrings import fill_doc
 from ..rng import register_stream
@@ -60,7 +61,7 @@ def projection(X, W, dtype, out=None):
 
 
 @fill_doc
-class RFF(GemmRowBlocks, FeatureIds, FloatFeatures, FeatureMap):
+class RFF(GemmRowBlocks, FeatureIds, ScaleGamma, FloatFeatures, FeatureMap):
     """Random Fourier features for ``exp(-gamma ||x - y||^2)`` or ``exp(-gamma ||x - y||_1)``.
 
     ``z_j(x) = sqrt(2 / k) * cos(w_j . x + b_j)`` for j < k = ``n_components``, with
@@ -72,8 +73,11 @@ class RFF(GemmRowBlocks, FeatureIds, FloatFeatures, FeatureMap):
     Parameters
     ----------
     %(n_components)s
-    gamma : float, default=1.0
-        Kernel parameter (> 0).
+    gamma : float or "scale", default=1.0
+        Kernel parameter (> 0). "scale" (``kernel="rbf"`` only) learns scikit-learn's
+        ``1 / (n_features * X.var())`` in ``fit`` from all training rows (the variance over
+        all entries, computed exactly, so the same for any chunking of a dask input); the
+        spec records the fitted value (``gamma_``).
     kernel : {"rbf", "laplacian"}, default="rbf"
     %(seed)s
     dtype : {"float32", "float64"}, default="float32"
@@ -98,6 +102,8 @@ class RFF(GemmRowBlocks, FeatureIds, FloatFeatures, FeatureMap):
     Attributes
     ----------
     %(fourier_attributes)s
+    gamma_ : float
+        The fitted gamma (``gamma="scale"`` only).
     n_nonzero_ : int
         Nonzeros per frequency vector: ``n_features_in_``, or m when ``density < 1``.
 
@@ -146,7 +152,7 @@ class RFF(GemmRowBlocks, FeatureIds, FloatFeatures, FeatureMap):
     method = "rff"
     _parameter_constraints = {
         **COMMON_CONSTRAINTS,
-        "gamma": [POSITIVE_FINITE],
+        "gamma": GAMMA_CONSTRAINT,
         "kernel": [StrOptions({"rbf", "laplacian"})],
         **FEATURE_IDS_CONSTRAINT,
         "density": [Interval(numbers.Real, 0, 1, closed="right")],
@@ -196,7 +202,9 @@ class RFF(GemmRowBlocks, FeatureIds, FloatFeatures, FeatureMap):
     def max_abs_input(self):
         """Largest accepted ``|x|``: ``finfo(dtype).max / (2 d w_max (1 + d eps))``, so ``w . x``
         cannot overflow; ``w_max`` = ``sqrt(2 gamma) 8.66`` (rbf) or ``gamma 5.7e15`` (laplacian)."""
-        gamma = float(self.gamma)
+        gamma = self._gamma()
+        if gamma is None:  # gamma="scale" before fit: any finite value (the statistics bound their own)
+            return None
         w_max = math.sqrt(2.0 * gamma) * NORMAL_MAX if self.kernel == "rbf" else gamma * CAUCHY_MAX
         return projection_bound(self.dtype, int(self.n_features_in_), w_max)
 
@@ -207,7 +215,7 @@ class RFF(GemmRowBlocks, FeatureIds, FloatFeatures, FeatureMap):
         :class:`._sparse.SparseFrequencies`)."""
         if self.feature_ids is not None or float(self.density) < 1.0:
             return self._subset_tables()
-        seed, gamma = np.uint64(self.seed), float(self.gamma)
+        seed, gamma = np.uint64(self.seed), self._gamma()
 
         def fill(W):
             if self.kernel == "rbf":
@@ -256,7 +264,7 @@ class RFF(GemmRowBlocks, FeatureIds, FloatFeatures, FeatureMap):
         return P
 
     def _subset_tables(self):
-        seed, gamma, d = np.uint64(self.seed), float(self.gamma), int(self.n_features_in_)
+        seed, gamma, d = np.uint64(self.seed), self._gamma(), int(self.n_features_in_)
         ids = self.feature_ids_or_range()
         rbf = self.kernel == "rbf"
         scale = np.sqrt(2.0 * gamma) if rbf else gamma

@@ -106,7 +106,7 @@ def test_type1_estimate_unbiased_with_the_papers_variance(name):
     # Full locations L_j (sample()): the paper's variance assumes no b-bit collisions.
     x, y = PAIRS[name]
     X = sp.csr_matrix(np.vstack([x, y]))
-    L, V, P, f = CoRE(n_components=K_THEORY, type=1, seed=3).fit(X).sample(X)
+    L, V, P, f = CoRE(n_components=K_THEORY, type=1, seed=3, scale=None).fit(X).sample(X)
     rho = float(x @ y) / (np.linalg.norm(x) * np.linalg.norm(y))
     R = _resemblance(x, y)
     terms = P[0] * P[1] * (L[0] == L[1])
@@ -130,7 +130,7 @@ def test_type1_estimate_unbiased_with_the_papers_variance(name):
 def test_type2_estimate_unbiased(name):
     x, y = PAIRS[name]
     X = np.vstack([x, y])
-    L, V, P, f = CoRE(n_components=K_THEORY, type=2, seed=4).fit(X).sample(X)
+    L, V, P, f = CoRE(n_components=K_THEORY, type=2, seed=4, scale=None).fit(X).sample(X)
     terms = np.sqrt(f[0] * f[1]) * V[0] * V[1] * (L[0] == L[1])
     want = core_kernel(X, type=2)[0, 1]
     assert abs(terms.mean() - want) <= Z * terms.std() / np.sqrt(K_THEORY) + 1e-15, (name, terms.mean(), want)
@@ -143,7 +143,7 @@ def test_locations_projections_follow_the_counter_rng():
     cols = np.array([3, 77, 78, 301, 499])
     x[cols] = [1.0, -2.0, 0.5, 3.0, -0.25]
     k, seed = 64, 11
-    L, V, P, f = CoRE(n_components=k, seed=seed).fit(x[None]).sample(x[None])
+    L, V, P, f = CoRE(n_components=k, seed=seed, scale=None).fit(x[None]).sample(x[None])
     ranks = rank_array(np.uint64(seed), np.uint64(STREAM_RANK), cols.astype(np.uint64), np.arange(k, dtype=np.uint64))
     np.testing.assert_array_equal(L[0], cols[np.argmin(ranks, axis=0)])
     u = x / np.linalg.norm(x)
@@ -157,14 +157,14 @@ def test_locations_projections_follow_the_counter_rng():
 def test_expanded_features_give_the_estimate(kind):
     # with 2**bits >= d the codes are the full locations: <F(x), F(y)> is the estimator exactly
     X = _sparse_rows(6, 300, 0.1, 5)
-    core = CoRE(n_components=512, type=kind, bits=16, seed=1).fit(X)
+    core = CoRE(n_components=512, type=kind, bits=16, seed=1, scale=None).fit(X)
     L, V, P, f = core.sample(X)
     F = core.expand(core.transform(X))
     assert F.shape == (6, 512 * 2**16) and F.dtype == np.float32
     vals = P if kind == 1 else V * np.sqrt(f)[:, None]
     want = np.einsum("aj,bj,abj->ab", vals, vals, L[:, None, :] == L[None, :, :]) / 512
     np.testing.assert_allclose((F @ F.T).toarray(), want, rtol=1e-5, atol=1e-6)
-    onehot = CoRE(n_components=512, type=kind, bits=16, seed=1, output="onehot").fit(X).transform(X)
+    onehot = CoRE(n_components=512, type=kind, bits=16, seed=1, output="onehot", scale=None).fit(X).transform(X)
     assert (onehot != F).nnz == 0
     # and it approximates the exact kernel (sd of one entry <= sqrt(3/512) ~ 0.077 for type 1)
     K = core_kernel(X, type=kind)
@@ -173,7 +173,7 @@ def test_expanded_features_give_the_estimate(kind):
 
 def test_zero_row_has_zero_features():
     X = np.array([[0.0, 0.0, 0.0], [1.0, 0.0, 2.0]])
-    core = CoRE(n_components=8, type=2).fit(X)
+    core = CoRE(n_components=8, type=2, scale=None).fit(X)
     out = core.transform(X)
     assert not out[0].any()
     assert core.sample(X)[0][0].min() == -1
@@ -190,7 +190,7 @@ def _text_like(n=300, d=5000, seed=2):
 @pytest.mark.parametrize("kind", [1, 2])
 def test_dense_csr_blocks_and_dtypes_agree_bitwise(kind):
     X = _text_like()
-    core = CoRE(n_components=96, type=kind, bits=8, seed=9).fit(X)
+    core = CoRE(n_components=96, type=kind, bits=8, seed=9, scale=None).fit(X)
     ref = core.transform(X)
     np.testing.assert_array_equal(core.transform(X.toarray()).view(np.uint32), ref.view(np.uint32))
     parts = [core.transform(X[a : a + 37]) for a in range(0, X.shape[0], 37)]
@@ -202,7 +202,7 @@ def test_dense_csr_blocks_and_dtypes_agree_bitwise(kind):
 
 def test_same_bytes_in_a_fresh_process_and_from_spec():
     X = _text_like(n=50)
-    core = CoRE(n_components=64, type=1, bits=12, seed=123).fit(X)
+    core = CoRE(n_components=64, type=1, bits=12, seed=123, scale=None).fit(X)
     ref = core.transform(X)
     np.testing.assert_array_equal(from_spec(core.spec_json()).transform(X).view(np.uint32), ref.view(np.uint32))
     code = textwrap.dedent(f"""
@@ -227,7 +227,7 @@ def test_dimension_up_to_2_31_without_per_dimension_memory():
     small = sp.csr_matrix(np.vstack([x[cols], y[cols]]))
     offset = 2**31 - 1000
     X = sp.csr_matrix((small.data, small.indices.astype(np.int64) + offset, small.indptr), shape=(2, 2**31))
-    L, V, P, f = CoRE(n_components=4000, seed=2).fit(X).sample(X)
+    L, V, P, f = CoRE(n_components=4000, seed=2, scale=None).fit(X).sample(X)
     assert L.min() >= offset
     rate = np.mean(L[0] == L[1])
     R = _resemblance(x, y)
@@ -262,7 +262,7 @@ def _topics(n=2000, d=400, seed=0):
 
 def test_featurize_into_a_store_and_fit_incremental(tmp_path):
     X, y = _topics()
-    core = CoRE(n_components=64, type=1, bits=8, seed=0).fit(X)
+    core = CoRE(n_components=64, type=1, bits=8, seed=0, scale=None).fit(X)
     path = str(tmp_path / "c.zarr")
     store = dask_kernels.featurize(da.from_array(X, chunks=(500, -1)), core, labels=y, store=path, progress=False)
     np.testing.assert_array_equal(np.asarray(dask_kernels.open_store(path).features[:]), core.transform(X))

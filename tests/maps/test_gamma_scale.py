@@ -1,0 +1,154 @@
+"""gamma="scale" for RFF, NRFF, Fastfood and Nystroem: scikit-learn's rule, exact and
+partition-invariant, recorded in the spec; numeric gammas keep their old specs and bytes."""
+
+import hashlib
+import json
+
+import dask.array as da
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.linear_model import SGDClassifier
+
+from dask_kernels import NRFF, RFF, Fastfood, Nystroem, featurize, fit_incremental, from_spec, open_store
+from dask_kernels.io import from_sparse
+
+RNG = np.random.default_rng(3)
+#: a large offset and magnitudes far apart: a float variance summed per block depends on the blocks
+X = RNG.standard_normal((240, 6)) * [1.0, 1e6, 1e-3, 5.0, 1.0, 30.0] + [1e7, 0.0, 2.0, -1e5, 0.5, 0.0]
+
+
+def _maps():
+    return [RFF(n_components=16, gamma="scale", seed=1), NRFF(n_components=16, gamma="scale", seed=1),
+            Fastfood(n_components=16, gamma="scale", seed=1),
+            Nystroem(n_components=8, kernel="rbf", gamma="scale", dtype="float64"),
+            Nystroem(n_components=8, kernel="cosine_rbf", gamma="scale", dtype="float64")]
+
+
+def _unit(A):
+    return A / np.linalg.norm(A, axis=1, keepdims=True)
+
+
+@pytest.mark.parametrize("i", range(5))
+def test_gamma_is_scikit_learns_rule(i):
+    fmap = _maps()[i].fit(X)
+    unit = isinstance(fmap, NRFF) or getattr(fmap, "kernel", None) == "cosine_rbf"
+    A = _unit(X) if unit else X
+    expected = (2.0 if unit else 1.0) / (X.shape[1] * A.var())
+    assert fmap.gamma_ == pytest.approx(expected, rel=1e-9)
+    assert fmap.spec()["params"]["gamma"] == "scale" and fmap.spec()["state"]["gamma"] == fmap.gamma_
+
+
+@pytest.mark.parametrize("i", range(5))
+def test_spec_is_the_same_bits_for_any_chunking(i):
+    whole = _maps()[i].fit(X).spec_json()
+    for rows in (1, 7, 100, 239):
+        assert _maps()[i].fit(da.from_array(X, chunks=(rows, -1))).spec_json() == whole
+    # the float variance of the same blocks is not: the exact sums are what makes this hold
+    floats = {float(sum(((b - b.mean()) ** 2).sum() + b.size * (b.mean() - X.mean()) ** 2
+                        for b in np.array_split(X, c))) for c in (3, 7, 100)}
+    assert len(floats) > 1
+
+
+def test_sparse_input_counts_its_zeros_and_partitions_do_not_matter():
+    S = sp.random(300, 40, density=0.05, random_state=2, format="csr") * 7.0
+    fmap = RFF(n_components=8, gamma="scale").fit(S)
+    assert fmap.gamma_ == pytest.approx(1.0 / (40 * S.toarray().var()), rel=1e-12)
+    assert fmap.spec_json() == RFF(n_components=8, gamma="scale").fit(S.toarray()).spec_json()
+    for rows in (16, 100):
+        assert RFF(n_components=8, gamma="scale").fit(from_sparse(S, block_rows=rows)).spec_json() == fmap.spec_json()
+        ny = Nystroem(n_components=4, kernel="rbf", gamma="scale").fit(from_sparse(S, block_rows=rows))
+        assert ny.gamma_ == fmap.gamma_
+
+
+def test_spec_rebuilds_the_fitted_map():
+    for fmap in _maps()[:3]:
+        fmap.fit(X)
+        again = from_spec(json.loads(fmap.spec_json()))
+        assert again.gamma_ == fmap.gamma_
+        assert again.transform(X).tobytes() == fmap.transform(X).tobytes()
+
+
+def test_featurize_and_fit_incremental_fit_gamma_on_all_rows(tmp_path):
+    Y = X.copy()
+    Y[:60] = 0.0  # the first block alone would give another variance
+    expected = RFF(n_components=8, gamma="scale", seed=2).fit(Y).spec_json()
+    store = featurize(da.from_array(Y, chunks=(60, -1)), RFF(n_components=8, gamma="scale", seed=2),
+                      store=str(tmp_path / "f.zarr"), progress=False)
+    assert open_store(store.path).feature_map.spec_json() == expected
+    model = fit_incremental(SGDClassifier(random_state=0), Y, (Y[:, 0] > 1e7).astype(int),
+                            feature_map=RFF(n_components=8, gamma="scale", seed=2), block_rows=60, epochs=1,
+                            progress=False)
+    assert model.feature_map.spec_json() == expected
+
+
+@pytest.mark.parametrize("make", [lambda: RFF(gamma="scale"), lambda: NRFF(gamma="scale"),
+                                  lambda: Fastfood(gamma="scale"), lambda: Nystroem(kernel="rbf", gamma="scale")])
+def test_zero_variance_is_a_clear_error(make):
+    with pytest.raises(ValueError, match=r"gamma='scale': every entry of the (unit-length training rows|training "
+                                         r"input) \(50 x 3\) equals .*variance 0"):
+        make().fit(np.full((50, 3), 2.5) if not isinstance(make(), NRFF) else np.tile([1.0, 1.0, 1.0], (50, 1)))
+    with pytest.raises(ValueError, match="variance 0"):
+        make().fit(da.from_array(np.full((50, 3), 2.5) if not isinstance(make(), NRFF) else np.ones((50, 3)),
+                                 chunks=(7, -1)))
+
+
+def test_scale_needs_a_gaussian_kernel():
+    with pytest.raises(ValueError, match="kernel='laplacian' needs a numeric gamma"):
+        RFF(kernel="laplacian", gamma="scale").fit(X)
+    with pytest.raises(ValueError, match="kernel='laplacian' needs a numeric gamma"):
+        Nystroem(kernel="laplacian", gamma="scale").fit(X)
+    with pytest.raises(ValueError, match="kernel='gmm' has no parameter"):
+        Nystroem(kernel="gmm", gamma="scale").fit(X)
+
+
+def test_spec_state_gamma_is_checked():
+    spec = RFF(n_components=8, gamma="scale").fit(X).spec()
+    for bad in (None, -1.0, float("inf"), "1", True):
+        broken = json.loads(json.dumps(spec))
+        broken["state"]["gamma"] = bad
+        with pytest.raises(ValueError, match=r"spec\['state'\]\['gamma'\]"):
+            from_spec(broken)
+    missing = json.loads(json.dumps(spec))
+    del missing["state"]["gamma"]
+    with pytest.raises(ValueError, match=r"spec\['state'\]\['gamma'\]"):
+        from_spec(missing)
+    numeric = RFF(n_components=8, gamma=0.5).fit(X).spec()
+    numeric["state"]["gamma"] = 0.5  # a numeric gamma has no fitted one
+    with pytest.raises(ValueError, match="only the key 'cosine' is known"):
+        from_spec(numeric)
+
+
+#: specs and output hashes numeric gammas gave before gamma="scale" existed: they must not change
+OLD_X = (np.arange(60, dtype=np.float64).reshape(12, 5) % 7 - 3) * np.array([1.0, -0.5, 30.0, 0.25, -2.0])
+OLD = [
+    ('{"method":"rff","n_features_in":5,"n_output_features":16,"output_dtype":"<f4","params":{"dtype":"float32",'
+     '"gamma":0.01,"kernel":"rbf","n_components":16,"seed":3},"rng_scheme":"dk-rng-1","spec_version":1,'
+     '"state":{"cosine":"cos32v2"}}', "fa0ffe09b34d701097ee18b2e05f90eff2d5f1b6147f1f48cb2b0661d4d3810f",
+     lambda: RFF(n_components=16, gamma=0.01, seed=3)),
+    ('{"method":"nrff","n_features_in":5,"n_output_features":16,"output_dtype":"<f4","params":{"dtype":"float32",'
+     '"gamma":2.0,"n_components":16,"seed":3},"rng_scheme":"dk-rng-1","spec_version":1,'
+     '"state":{"cosine":"cos32v2"}}', "f917169706c763b012c1cd44311cc9e5a5710d172943ef95246178eb890a022d",
+     lambda: NRFF(n_components=16, gamma=2.0, seed=3)),
+    ('{"method":"fastfood","n_features_in":5,"n_output_features":16,"output_dtype":"<f4","params":{"dtype":"float32",'
+     '"gamma":0.01,"matern_t":3,"n_components":16,"radial":"gaussian","seed":3,"sigma":null},"rng_scheme":'
+     '"dk-rng-1","spec_version":1,"state":{"cosine":"cos32v2"}}',
+     "d18993dc364be68cbf9e8a61c78c0f8b99351528412cfb939d7cf79ea7f8c7ec",
+     lambda: Fastfood(n_components=16, gamma=0.01, seed=3)),
+]
+
+
+@pytest.mark.parametrize("spec, sha, make", OLD)
+def test_old_spec_gives_its_old_bytes(spec, sha, make):
+    fmap = from_spec(spec)
+    assert hashlib.sha256(fmap.transform(OLD_X).tobytes()).hexdigest() == sha
+    assert fmap.spec_json() == spec
+    assert make().fit(OLD_X).spec_json() == spec
+
+
+def test_old_nystroem_spec_state_and_bytes():
+    ny = Nystroem(n_components=4, kernel="rbf", gamma=0.01, dtype="float64").fit(OLD_X)
+    assert ny.spec()["params"]["gamma"] == 0.01 and ny.spec()["state"]["gamma"] == 0.01
+    assert ny.spec()["state"]["sidecar"]["sha256"] == "2f9495559bb4c91a25cb66689a22605b5c8026126ad3a81f0bdd2dbe5b9d4d75"
+    assert hashlib.sha256(ny.transform(OLD_X).tobytes()).hexdigest() == (
+        "e5445404b6d894c6c71dee2c496399cdadd2975cc0c71a4fe0e68d37d3ef6845")
