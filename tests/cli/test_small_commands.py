@@ -106,7 +106,7 @@ def test_small_commands_import_neither_distributed_nor_what_they_do_not_use(tmp_
     cluster can start: importing it alone took 0.5-1 s of a 2 s command); predict, score and
     info do not import the training loop either. No command of a GCWS map and the default
     SoftmaxSGD imports scikit-learn's estimators or metrics (``sklearn.linear_model`` brings
-    ``model_selection`` and ``metrics``: 0.1-0.3 s of each command's start-up)."""
+    ``model_selection`` and ``metrics``: about 110 modules of each command's start-up)."""
     rng = np.random.default_rng(0)
     X = rng.random((10_000, 64), dtype=np.float32)
     np.save(tmp_path / "X.npy", X)
