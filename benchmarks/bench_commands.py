@@ -18,10 +18,17 @@ is the least of ``--repeat`` runs, the installations interleaved within each rep
 times another installation's ``dask-kernels`` (e.g. an older version's venv) on the same input
 files, in the same run, so the columns compare like with like; each writes its own outputs. The
 load average (1 minute) is printed before each row count and at the end.
+
+Beside the wall time, each row gives the CPU seconds (user + system) of the command's process and
+the processes it waited for (least of the repeats): on a shared machine they move far less with
+the load than the wall time, and an import removed shows there as in a quiet run. A
+LocalCluster's workers are not counted in them (the command does not wait for its nanny's
+children), so for the cluster rows only the wall time compares whole runs.
 """
 
 import argparse
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -54,23 +61,31 @@ def _data(folder, rows):
 
 def _time(cli, argv, folder, out, workers):
     args = [a.format(d=folder, o=out) for a in argv] + (["--workers", str(workers)] if workers else [])
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     run = subprocess.run([cli] + args, capture_output=True, text=True)
     seconds = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     if run.returncode != 0:  # "info model" of an installation that reads no models: marked, not timed
         if args[0] == "info" and run.returncode == 1:
-            return float("nan")
+            return float("nan"), float("nan")
         raise SystemExit(f"{cli} {' '.join(args)} failed:\n{run.stderr[-2000:]}")
-    return seconds
+    return seconds, cpu
 
 
-def _run_once(cli, folder, out, workers, best):
+def _least(best, key, t):
+    best[key] = t if key not in best or best[key] != best[key] else min(best[key], t)
+
+
+def _run_once(cli, folder, out, workers, best, cpu):
     for name in OUTPUTS.values():
         path = os.path.join(out, name)
         shutil.rmtree(path) if os.path.isdir(path) else os.path.exists(path) and os.unlink(path)
     for name, argv in COMMANDS:
-        t = _time(cli, argv, folder, out, workers if name in ON_CLUSTER else None)
-        best[name] = t if name not in best or best[name] != best[name] else min(best[name], t)
+        t, c = _time(cli, argv, folder, out, workers if name in ON_CLUSTER else None)
+        _least(best, name, t)
+        _least(cpu, name, c)
 
 
 def _cli(text):
@@ -95,6 +110,9 @@ def main():
     header = f"{'command':<12} {'rows':>10} {'where':<14}" + "".join(f" {name + ' (s)':>12}" for name, _ in clis)
     if len(clis) > 1:
         header += "".join(f" {'vs ' + name:>10}" for name, _ in clis[1:])
+    header += "".join(f" {name + ' CPU s':>12}" for name, _ in clis)
+    if len(clis) > 1:
+        header += "".join(f" {'CPU vs ' + name:>14}" for name, _ in clis[1:])
     print(header)
     print("-" * len(header))
     for rows in args.rows:
@@ -105,14 +123,16 @@ def main():
             for out in outs:
                 os.mkdir(out)
             load = os.getloadavg()[0]
-            results = [{} for _ in clis]
+            results, cpus = [{} for _ in clis], [{} for _ in clis]
             for _ in range(args.repeat):  # interleaved: each repeat runs every installation in turn
-                for (_, cli), out, best in zip(clis, outs, results):
-                    _run_once(cli, folder, out, workers, best)
+                for (_, cli), out, best, cpu in zip(clis, outs, results, cpus):
+                    _run_once(cli, folder, out, workers, best, cpu)
             for name, _ in COMMANDS:
                 where = "LocalCluster 2" if workers and name in ON_CLUSTER else "in process"
                 line = f"{name:<12} {rows:>10,} {where:<14}" + "".join(f" {r[name]:>12.2f}" for r in results)
                 line += "".join(f" {r[name] / results[0][name]:>9.2f}x" for r in results[1:])
+                line += "".join(f" {c[name]:>12.2f}" for c in cpus)
+                line += "".join(f" {c[name] / cpus[0][name]:>13.2f}x" for c in cpus[1:])
                 print(line)
             print(f"(load average {load:.1f} before these {rows:,} rows, {os.getloadavg()[0]:.1f} after)")
     print(f"load average at end: {os.getloadavg()[0]:.1f}")

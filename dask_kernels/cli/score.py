@@ -23,10 +23,10 @@ def add_arguments(parser):
 def run(args):
     import dask
     import numpy as np
-    from sklearn.base import is_regressor
-    from sklearn.metrics import accuracy_score, r2_score
+    from sklearn.base import is_regressor  # loaded with the model's classes: no cost here
 
     from .. import load_model
+    from ..learn.metrics import model_score
     from ._apply import check_npy_first, check_width, lazy_apply, open_for_model
     from ._inputs import load_labels
     from ._paths import existing
@@ -48,7 +48,6 @@ def run(args):
         check_width(model, X, args.input)
         pred, y = dask.compute(lazy_apply(model, X, "predict"), y)
     y = np.asarray(y)
-    regressor = is_regressor(model.estimator)
-    name, value = ("r2", r2_score(y, pred)) if regressor else ("accuracy", accuracy_score(y, pred))
+    name, value = model_score(is_regressor(model.estimator), y, pred)
     print(f"{args.input}: {len(y)} rows, {name} {float(value):.6f}")
     return 0

@@ -87,10 +87,19 @@ def add_arguments(parser):
     add_cluster_arguments(parser)
 
 
-def _estimator(args, eta0, fmap=None):
-    from sklearn.linear_model import Perceptron, SGDClassifier, SGDRegressor
-    from sklearn.naive_bayes import BernoulliNB, MultinomialNB
+def _linear_model():
+    import sklearn.linear_model  # only when chosen: with it come sklearn.model_selection and metrics
 
+    return sklearn.linear_model
+
+
+def _naive_bayes():
+    import sklearn.naive_bayes
+
+    return sklearn.naive_bayes
+
+
+def _estimator(args, eta0, fmap=None):
     from dask_kernels import SoftmaxSGD
 
     code_bits = fmap.bits if getattr(fmap, "method", None) == "gcws" else None  # GCWS: codes, not one-hot
@@ -100,12 +109,12 @@ def _estimator(args, eta0, fmap=None):
 
     common = {"alpha": args.alpha, "learning_rate": "constant", "eta0": eta0, "random_state": args.seed}
     return {
-        "sgd": lambda: SGDClassifier(loss="log_loss", **common),
-        "sgd-hinge": lambda: SGDClassifier(loss="hinge", **common),
-        "perceptron": lambda: Perceptron(random_state=args.seed),
-        "multinomial-nb": MultinomialNB,
-        "bernoulli-nb": BernoulliNB,
-        "sgd-regressor": lambda: SGDRegressor(**common),
+        "sgd": lambda: _linear_model().SGDClassifier(loss="log_loss", **common),
+        "sgd-hinge": lambda: _linear_model().SGDClassifier(loss="hinge", **common),
+        "perceptron": lambda: _linear_model().Perceptron(random_state=args.seed),
+        "multinomial-nb": lambda: _naive_bayes().MultinomialNB(),
+        "bernoulli-nb": lambda: _naive_bayes().BernoulliNB(),
+        "sgd-regressor": lambda: _linear_model().SGDRegressor(**common),
         "softmax": lambda: SoftmaxSGD(code_bits=code_bits, rank=args.rank, **common),
     }[name]()
 

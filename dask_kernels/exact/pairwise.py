@@ -28,7 +28,6 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 from numba import njit
-from sklearn.metrics.pairwise import laplacian_kernel as _sk_laplacian
 
 from ..blocks import as_block
 from .gmm import _gmm_csr
@@ -192,7 +191,9 @@ def kernel_block(kernel: str, X: Any, Y: Any, *, gamma: float | None = None, dty
         U, V = unit_rows(X), unit_rows(Y)
         return _gaussian_of_sq(U, V, 0.5 * gamma, dtype, row_sq_norms(U), row_sq_norms(V))
     if kernel == "laplacian":
-        return np.ascontiguousarray(_sk_laplacian(X, Y, gamma=gamma), dtype=dtype)
+        from sklearn.metrics.pairwise import laplacian_kernel  # here: loading a map need not import it
+
+        return np.ascontiguousarray(laplacian_kernel(X, Y, gamma=gamma), dtype=dtype)
     if kernel in ("gmm", "minmax"):
         if not sp.issparse(Y):  # dense fixed rows: the vectorized pass (also for CSR X)
             YT, ysum = gmm_split(Y) if y_split is None else y_split

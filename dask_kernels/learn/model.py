@@ -223,9 +223,10 @@ class KernelModel(MetaEstimatorMixin, BaseEstimator):
         if pred.shape[0] != y.shape[0]:
             raise ValueError(f"{y.shape[0]} labels for {pred.shape[0]} rows")
         from sklearn.base import is_regressor
-        from sklearn.metrics import accuracy_score, r2_score
 
-        return float(r2_score(y, pred) if is_regressor(self.estimator) else accuracy_score(y, pred))
+        from .metrics import model_score
+
+        return model_score(is_regressor(self.estimator), y, pred)[1]
 
     # -- persistence --------------------------------------------------------------------------
     def save(self, path: str | os.PathLike, overwrite: bool = False, storage_options: dict | None = None) -> str:

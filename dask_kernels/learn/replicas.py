@@ -56,10 +56,10 @@ import numpy as np
 from .feeds import Feed
 from .learner import Fitter
 from .shuffle import Order, local_steps, shard
-from .sources import SGD_FAMILY
+from .sources import SGD_FAMILY, in_sgd_family
 from .state import _scalar, _unscalar, get_state, set_state
 
-#: Estimator classes whose coefficients may be averaged (linear models, convex losses).
+#: Estimator classes whose coefficients may be averaged (linear models, convex losses), by name.
 MIXABLE = SGD_FAMILY
 
 
@@ -75,10 +75,10 @@ def check_replicas(estimator: Any, replicas: Any, n_blocks: int, checkpoint_ever
     replicas = int(replicas)
     if replicas == 1:
         return 1
-    if not isinstance(estimator, MIXABLE):
+    if not in_sgd_family(estimator):
         raise TypeError(f"replicas={replicas}: averaging the coefficients of {type(estimator).__name__} is not "
                         "sound (only linear models with a convex loss can be mixed: "
-                        f"{', '.join(c.__name__ for c in MIXABLE)}); use replicas=1")
+                        f"{', '.join(MIXABLE)}); use replicas=1")
     if replicas > n_blocks:
         raise ValueError(f"replicas={replicas} but the training input has only {n_blocks} blocks: every "
                          "replica needs at least one (use smaller block_rows or fewer replicas)")

@@ -39,6 +39,7 @@ import functools
 import logging
 import numbers
 import re
+import sys
 import threading
 from typing import Any
 
@@ -97,9 +98,10 @@ def enabled() -> bool:
 
 def _params_ok(estimator: Any) -> bool:
     """The estimator's type and parameters are replicated (not its fitted state)."""
-    from sklearn.linear_model import SGDClassifier
-
-    if type(estimator) is not SGDClassifier or not enabled():
+    # not imported yet: the estimator is no SGDClassifier (importing it would cost the default
+    # SoftmaxSGD's training sklearn.linear_model, model_selection and metrics)
+    linear_model = sys.modules.get("sklearn.linear_model")
+    if linear_model is None or type(estimator) is not linear_model.SGDClassifier or not enabled():
         return False
     p = estimator.__dict__
     return not (p.get("loss") not in _LOSSES or p.get("penalty") not in ("l2", None)

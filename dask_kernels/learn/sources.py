@@ -19,22 +19,33 @@ from __future__ import annotations
 
 import copy
 import os
+import sys
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn import linear_model
 
 from ..blocks import row_bounds, validate_block
 from ..io.dense import mapped
 from ..maps.base import ensure_fitted
 
-#: scikit-learn's SGD family (SGDClassifier, SGDRegressor, Perceptron, the passive-aggressive
-#: models): dense rows go to them in the dtype their loop trains in (:func:`sgd_dtype`).
-SGD_FAMILY = tuple(getattr(linear_model, n) for n in ("SGDClassifier", "SGDRegressor", "Perceptron",
-                                                      "PassiveAggressiveClassifier",
-                                                      "PassiveAggressiveRegressor") if hasattr(linear_model, n))
+#: scikit-learn's SGD family (classes of ``sklearn.linear_model``): dense rows go to them in the
+#: dtype their loop trains in (:func:`sgd_dtype`).
+SGD_FAMILY = ("SGDClassifier", "SGDRegressor", "Perceptron", "PassiveAggressiveClassifier",
+              "PassiveAggressiveRegressor")
+
+
+def in_sgd_family(estimator: Any) -> bool:
+    """Whether ``estimator`` is of :data:`SGD_FAMILY`.
+
+    Such an estimator exists only once ``sklearn.linear_model`` is imported, so a process that
+    has not imported it (loading a :class:`~dask_kernels.SoftmaxSGD` model to predict or score)
+    does not import it for this check (with its model_selection and metrics, about 110 modules).
+    """
+    linear_model = sys.modules.get("sklearn.linear_model")
+    return linear_model is not None and isinstance(
+        estimator, tuple(getattr(linear_model, n) for n in SGD_FAMILY if hasattr(linear_model, n)))
 
 
 def learner_features(fmap: Any, stored: Any, estimator: Any = None) -> Any:
@@ -76,7 +87,7 @@ def sgd_dtype(F: Any, estimator: Any = None) -> Any:
 def sgd_target(dtype: Any, estimator: Any = None) -> np.dtype | None:
     """The dtype :func:`sgd_dtype` gives dense rows of ``dtype`` for ``estimator``, or None
     if it leaves them as they are (not floats, or not an SGD-family estimator)."""
-    if np.dtype(dtype).kind != "f" or not isinstance(estimator, SGD_FAMILY):
+    if np.dtype(dtype).kind != "f" or not in_sgd_family(estimator):
         return None
     coef = getattr(estimator, "coef_", None)
     return coef.dtype if isinstance(coef, np.ndarray) and coef.dtype.kind == "f" else np.dtype(np.float64)
