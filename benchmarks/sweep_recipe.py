@@ -5,10 +5,13 @@ scored on a held-out validation split of each dataset's TRAINING rows (the test 
 For each dataset of ``bench_recipe.py`` its training rows are split 80/20, stratified, seed 1;
 every configuration trains with the CLI on the 80 % and is scored on the 20 % (datasets under
 2000 training rows: the mean over ``--repeats`` such splits, seeds 1, 2, ...). A configuration
-is a set of ``train`` options on top of ``--method gcws``; ``visits=N`` sets ``--epochs`` to
-``max(10, ceil(N / rows))`` (so a small dataset gets as many row visits as a large one) and
+is a set of ``train`` options on top of ``--method gcws``, always with an explicit k, b (8 unless
+set) and ``--eta0`` (``eta_mult / k``, 1 / k unless set: the previous default), so a row's meaning
+does not follow train's defaults; ``visits=N`` sets ``--epochs`` to
+``max(10, ceil(N / rows))``, at most 500 (so a small dataset gets as many row visits as a large one) and
 ``--min-epochs`` to the same, so that early stopping on a held-out tenth of a few dozen rows
-cannot end the run on one row's noise.
+cannot end the run on one row's noise (500: every epoch without improvement halves eta0, and
+halved 1075 times it is 0.0, which a saved model refuses).
 
 Run: ``python benchmarks/sweep_recipe.py --letter .../LetterRecognition.rda [--datasets ...]
 [--configs NAME,...]``; prints one line per (dataset, configuration): validation accuracy, seconds.
