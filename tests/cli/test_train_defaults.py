@@ -1,0 +1,49 @@
+"""``dask-kernels train --method gcws``'s defaults: k = 2048, b = 4, SoftmaxSGD at eta0 = 4 / k
+(chosen on validation splits of real data: docs/guide/training.md); other maps and learners keep
+k = 256 and eta0 = 1 / (mean squared row norm)."""
+
+import numpy as np
+import pytest
+
+from dask_kernels import load_model
+from dask_kernels.cli import main
+
+
+@pytest.fixture
+def rows(tmp_path):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(120, 5))
+    np.save(tmp_path / "X.npy", X)
+    np.save(tmp_path / "y.npy", (X[:, 0] > 0).astype(np.int64))
+    return tmp_path
+
+
+def _train(d, *options):
+    out = d / "m.dk"
+    assert main(["train", str(d / "X.npy"), "--labels", str(d / "y.npy"), "-o", str(out), "--overwrite",
+                 "--epochs", "1", "--no-progress", *options]) == 0
+    return load_model(out)
+
+
+@pytest.mark.parametrize("options, k, bits", [((), 2048, 4), (("--n-components", "64"), 64, 4),
+                                              (("--param", "bits=8"), 2048, 8),
+                                              (("--param", "n_components=32", "--param", "bits=2"), 32, 2)])
+def test_gcws_defaults(rows, options, k, bits):
+    m = _train(rows, "--method", "gcws", *options)
+    assert (m.feature_map.n_components, m.feature_map.bits) == (k, bits)
+    assert type(m.estimator).__name__ == "SoftmaxSGD"
+    # one-hot GCWS rows have exactly k ones: 1 / (mean squared norm) = 1 / k, times 4 for softmax;
+    # the schedule may have halved it since (a power of two)
+    ratio = (4.0 / k) / m.estimator.eta0
+    assert ratio >= 1 and np.log2(ratio) == int(np.log2(ratio))
+    assert m.history[0]["eta0"] == pytest.approx(4.0 / k)
+
+
+def test_other_learners_and_maps_keep_one_over_norm(rows):
+    m = _train(rows, "--method", "gcws", "--estimator", "sgd", "--n-components", "64")
+    assert m.history[0]["eta0"] == pytest.approx(1.0 / 64)
+    m = _train(rows, "--method", "rff")
+    assert m.feature_map.n_components == 256
+    F = m.feature_map.transform(np.load(rows / "X.npy"))  # the first block: every row here
+    assert m.history[0]["eta0"] == pytest.approx(1.0 / np.mean(np.square(F).sum(axis=1)))
+    assert _train(rows, "--method", "gcws", "--eta0", "0.5").history[0]["eta0"] == 0.5
