@@ -146,7 +146,13 @@ class Schedule:
         the snapshot on "revert" and sets the estimator's ``eta0`` to ``state.eta0``."""
         action = self.action(state.prev, loss, can_revert)
         if self.halve and action in ("halve", "revert"):
-            state.eta0 = float(state.eta0) / 2.0
+            halved = float(state.eta0) / 2.0
+            if halved < np.finfo(np.float64).tiny:
+                # halving further reaches subnormals, then 0.0: a rate that no longer moves the
+                # model (and a saved model must keep a positive eta0), so the run is over
+                state.done = True
+            else:
+                state.eta0 = halved
         if action != "revert":
             state.prev = loss
         if state.best is None or loss < state.best:

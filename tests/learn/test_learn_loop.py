@@ -53,3 +53,16 @@ def test_a_format_1_checkpoint_is_refused_with_a_clear_message(tmp_path):
             fit_incremental(SGDClassifier(random_state=0), X, y, resume=resume, **kw)
         assert str(ck) in str(info.value)
     assert ck.read_bytes() == before  # never overwritten
+
+
+def test_halving_never_takes_eta0_to_zero():
+    # a run told to go on for many epochs without improving used to halve eta0 to 0.0, and the
+    # model it saved could not be loaded (eta0 must be positive); it stops before that instead
+    rule, state = Schedule(halve=True, revert=False, min_epochs=10**6), LoopState(eta0=1.0)
+    for epoch in range(1200):
+        state.epoch = epoch
+        rule.step(state, 1.0, can_revert=False)
+        assert state.eta0 >= np.finfo(np.float64).tiny
+        if state.done:
+            break
+    assert state.done and state.eta0 > 0
