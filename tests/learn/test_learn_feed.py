@@ -259,3 +259,53 @@ def test_the_one_read_of_every_block_takes_the_runs_shuffle_window_at_a_time():
     fit_incremental(SGDClassifier(loss="log_loss", random_state=0), src, epochs=2, shuffle_window=6,
                     validation_fraction=0.1, early_stopping=False, progress=False)
     assert held_at_once == [6, 6]  # every block read once in the run, a window at a time
+
+
+def test_one_epoch_from_a_float_store_trains_in_place_in_each_windows_arena(float_store, monkeypatch):
+    # one epoch without held-out rows keeps nothing from epoch to epoch: each window's rows are
+    # placed in one array of their own and SoftmaxSGD trains on each step's rows there (no
+    # gathered copy); at most two windows' arrays are alive (the one training and the next,
+    # read ahead), each of the window's rows; the model is bitwise the one of gathered steps,
+    # with or without prefetching
+    import weakref
+
+    import dask
+
+    from dask_kernels import SoftmaxSGD
+    from dask_kernels.learn import shuffle, softmax
+
+    live, seen, sizes = [0], [], []
+
+    class Arena(shuffle.KeptRows):
+        def __setitem__(self, block, item):
+            fresh = self.arena is None
+            super().__setitem__(block, item)
+            if fresh and self.arena is not None:
+                live[0] += 1
+                sizes.append(self.arena.shape[0])
+                weakref.finalize(self.arena, lambda: live.__setitem__(0, live[0] - 1))
+
+    real = softmax.SoftmaxSGD._partial_fit_rows
+
+    def in_place(self, rows, y, classes=None):
+        seen.append(live[0])
+        return real(self, rows, y, classes)
+
+    monkeypatch.setattr(shuffle, "KeptRows", Arena)
+    monkeypatch.setattr(softmax.SoftmaxSGD, "_partial_fit_rows", in_place)
+
+    def fit(prefetch):
+        seen.clear(), sizes.clear()
+        return fit_incremental(SoftmaxSGD(eta0=0.1, random_state=0), float_store, epochs=1, shuffle_window=2,
+                               validation_fraction=None, prefetch=prefetch, progress=False).estimator
+
+    a = fit(True)  # 6 blocks of 200 rows: 3 windows of 2 blocks, 6 steps
+    assert len(seen) == 6 and max(seen) <= 2 and sizes == [400] * 3
+    b = fit(False)
+    assert len(seen) == 6 and max(seen) == 1
+    with dask.config.set({"dask_kernels.sgd_fast_in_place": False}):  # gathered steps
+        c = fit(True)
+    assert seen == []
+    for other in (b, c):
+        np.testing.assert_array_equal(a.coef_, other.coef_)
+        np.testing.assert_array_equal(a.intercept_, other.intercept_)
