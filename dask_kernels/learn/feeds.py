@@ -101,7 +101,6 @@ class LocalFeed(Feed):
         again = self.epochs > 1 or order.fraction > 0
         self.cache = KeptRows(src.n_rows) if again and keeps_rows(src, order.window, prefetch) else None
         self._stack, self.reader, self._next = ExitStack(), None, None
-        self.arena = False  # each window's rows in one array (EpochPlan's arena): for a learner reading them in place
 
     def __enter__(self) -> LocalFeed:
         self.reader = self._stack.enter_context(reader_thread(self.prefetch))
@@ -117,14 +116,10 @@ class LocalFeed(Feed):
         return _read_once(self.src, self.held_out_items(), self.cache, self.order.plan(self.src, 0),
                           self.order.window or auto_window(self.src))
 
-    def epoch(self, estimator: Any, epoch: int, start: int) -> Iterator[tuple[int, int]]:
-        self.arena = self.cache is None and Fitter.in_place(estimator)
-        return super().epoch(estimator, epoch, start)
-
     def plan(self, epoch: int) -> EpochPlan:
-        nxt, kw = self._next, {"cache": self.cache, "arena": self.arena}
-        plan = nxt if nxt is not None and nxt.epoch == epoch else self.order.plan(self.src, epoch, **kw)
-        self._next = self.order.plan(self.src, epoch + 1, **kw) \
+        nxt = self._next
+        plan = nxt if nxt is not None and nxt.epoch == epoch else self.order.plan(self.src, epoch, cache=self.cache)
+        self._next = self.order.plan(self.src, epoch + 1, cache=self.cache) \
             if self.reader is not None and epoch + 1 < self.epochs else None
         return plan
 

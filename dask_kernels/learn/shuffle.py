@@ -93,12 +93,10 @@ class Order:
     fraction: float = 0.0
     step_blocks: int = 1
 
-    def plan(self, src: Any, epoch: int, part: tuple[int, int] | None = None, cache: dict | None = None,
-             arena: bool = False) -> EpochPlan:
-        """The :class:`EpochPlan` of ``epoch`` (of replica ``part`` if given; ``cache``,
-        ``arena``: see there)."""
+    def plan(self, src: Any, epoch: int, part: tuple[int, int] | None = None, cache: dict | None = None) -> EpochPlan:
+        """The :class:`EpochPlan` of ``epoch`` (of replica ``part`` if given; ``cache``: see there)."""
         return EpochPlan(src, self.seed, epoch, self.window, self.fraction, part=part, cache=cache,
-                         step_blocks=self.step_blocks, arena=arena)
+                         step_blocks=self.step_blocks)
 
 
 class KeptRows(dict):
@@ -202,13 +200,6 @@ class EpochPlan:
         Stored training rows by block, kept from epoch to epoch (pass the same dict to every
         epoch's plan when :func:`keeps_rows`: the rows are then read once per run, not once
         per epoch, in the memory two windows take anyway).
-    arena : bool, default=False
-        Without ``cache``: place each window's dense float rows one after another in one
-        array of its own (a :class:`KeptRows` of the window's rows, freed with the window), so
-        that a learner reading rows in place (:func:`step_features`, ``in_place``) trains on a
-        step's rows there instead of a gathered copy of every step. The same memory as the
-        window's blocks (each block is freed once copied), one sequential copy per block
-        instead of a scattered one per step; the same rows in the same order.
 
     Examples
     --------
@@ -226,9 +217,9 @@ class EpochPlan:
     True
     """
 
-    def __init__(self, src, seed, epoch, window, fraction, part=None, cache=None, step_blocks=1, arena=False):
+    def __init__(self, src, seed, epoch, window, fraction, part=None, cache=None, step_blocks=1):
         self.src, self.seed, self.epoch, self.fraction = src, int(seed), int(epoch), float(fraction)
-        self.cache, self.step_blocks, self.arena = cache, int(step_blocks), bool(arena)
+        self.cache, self.step_blocks = cache, int(step_blocks)
         self.window, self.part = int(window), part
         self._key = (self.seed, self.epoch)
         if part is None:
@@ -264,9 +255,7 @@ class EpochPlan:
     def load(self, wi):
         """Stored rows, labels and per-step row selections of window ``wi``."""
         blocks = [int(b) for b in self.windows[wi]]
-        cache = self.cache
-        if cache is None:  # the window's own arena (rows of its blocks), or its blocks as read
-            cache = KeptRows(sum(int(np.diff(self.src.bounds[b])[0]) for b in blocks)) if self.arena else {}
+        cache = {} if self.cache is None else self.cache
         missing = [b for b in blocks if b not in cache]
         if missing:
             keep(cache, missing, self.src.read_blocks(missing, [self.training_rows(b) for b in missing]))
