@@ -1,7 +1,8 @@
 """Training throughput from a feature store: fit_incremental against the learner in memory and dask-ml.
 
 One run, two stores of the same synthetic rows, written with ``dask_kernels.featurize`` in
-10000-row blocks: NRFF k = 256 (dense float32 rows) and GCWS k = 256, b = 8 (uint8 codes).
+10000-row blocks with featurize's default codecs: NRFF k = 256 (dense float32 rows, stored
+raw) and GCWS k = 256, b = 8 (uint8 codes, Zstandard).
 One epoch, every row trains (no held-out set), the same constant rate for every row of a
 store. For each store and each learner, ``SoftmaxSGD`` (the CLI's default, ``train
 --estimator softmax``; on a GCWS store it reads the codes, ``code_bits=8``) and
@@ -12,8 +13,8 @@ store. For each store and each learner, ``SoftmaxSGD`` (the CLI's default, ``tra
   (``dask_kernels.learn.learner.partial_fit``: for SGDClassifier the SGD fast path, on every
   usable CPU as fit_incremental runs it; the rows as the store holds them, float32, and the
   one-hot CSR of the codes for SGDClassifier): the ceiling of any out-of-core run ("x mem");
-* **fit_incremental**: the same learner from the store, the defaults (reading, decompressing,
-  the cross-block shuffle, prefetching), ``client=False``;
+* **fit_incremental**: the same learner from the store, the defaults (reading, checking and,
+  for the codes, decompressing blocks; the cross-block shuffle; prefetching), ``client=False``;
 * **dask-ml**: ``Incremental(SGDClassifier(log_loss), shuffle_blocks=True)`` over the store's
   dask array, one ``partial_fit`` pass (the threaded scheduler reads blocks in parallel). Its
   configurations, all tried in the same run, the fastest is the peer ("x dask-ml"): float rows
