@@ -24,7 +24,7 @@ from ._fourier import projection_tables, row_chunks
 from .._compat import cgutils
 from ._bounds import check_projection
 from ._cos32 import cos32_into, shift_cos32v2
-from ._fourier import GemmRowBlocks, cached_table, projection_tiles, tiled
+from ._fourier import GemmRowBlocks, cached_table, product_on_blas, projection_tiles, tiled
 from ._parallel import row_blocks
 from ._subset import FEATURE_IDS_CONSTRAINT, FeatureIds, normal_columns, phases_of
 from .base import FeatureMap
@@ -265,7 +265,8 @@ class NRFF(GemmRowBlocks, FeatureIds, FloatFeatures, FeatureMap):
         def features(a, b):
             _cos32v2_unit_rows(out[a:b], inv[a:b], phase)
 
-        return out, [[partial(product, *t) for t in projection_tiles(self, X.shape[0])],
+        blas = product_on_blas(self, X, W, out)
+        return out, [blas if blas is not None else [partial(product, *t) for t in projection_tiles(self, X.shape[0])],
                      [partial(features, a, b) for a, b in row_blocks(X.shape[0])]]
 
     def _transform_into(self, X, out, row_offset=0):

@@ -153,11 +153,12 @@ def test_nonsense_parameters(params):
 
 
 @pytest.mark.parametrize("cls", ["RFF", "NRFF"])
-@pytest.mark.parametrize("n", [65, 512, 2100])
+@pytest.mark.parametrize("n", [65, 512, 2100, 8200])
 def test_tiled_public_transform_is_the_block_transform_for_any_n_jobs(cls, n):
     # Wide float32 maps cut dense input into column panels (projection_tiles): every value
     # must be the one transform_block computes on its row block (BLAS held to one thread, as
     # the public transform holds it), whatever n_jobs, and the tiles must cover the output once.
+    # At 8200 rows (no panels) the product is one call on all rows with the BLAS's threads.
     from threadpoolctl import threadpool_limits
 
     from dask_kernels import NRFF
