@@ -161,6 +161,8 @@ def projection_tables(estimator, key, fill, phase_stream):
 # leaves CPUs idle or unevenly loaded, each row block into column panels. The tiles depend on the shape and the usable CPUs
 # only (never on ``n_jobs``), and each output value is computed by the same SGEMM operations in
 # any tile (OpenBLAS splits neither K nor a value's sum by the M or N extent: checked bitwise).
+# When the row blocks alone fill the CPUs and W is large, the product runs instead as one call on
+# all rows with the BLAS's own threads (:func:`product_on_blas`): the same values.
 
 #: Narrowest column panel of a tiled projection.
 PANEL_MIN = 512
