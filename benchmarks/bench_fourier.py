@@ -2,6 +2,12 @@
 
 Run: ``python benchmarks/bench_fourier.py [--quick] [--threads 2] [--repeats N] [--case 1024x16384]``
 
+Peer mode: ``python benchmarks/bench_fourier.py --peer --rows 20000 [--case 1024x16384 ...]``
+times only RBFSampler float32 in its best configuration (float32 input, one call, BLAS at its
+default thread count) and our RFF and NRFF public ``transform`` (default ``n_jobs``), at a row
+count where the transform's product runs on all rows at once, interleaved, best of the
+repeats, and prints the wall-clock ratio of each against RBFSampler and the process CPU time.
+
 What is compared, all in one run, with the same number of threads (``--threads``):
 
 * ours: the public ``transform`` with ``n_jobs=--threads`` (row blocks on a thread pool, for
@@ -159,8 +165,42 @@ def first_write_ns_per_element(n, repeats):
     return best / n * 1e9
 
 
+def peer_table(cases, n_rows, repeats):
+    """The peer mode: RBFSampler float32 (one call, default BLAS threads), RFF and NRFF public
+    transforms (default ``n_jobs``), interleaved, best wall-clock time of ``repeats``."""
+    print(f"peer mode: rows={n_rows} repeats={repeats}, default BLAS threads and n_jobs; load average at start "
+          f"{os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
+    print(f"{'d':>5} {'k':>6} {'method':<20} {'best s':>8} {'rows/s':>9} {'vs RBF32':>8} {'cpu s':>7}")
+    results = []
+    for d, k in cases:
+        X = np.random.default_rng(d).standard_normal((n_rows, d)).astype(np.float32)
+        runs = {"RBFSampler float32": RBFSampler(n_components=k, gamma=1.0 / d, random_state=0).fit(X),
+                "RFF (float32)": RFF(n_components=k, gamma=1.0 / d).fit(X),
+                "NRFF (float32)": NRFF(n_components=k).fit(X)}
+        best, cpu = dict.fromkeys(runs, np.inf), dict.fromkeys(runs, np.inf)
+        for m in runs.values():
+            m.transform(X[:8])  # tables and compilation before timing
+        for _ in range(repeats):
+            for name, m in runs.items():
+                time.sleep(SETTLE)
+                t0, c0 = time.perf_counter(), time.process_time()
+                m.transform(X)
+                best[name] = min(best[name], time.perf_counter() - t0)
+                cpu[name] = min(cpu[name], time.process_time() - c0)
+        for name in runs:
+            ratio = best["RBFSampler float32"] / best[name]
+            print(f"{d:5d} {k:6d} {name:<20} {best[name]:8.3f} {n_rows / best[name]:9.0f} {ratio:8.2f} "
+                  f"{cpu[name]:7.2f}")
+            results.append((d, k, name, n_rows / best[name], ratio))
+    print(f"load average at the end {os.getloadavg()[0]:.2f}")
+    return results
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--peer", action="store_true", help="only RBFSampler float32 against RFF and NRFF (see above)")
+    ap.add_argument("--rows", type=int, default=None, help="rows of the input (default 1024, --quick 512, "
+                                                             "--peer 20000)")
     ap.add_argument("--quick", action="store_true", help="fewer rows and repeats (about 1 min)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--repeats", type=int, default=None,
@@ -171,6 +211,9 @@ def main():
     args = ap.parse_args()
     n_rows, repeats = (512, 2) if args.quick else (1024, 4)
     repeats = args.repeats or repeats
+    if args.peer:
+        return peer_table(args.case or [(1024, 16384), (1024, 2048), (64, 2048)], args.rows or 20000, repeats)
+    n_rows = args.rows or n_rows
     cases = args.case or [(256, 4096), (1024, 16384)] + ([] if args.quick else [(256, 16384), (784, 4096)])
     chunk = 256
     fwht_ns = fwht_ns_per_element(1024, 256, 3)

@@ -114,15 +114,22 @@ def blocks_of(block_fn, n_rows):
     return row_blocks(n_rows, *sizes) if sizes else row_blocks(n_rows)
 
 
-def _one_blas_thread():
-    """A context holding BLAS to one thread (threadpoolctl's controller, built once)."""
+def _one_blas_thread(threads=1):
+    """A context holding BLAS to one thread, or ``threads`` (threadpoolctl's controller, built once)."""
     global _controller
     from threadpoolctl import ThreadpoolController
 
     with _BLAS_LOCK:
         if _controller is None:
             _controller = ThreadpoolController()
-    return _controller.limit(limits=1, user_api="blas")
+    return _controller.limit(limits=threads, user_api="blas")
+
+
+class OnBlas(list):
+    """A phase of a map's plan (``_transform_phases``) whose tasks run one after another on the
+    calling thread, BLAS on the transform's threads (our pool idle meanwhile, so no core runs
+    two threads): for one matrix product on many rows, OpenBLAS's threads share the packing of
+    the right-hand side, which one-thread calls on row blocks each repeat."""
 
 
 def _threads(n_jobs, n_blocks):
@@ -171,7 +178,11 @@ def transform_rows(block_fn, X, n_jobs=None):
         threads = _threads(n_jobs, max(map(len, phases), default=1))
         with _one_blas_thread():
             for tasks in phases:
-                list(map(_call, tasks) if threads <= 1 else _pool(threads).map(_call, tasks))
+                if isinstance(tasks, OnBlas):
+                    with _one_blas_thread(min(max(threads, 1), usable_cpus())):
+                        list(map(_call, tasks))
+                else:
+                    list(map(_call, tasks) if threads <= 1 else _pool(threads).map(_call, tasks))
         return out
     blocks = blocks_of(block_fn, X.shape[0])
     # A map may offer ``_transform_into(rows, out, row_offset)``, writing a block's features

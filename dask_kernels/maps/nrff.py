@@ -24,7 +24,7 @@ from ._fourier import projection_tables, row_chunks
 from .._compat import cgutils
 from ._bounds import check_projection
 from ._cos32 import cos32_into, shift_cos32v2
-from ._fourier import GemmRowBlocks, cached_table, projection_tiles, tiled
+from ._fourier import GemmRowBlocks, cached_table, product_on_blas, projection_tiles, tiled
 from ._parallel import row_blocks
 from ._subset import FEATURE_IDS_CONSTRAINT, FeatureIds, normal_columns, phases_of
 from ._gamma import GAMMA_CONSTRAINT, ScaleGamma
@@ -256,9 +256,11 @@ class NRFF(GemmRowBlocks, FeatureIds, ScaleGamma, FloatFeatures, FeatureMap):
 
     def _transform_phases(self, X):
         """The public transform of dense input in two phases: the product in tiles
-        (:func:`._fourier.projection_tiles`), then the cosine and the unit scaling in row blocks
-        (a row's norm needs all its columns; each row is in cache for both); None (row blocks)
-        for other maps and inputs."""
+        (:func:`._fourier.projection_tiles`) or on all rows (:func:`._fourier.product_on_blas`),
+        then the cosine and the unit scaling in row blocks (a row's norm needs all its columns;
+        each row is in cache for both); in one phase when every tile spans all columns, each
+        tile's features computed after its product (each row's features do not depend on the
+        rows computed with it). None (row blocks) for other maps and inputs."""
         if sp.issparse(X) or not tiled(self):
             return None
         W, phase = self._tables()
@@ -273,7 +275,15 @@ class NRFF(GemmRowBlocks, FeatureIds, ScaleGamma, FloatFeatures, FeatureMap):
         def features(a, b):
             _cos32v2_unit_rows(out[a:b], inv[a:b], phase)
 
-        return out, [[partial(product, *t) for t in projection_tiles(self, X.shape[0])],
+        def whole_rows(a, b, c0, c1):  # a tile of all columns: its rows' features while in cache
+            product(a, b, c0, c1)
+            features(a, b)
+
+        blas = product_on_blas(self, X, W, out)
+        tiles = projection_tiles(self, X.shape[0])
+        if blas is None and all(c1 - c0 == out.shape[1] for _, _, c0, c1 in tiles):
+            return out, [[partial(whole_rows, *t) for t in tiles]]
+        return out, [blas if blas is not None else [partial(product, *t) for t in tiles],
                      [partial(features, a, b) for a, b in row_blocks(X.shape[0])]]
 
     def _transform_into(self, X, out, row_offset=0):

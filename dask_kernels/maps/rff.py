@@ -26,7 +26,8 @@ from functools import partial
 from ._fourier import CAUCHY_MAX, COMMON_CONSTRAINTS, NORMAL_MAX, FloatFeatures, cauchy_table
 from ._fourier import normal_table, projection_bound, projection_tables, row_chunks
 from ._cos32 import affine_cos32_rows, shift_cos32v2_rows, shift_cos32v2_tile
-from ._fourier import GemmRowBlocks, cached_table, projection_tiles, tiled
+from ._fourier import GemmRowBlocks, cached_table, product_on_blas, projection_tiles, tiled
+from ._parallel import row_blocks
 from ._bounds import check_projection, refuse_above
 from ._sparse import MAX_NONZEROS, SparseFrequencies, sparse_support, sparse_values
 from ._subset import FEATURE_IDS_CONSTRAINT, FeatureIds, cauchy_columns, normal_columns, phases_of
@@ -244,6 +245,11 @@ class RFF(GemmRowBlocks, FeatureIds, ScaleGamma, FloatFeatures, FeatureMap):
             np.matmul(X[a:b], W[:, c0:c1], out=out[a:b, c0:c1])
             shift_cos32v2_tile(out, a, b, c0, c1, ones, phase, factor)
 
+        product = product_on_blas(self, X, W, out)
+        if product is not None:  # many rows: the product with the BLAS's threads, then the cosine
+            k = int(self.n_components)
+            return out, [product, [partial(shift_cos32v2_tile, out, a, b, 0, k, ones, phase, factor)
+                                   for a, b in row_blocks(X.shape[0])]]
         return out, [[partial(tile, *t) for t in projection_tiles(self, X.shape[0])]]
 
     def _transform_into(self, X, out, row_offset=0):

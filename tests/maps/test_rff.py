@@ -153,20 +153,28 @@ def test_nonsense_parameters(params):
 
 
 @pytest.mark.parametrize("cls", ["RFF", "NRFF"])
-@pytest.mark.parametrize("n", [65, 512, 2100])
-def test_tiled_public_transform_is_the_block_transform_for_any_n_jobs(cls, n):
+@pytest.mark.parametrize("n", [65, 512, 2100, 8200, 9000])
+def test_tiled_public_transform_is_the_block_transform_for_any_n_jobs(cls, n, monkeypatch):
     # Wide float32 maps cut dense input into column panels (projection_tiles): every value
     # must be the one transform_block computes on its row block (BLAS held to one thread, as
     # the public transform holds it), whatever n_jobs, and the tiles must cover the output once.
+    # At 8200 and 9000 rows the row blocks fill 2 CPUs (no panels): at 8200 (the table bound
+    # lowered to this small W) the product is one call on all rows with the BLAS's threads; at
+    # 9000 each tile of whole rows computes its rows' features too.
     from threadpoolctl import threadpool_limits
 
     from dask_kernels import NRFF
-    from dask_kernels.maps._fourier import projection_tiles, tiled
+    from dask_kernels.maps import _fourier
+    from dask_kernels.maps._fourier import product_on_blas, projection_tiles, tiled
     from dask_kernels.maps._parallel import usable_cpus
 
+    if n == 8200:
+        monkeypatch.setattr(_fourier, "BLAS_TABLE_MIN", 0)
     X = np.random.default_rng(n).normal(size=(n, 40)).astype(np.float32)
     fmap = {"RFF": RFF, "NRFF": NRFF}[cls](n_components=1100, gamma=0.1, seed=5).fit(X)
     assert tiled(fmap) == (usable_cpus() > 1)
+    if usable_cpus() == 2:  # (the row blocks fill other CPU counts at other row counts)
+        assert (product_on_blas(fmap, X, fmap._tables()[0], None) is not None) == (n == 8200)
     tiles = projection_tiles(fmap, n)
     cover = np.zeros((n, 1100), dtype=int)
     for a, b, c0, c1 in tiles:
