@@ -45,11 +45,6 @@ MAX_BUCKET = 64
 #: Standard errors of :func:`estimate_margin`'s default.
 Z_MARGIN = 5.0
 
-_KEYS_META = pd.DataFrame({"key": np.empty(0, np.uint64), "rkey": np.empty(0, np.uint64),
-                           "side": np.empty(0, np.int8), "row": np.empty(0, np.int64)})
-_PAIRS_META = pd.DataFrame({"i": np.empty(0, np.int64), "j": np.empty(0, np.int64), "bp": np.empty(0, np.int64)})
-
-
 def code_estimate(matches, n_hashes, bits):
     """Unbiased GMM estimate from the number of equal b-bit codes out of ``n_hashes``.
 
@@ -87,45 +82,60 @@ def estimate_margin(threshold, n_hashes, bits, z=Z_MARGIN):
 
 
 def _exact(rows_a, rows_b, ia, ib):
-    """Exact GMM of the pairs ``(rows_a[ia[p]], rows_b[ib[p]])``: dense blocks or CSR blocks."""
+    """Exact GMM of the pairs ``(rows_a[ia[p]], rows_b[ib[p]])``: dense blocks or CSR blocks (or
+    the readers of :class:`~dask_kernels.similarity._source.Rows` blocks)."""
+    rows_a, rows_b = (r() if callable(r) else r for r in (rows_a, rows_b))
     if isinstance(rows_a, np.ndarray):
         return gmm_pairs(rows_a, np.asarray(rows_b), ia, ib)
     return gmm_pairs_csr(rows_a.data, rows_a.indices, rows_a.indptr, rows_b.data, rows_b.indices, rows_b.indptr,
                          ia, ib)
 
 
-def _block_keys(codes, start, side, bands, rows):
-    codes = load(codes)
-    keys = band_keys(np.ascontiguousarray(codes), bands, rows)
+def _block_keys(codes, start, side, bands, rows, n_parts):
+    """Band records of a block, cut by bucket: ``n_parts`` tuples ``(key, rkey, side, row)``,
+    part ``key % n_parts`` (the keys are well-mixed hashes)."""
+    codes = np.ascontiguousarray(load(codes))
     n = codes.shape[0]
-    return pd.DataFrame({"key": keys.ravel(), "rkey": np.repeat(row_keys(np.ascontiguousarray(codes)), bands),
-                         "side": np.full(n * bands, side, np.int8),
-                         "row": np.repeat(np.arange(start, start + n, dtype=np.int64), bands)})
+    key = band_keys(codes, bands, rows).ravel()
+    rkey = np.repeat(row_keys(codes), bands)
+    row = np.repeat(np.arange(start, start + n, dtype=np.int64), bands)
+    part = key % np.uint64(n_parts)
+    order = np.argsort(part, kind="stable")
+    cuts = np.searchsorted(part[order], np.arange(n_parts + 1, dtype=np.uint64))
+    side = np.full(n * bands, side, np.int8)
+    return tuple(tuple(x[order[a:b]] for x in (key, rkey, side, row)) for a, b in zip(cuts[:-1], cuts[1:]))
 
 
-def _partition_pairs(df, cap, cross, starts_a, starts_b):
-    key = df["key"].to_numpy()
+def _partition_pairs(pieces, cap, cross, starts_a, starts_b):
+    """Candidate pairs of one bucket partition (its piece of every block), cut by pair of blocks:
+    ``n_blocks_a * n_blocks_b`` arrays of shape (m, 2), pair ``(i, j)`` in piece
+    ``block(i) * n_blocks_b + block(j)``."""
+    key, rkey, side, row = (np.concatenate(x) for x in zip(*pieces))
     order = np.argsort(key)  # any order of equal keys: the lexsort below fixes it
     ks = key[order]
     shared = np.zeros(ks.size, bool)  # rows whose key is some other row's too: most are alone
     shared[1:] = ks[1:] == ks[:-1]
     shared[:-1] |= shared[1:]
     sel = order[shared]
-    side, row = df["side"].to_numpy()[sel], df["row"].to_numpy()[sel]
-    o = np.lexsort((row, side, df["rkey"].to_numpy()[sel], key[sel]))
+    side, row = side[sel], row[sel]
+    o = np.lexsort((row, side, rkey[sel], key[sel]))
     i, j = bucket_pairs(key[sel][o], side[o], row[o], cap, cross)
-    p = np.searchsorted(starts_a, i, side="right") - 1
-    q = np.searchsorted(starts_b, j, side="right") - 1
-    return pd.DataFrame({"i": i, "j": j, "bp": p * (len(starts_b) - 1) + q})
+    nb = len(starts_b) - 1
+    bp = (np.searchsorted(starts_a, i, side="right") - 1) * nb + np.searchsorted(starts_b, j, side="right") - 1
+    order = np.argsort(bp, kind="stable")
+    pairs = np.stack([i[order], j[order]], axis=1)
+    cuts = np.searchsorted(bp[order], np.arange((len(starts_a) - 1) * nb + 1))
+    return tuple(pairs[a:b] for a, b in zip(cuts[:-1], cuts[1:]))
 
 
-def _verify(df, p, q, block_a, block_b, rows_a, rows_b, start_a, start_b, threshold, margin, bits):
+def _verify(pieces, block_a, block_b, rows_a, rows_b, start_a, start_b, threshold, margin, bits):
     cols = {"i": np.empty(0, np.int64), "j": np.empty(0, np.int64), "estimate": np.empty(0)}
     if rows_a is not None:
         cols["exact"] = np.empty(0)
-    if not len(df):
+    pairs = np.concatenate(pieces)
+    if not len(pairs):
         return pd.DataFrame(cols)
-    pairs = np.unique(np.stack([df["i"].to_numpy(), df["j"].to_numpy()], axis=1), axis=0)  # sorted, distinct
+    pairs = np.unique(pairs, axis=0)  # sorted, distinct: a pair comes once per band it shares
     ia, ib = pairs[:, 0] - start_a, pairs[:, 1] - start_b
     ca, cb = load(block_a), load(block_b)
     est = code_estimate(agreement(ca, cb, ia, ib), ca.shape[1], bits)
@@ -225,20 +235,21 @@ def similarity_join(source: Any, threshold: float, other: Any = None, *, bits: i
     if margin is None:
         margin = 0.0 if rows_a is None else estimate_margin(threshold, k, a.bits)
 
-    make_keys = dask.delayed(_block_keys, pure=True)
-    parts = [make_keys(c.block(i), int(c.starts[i]), side, bands, rows)
-             for side, c in enumerate([a, b] if cross else [a]) for i in range(c.n_blocks)]
-    keys = dd.from_delayed(parts, meta=_KEYS_META, verify_meta=False)
-    keys = keys.shuffle(on="key", npartitions=npartitions or len(parts))
-    pairs = keys.map_partitions(_partition_pairs, int(max_bucket), cross, a.starts, b.starts, meta=_PAIRS_META)
+    sides = [a, b] if cross else [a]
+    n_parts = int(npartitions or sum(c.n_blocks for c in sides))
+    make_keys = dask.delayed(_block_keys, pure=True, nout=n_parts)
+    blocks = [make_keys(c.block(i), int(c.starts[i]), side, bands, rows, n_parts)
+              for side, c in enumerate(sides) for i in range(c.n_blocks)]
     nb = b.n_blocks
-    grouped = pairs.set_index("bp", divisions=list(range(a.n_blocks * nb + 1)), sorted=False).to_delayed()
+    make_pairs = dask.delayed(_partition_pairs, pure=True, nout=a.n_blocks * nb)
+    parts = [make_pairs([blk[t] for blk in blocks], int(max_bucket), cross, a.starts, b.starts)
+             for t in range(n_parts)]
     verify = dask.delayed(_verify, pure=True)
     out = []
     for p in range(a.n_blocks):
         for q in range(p if not cross else 0, nb):
-            out.append(verify(grouped[p * nb + q], p, q, a.block(p), b.block(q),
-                              None if rows_a is None else rows_a[p], None if rows_b is None else rows_b[q],
+            out.append(verify([part[p * nb + q] for part in parts], a.block(p), b.block(q),
+                              None if rows_a is None else rows_a.block(p), None if rows_b is None else rows_b.block(q),
                               int(a.starts[p]), int(b.starts[q]), threshold, float(margin), a.bits))
     meta = pd.DataFrame({"i": np.empty(0, np.int64), "j": np.empty(0, np.int64), "estimate": np.empty(0)})
     if rows_a is not None:
