@@ -3,18 +3,19 @@
 How :func:`similarity_join` computes, per stage:
 
 1. **Bands** (one task per block of codes): the ``bands`` keys of each row
-   (:func:`~dask_kernels.similarity._kernels.band_keys`) and its row key, as a DataFrame
-   ``(key, rkey, side, row)`` of ``bands`` records per row.
-2. **Candidates**: dask's shuffle on ``key`` puts each bucket in one partition; each partition is
-   sorted by ``(key, rkey, side, row)`` and every bucket gives its pairs. A bucket larger than
-   ``max_bucket + 1`` rows gives each member's pairs with the next ``max_bucket`` members only:
-   O(m * max_bucket) pairs instead of O(m**2). The row key sorts equal rows next to one another,
-   so groups of up to ``max_bucket + 1`` equal rows keep all their pairs; two different rows
-   of an oversized bucket become candidates through that band only when they fall within
-   ``max_bucket`` places (a chance of about ``2 max_bucket / m``), and still through any other
-   band they share.
-3. **Verification** (one task per pair of blocks): a second shuffle gathers the candidates of
-   each pair of blocks, duplicates (one per shared band) are dropped, and each pair is checked
+   (:func:`~dask_kernels.similarity._kernels.band_keys`), its row key, side and row number,
+   cut into ``npartitions`` pieces by ``key mod npartitions``.
+2. **Candidates** (one task per partition, gathering its piece of every block: an all-to-all of
+   dask tasks over NumPy arrays, no DataFrame shuffle): each bucket is in one partition; the
+   records are sorted by ``(key, rkey, side, row)`` and every bucket gives its pairs. A bucket
+   larger than ``max_bucket + 1`` rows gives each member's pairs with the next ``max_bucket``
+   members only: O(m * max_bucket) pairs instead of O(m**2). The row key sorts equal rows next
+   to one another, so groups of up to ``max_bucket + 1`` equal rows keep all their pairs; two
+   different rows of an oversized bucket become candidates through that band only when they
+   fall within ``max_bucket`` places (a chance of about ``2 max_bucket / m``), and still through
+   any other band they share. The pairs are cut by pair of blocks.
+3. **Verification** (one task per pair of blocks, gathering its candidates from every
+   partition): duplicates (one per shared band) are dropped, and each pair is checked
    on all its codes, ``estimate = (matches / k - 2**-b) / (1 - 2**-b)`` (unbiased for GMM, standard
    error about ``sqrt(p (1 - p) / k) / (1 - 2**-b)``): kept when ``estimate >= threshold - margin``.
    With the raw rows, the margin is :func:`estimate_margin` (five standard errors: a pair at or
@@ -166,9 +167,11 @@ def similarity_join(source: Any, threshold: float, other: Any = None, *, bits: i
         pairs within ``source``.
     bits : int, optional
         Code width, for arrays (a store knows its own).
-    X, other_X : array-like or SciPy sparse matrix of shape (n_rows, n_features), optional
-        The raw rows the codes were made from (after any centering of the map): pairs are then
-        kept on their exact GMM (column ``exact``) instead of the code estimate.
+    X, other_X : array-like, SciPy sparse matrix or path of a ``.npy`` file, optional
+        The raw rows the codes were made from, (n_rows, n_features) (after any centering of the
+        map): pairs are then kept on their exact GMM (column ``exact``) instead of the code
+        estimate. A ``.npy`` path is read per block by the tasks that need it (the graph holds
+        only the path); an in-memory matrix goes into the graph once.
     bands, rows : int, optional
         The LSH split (``bands * rows <= n_hashes``); by default :func:`choose_bands` of the
         threshold, the hash count, ``bits``, ``weights`` and ``min_recall``.
@@ -184,7 +187,7 @@ def similarity_join(source: Any, threshold: float, other: Any = None, *, bits: i
     max_bucket : int, default 64
         Rows paired with each member of an oversized bucket (see the module docstring).
     npartitions : int, optional
-        Partitions of the band shuffle (default: the blocks of codes).
+        Bucket partitions of the band records (default: the blocks of codes).
 
     Returns
     -------
