@@ -108,9 +108,8 @@ def _block_keys(codes, start, side, bands, rows, n_parts):
 
 
 def _partition_pairs(pieces, cap, cross, starts_a, starts_b):
-    """Candidate pairs of one bucket partition (its piece of every block), cut by pair of blocks:
-    ``n_blocks_a * n_blocks_b`` arrays of shape (m, 2), pair ``(i, j)`` in piece
-    ``block(i) * n_blocks_b + block(j)``."""
+    """Candidate pairs of one bucket partition (its piece of every block), cut by block of ``i``:
+    ``n_blocks_a`` arrays of shape (m, 2)."""
     key, rkey, side, row = (np.concatenate(x) for x in zip(*pieces))
     order = np.argsort(key)  # any order of equal keys: the lexsort below fixes it
     ks = key[order]
@@ -121,19 +120,29 @@ def _partition_pairs(pieces, cap, cross, starts_a, starts_b):
     side, row = side[sel], row[sel]
     o = np.lexsort((row, side, rkey[sel], key[sel]))
     i, j = bucket_pairs(key[sel][o], side[o], row[o], cap, cross)
-    nb = len(starts_b) - 1
-    bp = (np.searchsorted(starts_a, i, side="right") - 1) * nb + np.searchsorted(starts_b, j, side="right") - 1
-    order = np.argsort(bp, kind="stable")
-    pairs = np.stack([i[order], j[order]], axis=1)
-    cuts = np.searchsorted(bp[order], np.arange((len(starts_a) - 1) * nb + 1))
+    return _cut(np.stack([i, j], axis=1), np.searchsorted(starts_a, i, side="right") - 1, len(starts_a) - 1)
+
+
+def _cut(pairs, part, n):
+    """``pairs`` cut into ``n`` arrays by ``part`` (ints in ``[0, n)``)."""
+    order = np.argsort(part, kind="stable")
+    cuts = np.searchsorted(part[order], np.arange(n + 1))
+    pairs = pairs[order]
     return tuple(pairs[a:b] for a, b in zip(cuts[:-1], cuts[1:]))
 
 
-def _verify(pieces, block_a, block_b, rows_a, rows_b, start_a, start_b, threshold, margin, bits):
+def _block_pairs(pieces, starts_b):
+    """The candidates of one block of ``source`` (its piece of every partition), cut by block of
+    ``other``: two steps of cutting keep the all-to-all at ``partitions x blocks + blocks**2``
+    pieces instead of ``partitions x blocks**2``."""
+    pairs = np.concatenate(pieces)
+    return _cut(pairs, np.searchsorted(starts_b, pairs[:, 1], side="right") - 1, len(starts_b) - 1)
+
+
+def _verify(pairs, block_a, block_b, rows_a, rows_b, start_a, start_b, threshold, margin, bits):
     cols = {"i": np.empty(0, np.int64), "j": np.empty(0, np.int64), "estimate": np.empty(0)}
     if rows_a is not None:
         cols["exact"] = np.empty(0)
-    pairs = np.concatenate(pieces)
     if not len(pairs):
         return pd.DataFrame(cols)
     pairs = np.unique(pairs, axis=0)  # sorted, distinct: a pair comes once per band it shares
@@ -244,14 +253,16 @@ def similarity_join(source: Any, threshold: float, other: Any = None, *, bits: i
     blocks = [make_keys(c.block(i), int(c.starts[i]), side, bands, rows, n_parts)
               for side, c in enumerate(sides) for i in range(c.n_blocks)]
     nb = b.n_blocks
-    make_pairs = dask.delayed(_partition_pairs, pure=True, nout=a.n_blocks * nb)
+    make_pairs = dask.delayed(_partition_pairs, pure=True, nout=a.n_blocks)
     parts = [make_pairs([blk[t] for blk in blocks], int(max_bucket), cross, a.starts, b.starts)
              for t in range(n_parts)]
+    by_block = dask.delayed(_block_pairs, pure=True, nout=nb)
+    rows_of = [by_block([part[p] for part in parts], b.starts) for p in range(a.n_blocks)]
     verify = dask.delayed(_verify, pure=True)
     out = []
     for p in range(a.n_blocks):
         for q in range(p if not cross else 0, nb):
-            out.append(verify([part[p * nb + q] for part in parts], a.block(p), b.block(q),
+            out.append(verify(rows_of[p][q], a.block(p), b.block(q),
                               None if rows_a is None else rows_a.block(p), None if rows_b is None else rows_b.block(q),
                               int(a.starts[p]), int(b.starts[q]), threshold, float(margin), a.bits))
     meta = pd.DataFrame({"i": np.empty(0, np.int64), "j": np.empty(0, np.int64), "estimate": np.empty(0)})
