@@ -19,9 +19,10 @@ Wall time covers hashing and the join (the input already in memory in each syste
 building Spark's DataFrame is not counted). Peak memory: the largest peak resident set of the
 dask workers (each worker's is printed too); datasketch's process (which also holds the input;
 its peak is reset before the run); Spark's JVM. Run:
-``python benchmarks/bench_similarity.py --rows 100000``. Spark needs Java: if ``java`` is missing,
-install it (``apt-get install -y openjdk-17-jre-headless``) and pyspark (``pip install pyspark``);
-the Spark row is then skipped, not failed.
+``python benchmarks/bench_similarity.py --rows 100000``. Spark needs Java and pyspark (the
+project's ``bench`` extra: ``pip install -e ".[bench]"``); if ``java`` is missing, install it
+(``apt-get install -y openjdk-17-jre-headless``). Without either, the Spark row is skipped, not
+failed.
 """
 
 import argparse

@@ -2,7 +2,8 @@
 similarity >= T, from the codes of GCWS feature stores (within STORE, or STORE x OTHER).
 
 Writes a Parquet dataset (a folder) with columns ``i``, ``j`` (global row numbers, ``i < j``
-within one store) and ``estimate`` (the GMM estimate from all the codes). See
+within one store), ``estimate`` (the GMM estimate from all the codes) and, with ``--raw ROWS.npy``
+(the rows the store was featurized from), ``exact`` (their exact GMM, on which the pairs are kept). See
 :func:`dask_kernels.similarity.similarity_join`.
 """
 
@@ -20,6 +21,13 @@ def add_arguments(parser):
                                                                "must not exist")
     parser.add_argument("--bands", type=positive_int, help="LSH bands (default: chosen from the threshold)")
     parser.add_argument("--rows", type=positive_int, help="codes per band (with --bands)")
+    parser.add_argument("--min-recall", type=fraction, default=None,
+                        help="least chance that a pair at the threshold becomes a candidate, for the default "
+                             "bands (default 0.999)")
+    parser.add_argument("--raw", metavar="ROWS.npy",
+                        help="the raw rows the store was featurized from (.npy, one per row of STORE): pairs "
+                             "are then kept on their exact GMM (column exact); each task reads its own rows")
+    parser.add_argument("--other-raw", metavar="ROWS.npy", help="the raw rows of OTHER (with --raw)")
     parser.add_argument("--max-bucket", type=positive_int, default=None,
                         help="pairs per member of an oversized bucket (default 64)")
     add_cluster_arguments(parser)
@@ -35,6 +43,7 @@ def run(args):
     from .._progress import wait_futures
     from ..pipeline import open_store
     from ..similarity import similarity_join
+    from ..similarity.banding import MIN_RECALL
     from ..similarity.join import MAX_BUCKET
     from ._paths import exists, existing, is_store, normalize
 
@@ -50,12 +59,23 @@ def run(args):
         raise UsageError(f"--threshold {args.threshold}: expected a similarity strictly between 0 and 1")
     if (args.bands is None) != (args.rows is None):
         raise UsageError("--bands and --rows go together: give both or neither")
+    if args.min_recall is not None and not 0.0 < args.min_recall < 1.0:
+        raise UsageError(f"--min-recall {args.min_recall}: expected a chance strictly between 0 and 1")
+    if args.min_recall is not None and args.bands is not None:
+        raise UsageError("--min-recall chooses the bands: give it or --bands/--rows, not both")
+    if (args.other_raw is not None) != (args.raw is not None and len(stores) > 1):
+        raise UsageError("--raw and --other-raw: give the raw rows of every store searched (--other-raw only "
+                         "with OTHER), or none")
+    raw = [None if path is None else existing(path, flag)
+           for flag, path in (("--raw", args.raw), ("--other-raw", args.other_raw))]
     output = normalize(args.output)
     if exists(output):
         raise UsageError(f"-o {args.output}: already exists; choose another path or remove it")
     with client_for(args) as client:
         pairs = similarity_join(stores[0], args.threshold, stores[1] if len(stores) > 1 else None,
-                                bands=args.bands, rows=args.rows, max_bucket=args.max_bucket or MAX_BUCKET)
+                                bands=args.bands, rows=args.rows, max_bucket=args.max_bucket or MAX_BUCKET,
+                                min_recall=MIN_RECALL if args.min_recall is None else args.min_recall,
+                                X=raw[0], other_X=raw[1])
         t0 = time.perf_counter()
         future = client.compute(pairs.to_parquet(output, write_index=False, compute=False))
         if not args.no_progress:

@@ -123,20 +123,72 @@ def check_bits(bits, where="bits"):
     return int(bits)
 
 
+class Rows:
+    """Raw rows aligned with a :class:`Codes`, one block per block of codes (:meth:`block`)."""
+
+    def __init__(self, blocks):
+        self._blocks = blocks
+
+    def block(self, i):
+        """Block i for a task: a reader of a ``.npy`` file's rows (read where the task runs), or a
+        delayed slice of the one shared copy of an in-memory matrix, or a dask array's chunk."""
+        return self._blocks[i]
+
+
+class _NpyBlock:
+    """Rows ``start:stop`` of a ``.npy`` file as float64, read (memory-mapped) where it is called."""
+
+    def __init__(self, path, start, stop):
+        self.path, self.start, self.stop = path, start, stop
+
+    def __call__(self):
+        return np.asarray(np.load(self.path, mmap_mode="r")[self.start:self.stop], dtype=np.float64)
+
+    def __dask_tokenize__(self):
+        st = os.stat(self.path)
+        return ("dk-npy-rows", self.path, st.st_size, st.st_mtime_ns, self.start, self.stop)
+
+
+def _slice(X, start, stop):
+    return X[start:stop]
+
+
 def as_rows(X, codes, where="X"):
-    """Raw rows aligned with ``codes`` (same row count), one delayed block per block of codes: a
-    float64 NumPy block of a dense array, or a CSR block (sorted, unique column indices) of a
-    SciPy sparse matrix."""
+    """Raw rows aligned with ``codes`` (same row count), as :class:`Rows`: float64 blocks of a
+    dense array, or CSR blocks (sorted, unique column indices) of a SciPy sparse matrix.
+
+    ``X`` may be the path of a ``.npy`` file: each task then reads its own rows, and neither the
+    graph nor any worker holds the whole matrix. An in-memory matrix goes into the graph once
+    (scattered on an active Client), not once per block."""
     import dask
     import dask.array as da
     import scipy.sparse as sp
 
+    from .._graph import shared_key
+
+    bounds = list(zip(codes.starts[:-1].tolist(), codes.starts[1:].tolist()))
+    if isinstance(X, (str, os.PathLike)):
+        path = os.path.abspath(os.fspath(X))
+        try:
+            arr = np.load(path, mmap_mode="r")
+        except (OSError, ValueError) as e:
+            raise ValueError(f"{where} {path}: cannot read it as a .npy file of rows ({e})") from None
+        if arr.ndim != 2 or arr.shape[0] != codes.n_rows or arr.dtype.kind not in "biuf":
+            raise ValueError(f"{where} {path}: expected {codes.n_rows} rows of numbers (one per row of codes), got "
+                             f"shape {arr.shape} dtype {arr.dtype}")
+        return Rows([_NpyBlock(path, a, b) for a, b in bounds])
     shape = getattr(X, "shape", None) if sp.issparse(X) or isinstance(X, da.Array) else np.shape(X)
     if shape is None or len(shape) != 2 or shape[0] != codes.n_rows:
         raise ValueError(f"{where}: expected {codes.n_rows} rows (one per row of codes), got shape {shape}")
+    if isinstance(X, da.Array):
+        return Rows(list(X.astype(np.float64).rechunk((codes.array.chunks[0], -1)).to_delayed().ravel()))
     if sp.issparse(X):
         X = sp.csr_matrix(X, dtype=np.float64, copy=True)
         X.sum_duplicates()  # also sorts the column indices, as the pair kernel's merge needs
-        return [dask.delayed(X[a:b]) for a, b in zip(codes.starts[:-1], codes.starts[1:])]
-    arr = X if isinstance(X, da.Array) else da.from_array(np.asarray(X))
-    return list(arr.astype(np.float64).rechunk((codes.array.chunks[0], -1)).to_delayed().ravel())
+    else:
+        X = np.asarray(X, dtype=np.float64)
+    import uuid
+
+    whole = shared_key(X, f"dk-similarity-rows-{uuid.uuid4().hex}")
+    take = dask.delayed(_slice, pure=True)
+    return Rows([take(whole, a, b) for a, b in bounds])

@@ -3,18 +3,19 @@
 How :func:`similarity_join` computes, per stage:
 
 1. **Bands** (one task per block of codes): the ``bands`` keys of each row
-   (:func:`~dask_kernels.similarity._kernels.band_keys`) and its row key, as a DataFrame
-   ``(key, rkey, side, row)`` of ``bands`` records per row.
-2. **Candidates**: dask's shuffle on ``key`` puts each bucket in one partition; each partition is
-   sorted by ``(key, rkey, side, row)`` and every bucket gives its pairs. A bucket larger than
-   ``max_bucket + 1`` rows gives each member's pairs with the next ``max_bucket`` members only:
-   O(m * max_bucket) pairs instead of O(m**2). The row key sorts equal rows next to one another,
-   so groups of up to ``max_bucket + 1`` equal rows keep all their pairs; two different rows
-   of an oversized bucket become candidates through that band only when they fall within
-   ``max_bucket`` places (a chance of about ``2 max_bucket / m``), and still through any other
-   band they share.
-3. **Verification** (one task per pair of blocks): a second shuffle gathers the candidates of
-   each pair of blocks, duplicates (one per shared band) are dropped, and each pair is checked
+   (:func:`~dask_kernels.similarity._kernels.band_keys`), its row key, side and row number,
+   cut into ``npartitions`` pieces by ``key mod npartitions``.
+2. **Candidates** (one task per partition, gathering its piece of every block: an all-to-all of
+   dask tasks over NumPy arrays, no DataFrame shuffle): each bucket is in one partition; the
+   records are sorted by ``(key, rkey, side, row)`` and every bucket gives its pairs. A bucket
+   larger than ``max_bucket + 1`` rows gives each member's pairs with the next ``max_bucket``
+   members only: O(m * max_bucket) pairs instead of O(m**2). The row key sorts equal rows next
+   to one another, so groups of up to ``max_bucket + 1`` equal rows keep all their pairs; two
+   different rows of an oversized bucket become candidates through that band only when they
+   fall within ``max_bucket`` places (a chance of about ``2 max_bucket / m``), and still through
+   any other band they share. The pairs are cut by pair of blocks.
+3. **Verification** (one task per pair of blocks, gathering its candidates from every
+   partition): duplicates (one per shared band) are dropped, and each pair is checked
    on all its codes, ``estimate = (matches / k - 2**-b) / (1 - 2**-b)`` (unbiased for GMM, standard
    error about ``sqrt(p (1 - p) / k) / (1 - 2**-b)``): kept when ``estimate >= threshold - margin``.
    With the raw rows, the margin is :func:`estimate_margin` (five standard errors: a pair at or
@@ -44,11 +45,6 @@ if TYPE_CHECKING:
 MAX_BUCKET = 64
 #: Standard errors of :func:`estimate_margin`'s default.
 Z_MARGIN = 5.0
-
-_KEYS_META = pd.DataFrame({"key": np.empty(0, np.uint64), "rkey": np.empty(0, np.uint64),
-                           "side": np.empty(0, np.int8), "row": np.empty(0, np.int64)})
-_PAIRS_META = pd.DataFrame({"i": np.empty(0, np.int64), "j": np.empty(0, np.int64), "bp": np.empty(0, np.int64)})
-
 
 def code_estimate(matches, n_hashes, bits):
     """Unbiased GMM estimate from the number of equal b-bit codes out of ``n_hashes``.
@@ -87,45 +83,69 @@ def estimate_margin(threshold, n_hashes, bits, z=Z_MARGIN):
 
 
 def _exact(rows_a, rows_b, ia, ib):
-    """Exact GMM of the pairs ``(rows_a[ia[p]], rows_b[ib[p]])``: dense blocks or CSR blocks."""
+    """Exact GMM of the pairs ``(rows_a[ia[p]], rows_b[ib[p]])``: dense blocks or CSR blocks (or
+    the readers of :class:`~dask_kernels.similarity._source.Rows` blocks)."""
+    rows_a, rows_b = (r() if callable(r) else r for r in (rows_a, rows_b))
     if isinstance(rows_a, np.ndarray):
         return gmm_pairs(rows_a, np.asarray(rows_b), ia, ib)
     return gmm_pairs_csr(rows_a.data, rows_a.indices, rows_a.indptr, rows_b.data, rows_b.indices, rows_b.indptr,
                          ia, ib)
 
 
-def _block_keys(codes, start, side, bands, rows):
-    codes = load(codes)
-    keys = band_keys(np.ascontiguousarray(codes), bands, rows)
+def _block_keys(codes, start, side, bands, rows, n_parts):
+    """Band records of a block, cut by bucket: ``n_parts`` tuples ``(key, rkey, side, row)``,
+    part ``key % n_parts`` (the keys are well-mixed hashes)."""
+    codes = np.ascontiguousarray(load(codes))
     n = codes.shape[0]
-    return pd.DataFrame({"key": keys.ravel(), "rkey": np.repeat(row_keys(np.ascontiguousarray(codes)), bands),
-                         "side": np.full(n * bands, side, np.int8),
-                         "row": np.repeat(np.arange(start, start + n, dtype=np.int64), bands)})
+    key = band_keys(codes, bands, rows).ravel()
+    rkey = np.repeat(row_keys(codes), bands)
+    row = np.repeat(np.arange(start, start + n, dtype=np.int64), bands)
+    part = key % np.uint64(n_parts)
+    order = np.argsort(part, kind="stable")
+    cuts = np.searchsorted(part[order], np.arange(n_parts + 1, dtype=np.uint64))
+    side = np.full(n * bands, side, np.int8)
+    return tuple(tuple(x[order[a:b]] for x in (key, rkey, side, row)) for a, b in zip(cuts[:-1], cuts[1:]))
 
 
-def _partition_pairs(df, cap, cross, starts_a, starts_b):
-    key = df["key"].to_numpy()
+def _partition_pairs(pieces, cap, cross, starts_a, starts_b):
+    """Candidate pairs of one bucket partition (its piece of every block), cut by block of ``i``:
+    ``n_blocks_a`` arrays of shape (m, 2)."""
+    key, rkey, side, row = (np.concatenate(x) for x in zip(*pieces))
     order = np.argsort(key)  # any order of equal keys: the lexsort below fixes it
     ks = key[order]
     shared = np.zeros(ks.size, bool)  # rows whose key is some other row's too: most are alone
     shared[1:] = ks[1:] == ks[:-1]
     shared[:-1] |= shared[1:]
     sel = order[shared]
-    side, row = df["side"].to_numpy()[sel], df["row"].to_numpy()[sel]
-    o = np.lexsort((row, side, df["rkey"].to_numpy()[sel], key[sel]))
+    side, row = side[sel], row[sel]
+    o = np.lexsort((row, side, rkey[sel], key[sel]))
     i, j = bucket_pairs(key[sel][o], side[o], row[o], cap, cross)
-    p = np.searchsorted(starts_a, i, side="right") - 1
-    q = np.searchsorted(starts_b, j, side="right") - 1
-    return pd.DataFrame({"i": i, "j": j, "bp": p * (len(starts_b) - 1) + q})
+    return _cut(np.stack([i, j], axis=1), np.searchsorted(starts_a, i, side="right") - 1, len(starts_a) - 1)
 
 
-def _verify(df, p, q, block_a, block_b, rows_a, rows_b, start_a, start_b, threshold, margin, bits):
+def _cut(pairs, part, n):
+    """``pairs`` cut into ``n`` arrays by ``part`` (ints in ``[0, n)``)."""
+    order = np.argsort(part, kind="stable")
+    cuts = np.searchsorted(part[order], np.arange(n + 1))
+    pairs = pairs[order]
+    return tuple(pairs[a:b] for a, b in zip(cuts[:-1], cuts[1:]))
+
+
+def _block_pairs(pieces, starts_b):
+    """The candidates of one block of ``source`` (its piece of every partition), cut by block of
+    ``other``: two steps of cutting keep the all-to-all at ``partitions x blocks + blocks**2``
+    pieces instead of ``partitions x blocks**2``."""
+    pairs = np.concatenate(pieces)
+    return _cut(pairs, np.searchsorted(starts_b, pairs[:, 1], side="right") - 1, len(starts_b) - 1)
+
+
+def _verify(pairs, block_a, block_b, rows_a, rows_b, start_a, start_b, threshold, margin, bits):
     cols = {"i": np.empty(0, np.int64), "j": np.empty(0, np.int64), "estimate": np.empty(0)}
     if rows_a is not None:
         cols["exact"] = np.empty(0)
-    if not len(df):
+    if not len(pairs):
         return pd.DataFrame(cols)
-    pairs = np.unique(np.stack([df["i"].to_numpy(), df["j"].to_numpy()], axis=1), axis=0)  # sorted, distinct
+    pairs = np.unique(pairs, axis=0)  # sorted, distinct: a pair comes once per band it shares
     ia, ib = pairs[:, 0] - start_a, pairs[:, 1] - start_b
     ca, cb = load(block_a), load(block_b)
     est = code_estimate(agreement(ca, cb, ia, ib), ca.shape[1], bits)
@@ -156,9 +176,11 @@ def similarity_join(source: Any, threshold: float, other: Any = None, *, bits: i
         pairs within ``source``.
     bits : int, optional
         Code width, for arrays (a store knows its own).
-    X, other_X : array-like or SciPy sparse matrix of shape (n_rows, n_features), optional
-        The raw rows the codes were made from (after any centering of the map): pairs are then
-        kept on their exact GMM (column ``exact``) instead of the code estimate.
+    X, other_X : array-like, SciPy sparse matrix or path of a ``.npy`` file, optional
+        The raw rows the codes were made from, (n_rows, n_features) (after any centering of the
+        map): pairs are then kept on their exact GMM (column ``exact``) instead of the code
+        estimate. A ``.npy`` path is read per block by the tasks that need it (the graph holds
+        only the path); an in-memory matrix goes into the graph once.
     bands, rows : int, optional
         The LSH split (``bands * rows <= n_hashes``); by default :func:`choose_bands` of the
         threshold, the hash count, ``bits``, ``weights`` and ``min_recall``.
@@ -174,7 +196,7 @@ def similarity_join(source: Any, threshold: float, other: Any = None, *, bits: i
     max_bucket : int, default 64
         Rows paired with each member of an oversized bucket (see the module docstring).
     npartitions : int, optional
-        Partitions of the band shuffle (default: the blocks of codes).
+        Bucket partitions of the band records (default: the blocks of codes).
 
     Returns
     -------
@@ -225,20 +247,23 @@ def similarity_join(source: Any, threshold: float, other: Any = None, *, bits: i
     if margin is None:
         margin = 0.0 if rows_a is None else estimate_margin(threshold, k, a.bits)
 
-    make_keys = dask.delayed(_block_keys, pure=True)
-    parts = [make_keys(c.block(i), int(c.starts[i]), side, bands, rows)
-             for side, c in enumerate([a, b] if cross else [a]) for i in range(c.n_blocks)]
-    keys = dd.from_delayed(parts, meta=_KEYS_META, verify_meta=False)
-    keys = keys.shuffle(on="key", npartitions=npartitions or len(parts))
-    pairs = keys.map_partitions(_partition_pairs, int(max_bucket), cross, a.starts, b.starts, meta=_PAIRS_META)
+    sides = [a, b] if cross else [a]
+    n_parts = int(npartitions or sum(c.n_blocks for c in sides))
+    make_keys = dask.delayed(_block_keys, pure=True, nout=n_parts)
+    blocks = [make_keys(c.block(i), int(c.starts[i]), side, bands, rows, n_parts)
+              for side, c in enumerate(sides) for i in range(c.n_blocks)]
     nb = b.n_blocks
-    grouped = pairs.set_index("bp", divisions=list(range(a.n_blocks * nb + 1)), sorted=False).to_delayed()
+    make_pairs = dask.delayed(_partition_pairs, pure=True, nout=a.n_blocks)
+    parts = [make_pairs([blk[t] for blk in blocks], int(max_bucket), cross, a.starts, b.starts)
+             for t in range(n_parts)]
+    by_block = dask.delayed(_block_pairs, pure=True, nout=nb)
+    rows_of = [by_block([part[p] for part in parts], b.starts) for p in range(a.n_blocks)]
     verify = dask.delayed(_verify, pure=True)
     out = []
     for p in range(a.n_blocks):
         for q in range(p if not cross else 0, nb):
-            out.append(verify(grouped[p * nb + q], p, q, a.block(p), b.block(q),
-                              None if rows_a is None else rows_a[p], None if rows_b is None else rows_b[q],
+            out.append(verify(rows_of[p][q], a.block(p), b.block(q),
+                              None if rows_a is None else rows_a.block(p), None if rows_b is None else rows_b.block(q),
                               int(a.starts[p]), int(b.starts[q]), threshold, float(margin), a.bits))
     meta = pd.DataFrame({"i": np.empty(0, np.int64), "j": np.empty(0, np.int64), "estimate": np.empty(0)})
     if rows_a is not None:

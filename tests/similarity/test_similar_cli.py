@@ -24,3 +24,45 @@ def test_errors_name_the_flag(tmp_path, capsys):
     assert "already exists" in line
     line = one_line_error(capsys, ["similar", store, "--threshold", "0", "-o", str(tmp_path / "q.parquet")])
     assert "--threshold" in line
+
+
+def test_min_recall_and_raw_rows_are_checked_before_any_work(tmp_path, capsys):
+    store = _store(tmp_path)
+    out = str(tmp_path / "p.parquet")
+    line = one_line_error(capsys, ["similar", store, "--threshold", "0.8", "--min-recall", "0", "-o", out])
+    assert "--min-recall" in line
+    line = one_line_error(capsys, ["similar", store, "--threshold", "0.8", "--min-recall", "0.9", "--bands", "4",
+                                   "--rows", "4", "-o", out])
+    assert "--min-recall" in line and "--bands" in line
+    line = one_line_error(capsys, ["similar", store, "--threshold", "0.8", "--raw", str(tmp_path / "no.npy"),
+                                   "-o", out])
+    assert "--raw" in line and "no such file" in line
+    np.save(tmp_path / "short.npy", np.zeros((29, 5)))  # the store has 30 rows
+    line = one_line_error(capsys, ["similar", store, "--threshold", "0.8", "--raw", str(tmp_path / "short.npy"),
+                                   "--workers", "1", "--no-progress", "-o", out])
+    assert "short.npy" in line and "expected 30 rows" in line
+
+
+def test_raw_rows_keep_pairs_on_exact_gmm_and_min_recall_reaches_the_join(tmp_path, monkeypatch):
+    import pandas as pd
+
+    import dask_kernels.similarity as similarity
+    from dask_kernels.cli import main
+    from dask_kernels.exact.gmm import gmm_kernel
+
+    rng = np.random.default_rng(3)
+    X = rng.random((60, 8))
+    X[30:60] = X[:30] * rng.uniform(0.9, 1.1, (30, 8))  # 30 near copies, GMM about 0.9
+    np.save(tmp_path / "X.npy", X)
+    store = featurize(X, GCWS(n_components=128, bits=8, sampler="dart", scale=None, seed=2),
+                      store=str(tmp_path / "s.zarr"), progress=False).path
+    seen = []
+    join = similarity.similarity_join
+    monkeypatch.setattr(similarity, "similarity_join", lambda *a, **kw: seen.append(kw) or join(*a, **kw))
+    argv = ["similar", store, "--threshold", "0.8", "--workers", "1", "--no-progress", "--min-recall", "0.99",
+            "--raw", str(tmp_path / "X.npy"), "-o", str(tmp_path / "p.parquet")]
+    assert main(argv) == 0
+    assert seen[0]["min_recall"] == 0.99
+    pairs = pd.read_parquet(tmp_path / "p.parquet")
+    np.testing.assert_allclose(pairs["exact"], gmm_kernel(X, X)[pairs["i"], pairs["j"]])
+    assert len(pairs) >= 25 and (pairs["exact"] >= 0.8).all()

@@ -313,3 +313,22 @@ def test_a_damaged_store_block_is_named_not_searched(tmp_path):
     shutil.copyfile(chunk.format(1), chunk.format(0))  # a swapped chunk: valid bytes, wrong rows
     with pytest.raises(StoreIntegrityError, match="block 0"):
         similarity_join(path, T).compute()
+
+
+def test_the_graph_does_not_grow_with_the_row_count(tmp_path):
+    """Codes from a store and raw rows from a .npy file: each task reads its own blocks, so the
+    graph of a join of 10x the rows (same number of blocks) is no larger."""
+    import pickle
+
+    sizes, found = [], []
+    for n in (400, 4000):
+        X = _weighted_rows(groups=n // 4)[:n]
+        np.save(tmp_path / f"X{n}.npy", X)
+        gcws = GCWS(scale=None, n_components=64, bits=8, seed=3, sampler="dart").fit(X)
+        featurize(X, gcws, store=str(tmp_path / f"s{n}.zarr"), block_rows=n // 4, progress=False)
+        df = similarity_join(str(tmp_path / f"s{n}.zarr"), T, X=str(tmp_path / f"X{n}.npy"))
+        sizes.append(len(pickle.dumps(dict(df.__dask_graph__()))))
+        found.append(df.compute())
+    assert sizes[1] <= sizes[0] * 1.02 + 200, sizes  # the paths' lengths differ by a digit
+    for X_n, df in zip((400, 4000), found):
+        assert len(df) > 0 and (df["exact"] >= T).all()
