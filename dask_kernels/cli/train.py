@@ -209,17 +209,27 @@ def _source(args):
     return PartitionSource(parts, fmap)
 
 
+#: Rows expanded at a time for the default eta0 (a store block of 262144 GCWS rows expanded whole
+#: to one-hot float64 CSR took 800 MB, the command's peak)
+ETA0_ROWS = 8192
+
+
 def _default_eta0(src, name):
     # 1 / E||x||^2 keeps the first SGD steps of size ~1 whatever the width (GCWS rows have
-    # k ones, Fourier rows have norm ~1); from the first block that has rows
+    # k ones, Fourier rows have norm ~1); from the first block that has rows, expanded a few rows
+    # at a time (each row's squared norm is computed alone: the same values as the whole block's)
     import numpy as np
     import scipy.sparse as sp
 
     for i in range(src.n_blocks):
         X = src.read(i)[0]
         if X.shape[0]:
-            F = src.expand(X)
-            sq = F.multiply(F).sum(axis=1) if sp.issparse(F) else np.square(np.asarray(F, np.float64)).sum(axis=1)
+            parts = []
+            for a in range(0, X.shape[0], ETA0_ROWS):
+                F = src.expand(X[a:a + ETA0_ROWS])
+                parts.append(np.asarray(F.multiply(F).sum(axis=1)).ravel() if sp.issparse(F) else
+                             np.square(np.asarray(F, np.float64)).sum(axis=1))
+            sq = np.concatenate(parts)
             return float(1.0 / max(float(np.mean(sq)), 1e-12))
     raise UsageError(f"{name}: has no rows (an empty file?): nothing to train on")
 

@@ -23,8 +23,8 @@ from functools import cached_property
 from typing import Any
 
 from .learner import Fitter
-from .shuffle import EpochPlan, KeptRows, Order, auto_window, held_out_rows, keep, keeps_rows, local_steps, \
-    reader_thread
+from .shuffle import EpochPlan, KeptRows, Order, auto_window, held_out_cap, keep, keeps_rows, local_steps, \
+    reader_thread, scored_rows
 
 
 class Feed:
@@ -58,13 +58,15 @@ class Feed:
         return None
 
     def held_out_items(self) -> list[tuple]:
-        """``[(block, held-out rows)]`` of the training source (the order's fraction)."""
+        """``[(block, held-out rows scored)]`` of the training source (the order's fraction;
+        above :func:`.shuffle.held_out_cap` rows a uniform sample of that many:
+        :func:`.shuffle.scored_rows`)."""
         o = self.order
-        return [(i, held_out_rows(o.seed, i, b - a, o.fraction)) for i, (a, b) in enumerate(self.src.bounds)]
+        return scored_rows(o.seed, self.src.bounds, o.fraction, held_out_cap(self.src))
 
     def held_out(self) -> list[tuple]:
-        """The held-out rows of every block of the training source, ``[(X, y)]`` in stored form."""
-        return [self.src.read(i, rows) for i, rows in self.held_out_items()]
+        """The held-out rows scored, ``[(X, y)]`` in stored form (blocks that have some)."""
+        return [self.src.read(i, rows) for i, rows in self.held_out_items() if rows.size]
 
     def epoch(self, estimator: Any, epoch: int, start: int) -> Iterator[tuple[int, int]]:
         """Train ``estimator`` on the steps of ``epoch`` from ``start``; after each step yield

@@ -91,8 +91,9 @@ class WorkerFeed(Feed):
         self._kept = []  # the last epoch's windows (every block between them), kept on the workers
 
     def held_out(self) -> list[tuple]:
-        """The held-out rows of every block, read on the workers."""
-        futures = [self.client.submit(_read, self.remote_src, i, rows, pure=False) for i, rows in self.held_out_items()]
+        """The held-out rows scored (:meth:`.feeds.Feed.held_out`), read on the workers."""
+        futures = [self.client.submit(_read, self.remote_src, i, rows, pure=False)
+                   for i, rows in self.held_out_items() if rows.size]
         return self.client.gather(futures)
 
     def steps(self, plan: EpochPlan, start: int, estimator: Any = None) -> Iterator[tuple]:

@@ -45,13 +45,66 @@ from ._gather import StepRows, gather_rows
 _HELD_OUT_KEY = 0x5EED  # rng key component of the held-out selection (not used by shuffles)
 _SHARD_KEY = 0x5AAD  # rng key component of the replicas' shards
 
+_SCORED_KEY = 0x5C0D  # rng key component of the sample of held-out rows scored (above the cap)
+_HYPERGEOMETRIC_MAX = 10**9  # Generator.hypergeometric takes ngood, nbad below this
+
 #: Stored bytes of one window when the window is chosen automatically.
 WINDOW_BYTES = 128 * 2**20
+#: Bytes of the held-out rows scored after each epoch (stored form, with 8-byte labels): up to
+#: that many every held-out row is scored; above it a uniform sample of that many bytes
+#: (:func:`scored_rows`), so that the process scoring them holds O(budget), not O(rows).
+HELD_OUT_BYTES = 128 * 2**20
 
 
 def held_out_rows(seed, block, n, fraction):
     """Rows of block ``block`` (of ``n`` rows) held out for validation."""
     return np.flatnonzero(np.random.default_rng((seed, _HELD_OUT_KEY, block)).random(n) < fraction)
+
+
+def held_out_cap(src: Any, budget: int | None = None) -> int:
+    """Held-out rows scored at most: ``budget`` (default :data:`HELD_OUT_BYTES`) over the
+    stored bytes of a row and its label."""
+    budget = HELD_OUT_BYTES if budget is None else budget
+    return max(1, int(budget) // (int(src.row_bytes()) + 8))
+
+
+def scored_rows(seed: int, bounds: list, fraction: float, cap: int) -> list[tuple[int, np.ndarray]]:
+    """``[(block, rows)]`` of every block: the held-out rows scored after each epoch.
+
+    Every held-out row (:func:`held_out_rows`) while there are at most ``cap`` of them, kept
+    as they are found (the list never holds more than ``cap`` rows). Beyond that, a uniform
+    sample of exactly ``cap`` of them: how many from each block by sequential hypergeometric
+    draws (``default_rng((seed, key))``; binomial ones while more than NumPy's 10^9 are to
+    come), which rows within it by ``default_rng((seed, key, block))``, pure functions of the
+    seed, so every process picks the same rows. The held-out rows not sampled still do not
+    train: only the score is of a sample.
+    """
+    items, total = [], 0
+    for i, (a, b) in enumerate(bounds):
+        rows = held_out_rows(seed, i, b - a, fraction)
+        total += rows.size
+        if total > cap:
+            break
+        items.append((i, rows))
+    else:
+        return items
+    counts = [held_out_rows(seed, i, b - a, fraction).size for i, (a, b) in enumerate(bounds)]
+    left, need, rng, items = sum(counts), int(cap), np.random.default_rng((seed, _SCORED_KEY)), []
+    for i, (a, b) in enumerate(bounds):
+        k = counts[i]
+        left -= k
+        if not (k and need):
+            take = 0
+        elif left < _HYPERGEOMETRIC_MAX:
+            take = int(rng.hypergeometric(k, left, need))
+        else:  # NumPy's limit (10^9 held-out rows to come): the binomial, as close, at most ``cap`` in all
+            take = min(k, int(rng.binomial(need, k / (k + left))))
+        need -= take
+        rows = held_out_rows(seed, i, b - a, fraction) if take else np.empty(0, dtype=np.int64)
+        if take < k:
+            rows = rows[np.sort(np.random.default_rng((seed, _SCORED_KEY, i)).choice(k, take, replace=False))]
+        items.append((i, rows))
+    return items
 
 
 def auto_window(src, budget=WINDOW_BYTES):
