@@ -29,6 +29,7 @@ import argparse
 import os
 import shutil
 import sys
+import threading
 import time
 
 import numpy as np
@@ -148,7 +149,7 @@ def run_datasketch(X):
     return time.perf_counter() - t0, found, peak_mb()
 
 
-def run_spark(X, workers, tables):
+def run_spark(X, workers, tables, timeout=None):
     if shutil.which("java") is None:
         print("spark: skipped, no `java` on PATH (apt-get install -y openjdk-17-jre-headless)", file=sys.stderr)
         return None
@@ -167,10 +168,23 @@ def run_spark(X, workers, tables):
                 for i in range(X.shape[0])]
         df = spark.createDataFrame(data, ["id", "features"]).repartition(workers * 4).cache()
         df.count()
+        # --spark-timeout: Spark's jobs are cancelled after that many seconds, and the row gives
+        # the time as a lower bound ("> N"), with no recall
+        timer = threading.Timer(timeout, spark.sparkContext.cancelAllJobs) if timeout else None
         t0 = time.perf_counter()
-        model = MinHashLSH(inputCol="features", outputCol="hashes", numHashTables=tables, seed=0).fit(df)
-        out = model.approxSimilarityJoin(df, df, 1 - T, distCol="d")
-        rows = out.filter("datasetA.id < datasetB.id").select("datasetA.id", "datasetB.id").collect()
+        if timer:
+            timer.start()
+        try:
+            model = MinHashLSH(inputCol="features", outputCol="hashes", numHashTables=tables, seed=0).fit(df)
+            out = model.approxSimilarityJoin(df, df, 1 - T, distCol="d")
+            rows = out.filter("datasetA.id < datasetB.id").select("datasetA.id", "datasetB.id").collect()
+        except Exception:
+            if timer is None or timer.is_alive():
+                raise
+            return time.perf_counter() - t0, None, jvm_peak_mb()
+        finally:
+            if timer:
+                timer.cancel()
         seconds = time.perf_counter() - t0
         return seconds, [(r[0], r[1]) for r in rows], jvm_peak_mb()
     finally:
@@ -190,6 +204,8 @@ def main():
     ap.add_argument("--rows", type=int, default=100_000)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--spark-tables", type=int, default=5)
+    ap.add_argument("--spark-timeout", type=float, help="cancel Spark's join after this many seconds and "
+                                                           "report its time as a lower bound")
     ap.add_argument("--skip", action="append", default=[], choices=["dask_kernels", "spark", "datasketch"])
     args = ap.parse_args()
     X, families = make_data(args.rows)
@@ -199,7 +215,7 @@ def main():
           f"{'ours faster':>13}", flush=True)
     ours = None
     runs = [("dask_kernels", lambda: run_ours(X, args.workers)), ("datasketch", lambda: run_datasketch(X)),
-            ("spark", lambda: run_spark(X, args.workers, args.spark_tables))]
+            ("spark", lambda: run_spark(X, args.workers, args.spark_tables, args.spark_timeout))]
     for name, run in runs:
         if name in args.skip:
             continue
@@ -208,6 +224,10 @@ def main():
             continue
         seconds, found, peak = result
         ours = seconds if ours is None else ours
+        if found is None:  # cancelled at --spark-timeout
+            print(f"{name:<14}{'> %.0f' % seconds:>10}{'-':>9}{'-':>11}{'-':>10}{'-':>9}"
+                  f"{'> %.1f' % (seconds / ours):>12}x (cancelled; load average {os.getloadavg()[0]:.1f})", flush=True)
+            continue
         recall, precision, n = score(X, found, truth)
         peak = "?" if peak is None else f"{peak:.0f}"
         print(f"{name:<14}{seconds:>10.1f}{recall:>9.4f}{precision:>11.4f}{n:>10}{peak:>9}{seconds / ours:>12.1f}x "
