@@ -14,6 +14,8 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+from _spec import tampered
+
 from dask_kernels import GCWS, Fastfood, registered_maps
 from dask_kernels import from_spec as _from_spec
 from dask_kernels.sidecar import map_arrays
@@ -44,19 +46,6 @@ def from_spec(spec):
             method = None
     arrays = _ARRAYS.get(method) if isinstance(method, str) else None
     return _from_spec(spec, arrays=arrays) if arrays is not None else _from_spec(spec)
-
-
-def _tampered(spec, path, value):
-    spec = json.loads(json.dumps(spec))
-    *parents, last = path
-    node = spec
-    for p in parents:
-        node = node[p]
-    if value is KeyError:
-        del node[last]
-    else:
-        node[last] = value
-    return spec
 
 
 @pytest.mark.parametrize("method", sorted(registered_maps()))
@@ -100,7 +89,7 @@ def test_tampered_field_is_refused_naming_the_key(method, path, value, key):
     if path[0] == "params" and len(path) == 2 and path[1] not in spec["params"] and path[1] != "no_such_param":
         pytest.fail(f"{method} has no parameter {path[1]}")  # every registered map has these
     with pytest.raises(ValueError, match=rf"spec\['{key}"):
-        from_spec(_tampered(spec, path, value))
+        from_spec(tampered(spec, path, value))
 
 
 @pytest.mark.parametrize("text", ["{not json", b"\xff\xfe", "[1, 2]", "null", "3"])
@@ -128,7 +117,7 @@ def test_bad_json_or_not_an_object_is_a_value_error(text):
 def test_map_parameters_are_checked_by_the_maps_own_rules(method, path, value, key):
     kw = {"gamma": 0.5} if method == "fastfood" else {}
     with pytest.raises(ValueError, match=rf"spec\['{key}"):
-        from_spec(_tampered(_spec(method, **kw), path, value))
+        from_spec(tampered(_spec(method, **kw), path, value))
 
 
 @pytest.mark.parametrize(

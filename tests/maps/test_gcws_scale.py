@@ -6,13 +6,14 @@ exactly the codes it gave then; sparse input is scaled without centering.
 """
 
 import hashlib
-import json
 
 import dask.array as da
 import numpy as np
 import pytest
 import scipy.sparse as sp
 from sklearn.linear_model import SGDClassifier
+
+from _spec import tampered
 
 from dask_kernels import GCWS, featurize, fit_incremental, from_spec, open_store
 from dask_kernels.blocks import InputValueError
@@ -124,18 +125,13 @@ def test_mostly_zero_dense_input_is_scaled_without_centering():
 
 def test_spec_scale_state_is_checked():
     spec = GCWS(n_components=8).fit(X).spec()
-    bad = json.loads(json.dumps(spec))
-    bad["state"]["scale"]["min"] = bad["state"]["scale"]["min"][:-1]
-    with pytest.raises(ValueError, match=r"spec\['state'\]\['scale'\]\['min'\]: has shape"):
-        from_spec(bad)
-    bad = json.loads(json.dumps(spec))
-    bad["state"]["scale"]["min"][0] = bad["state"]["scale"]["max"][0] + 1
-    with pytest.raises(ValueError, match=r"min > max at entry 0"):
-        from_spec(bad)
-    bad = json.loads(json.dumps(spec))
-    del bad["state"]["scale"]
-    with pytest.raises(ValueError, match=r"missing 'scale'"):
-        from_spec(bad)
+    low, high = spec["state"]["scale"]["min"], spec["state"]["scale"]["max"]
+    cases = [(("state", "scale", "min"), low[:-1], r"spec\['state'\]\['scale'\]\['min'\]: has shape"),
+             (("state", "scale", "min", 0), high[0] + 1, r"min > max at entry 0"),
+             (("state", "scale"), KeyError, r"missing 'scale'")]
+    for path, value, match in cases:
+        with pytest.raises(ValueError, match=match):
+            from_spec(tampered(spec, path, value))
 
 
 def test_center_and_an_explicit_scale_are_refused_auto_defers_to_the_center():
