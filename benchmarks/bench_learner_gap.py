@@ -1,5 +1,5 @@
 """How much of the gap between the default recipe and an exact-kernel SVM is the learner's:
-the same GCWS codes, trained by SGD as the recipe does and by a converged linear SVM.
+the same GCWS codes, trained by SGD as the recipe does and by liblinear's linear SVM.
 
 For each dataset of ``bench_recipe.py`` its training rows are split 80/20 (stratified, seed 1, as
 ``sweep_recipe.py`` does; the test rows are never read). The 80 % are hashed once with the map of
@@ -28,8 +28,8 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from bench_recipe import LETTER_RDA, split  # noqa: E402
-from sklearn.model_selection import train_test_split  # noqa: E402
 from sklearn.exceptions import ConvergenceWarning  # noqa: E402
+from sklearn.model_selection import train_test_split  # noqa: E402
 from sklearn.svm import LinearSVC  # noqa: E402
 
 from dask_kernels import GCWS, SoftmaxSGD, expand_codes  # noqa: E402
