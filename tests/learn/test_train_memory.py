@@ -1,4 +1,5 @@
-"""Training memory does not grow with the row count: the held-out rows scored are capped."""
+"""Training memory does not grow with the row count: the held-out rows scored are capped and
+scored a chunk at a time."""
 
 import tracemalloc
 
@@ -7,6 +8,7 @@ from sklearn.linear_model import SGDClassifier
 
 from dask_kernels import fit_incremental
 from dask_kernels.learn import ArraySource, shuffle
+from dask_kernels.learn.metrics import cross_entropy, erp, evaluate, proba_terms
 from dask_kernels.learn.shuffle import held_out_cap, held_out_rows, scored_rows
 
 D = 16
@@ -87,3 +89,40 @@ def test_the_cap_samples_the_score_only_training_is_unchanged(monkeypatch):
     # the score of 500 of them: within 5 standard errors of the whole set's
     a, b = whole.history[0]["accuracy"], sampled.history[0]["accuracy"]
     assert a != b and abs(a - b) < 5 * np.sqrt(a * (1 - a) / 500), (a, b)
+
+
+def test_held_out_probabilities_are_not_kept_for_every_row():
+    # 40,000 held-out rows of 64 classes: their probabilities take 20 MB (float64), and scoring
+    # them whole took several such arrays at once (the parts, their concatenation, the ERP's
+    # temporaries). Scored a block of 500 rows at a time, only two floats a row are kept (640 KB)
+    # beside one block's probabilities (256 KB and the ERP's temporaries of it).
+    rng = np.random.default_rng(0)
+    X, Xv = rng.random((6400, 4)), rng.random((40_000, 4))
+    y, yv = np.arange(6400) % 64, rng.integers(0, 64, 40_000)
+    kw = dict(block_rows=500, epochs=1, schedule=None, progress=False)
+    fit_incremental(_sgd(), X, y, validation_data=(Xv[:1000], yv[:1000]), **kw)  # compiled and imported
+    tracemalloc.start()
+    try:
+        model = fit_incremental(_sgd(), X, y, validation_data=(Xv, yv), **kw)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    # what the run holds besides the scoring: the validation rows in stored form (1.3 MB, read by
+    # block), their labels, predictions and the terms (~1 MB), the model (64 x 4 floats)
+    assert peak < 8 * 2**20, peak
+    assert model.history[0]["erp"] == erp(yv, model.predict_proba(Xv), model.estimator.classes_)
+
+
+def test_held_out_terms_scored_in_chunks_give_bitwise_the_metrics_of_all_rows():
+    rng = np.random.default_rng(1)
+    proba = rng.dirichlet(np.ones(12), size=3001)
+    proba[::7, 3] = 0.0  # 0 log 0 = 0
+    y, classes = rng.integers(0, 12, 3001) * 10, np.arange(12) * 10
+    pred = classes[np.argmax(proba, axis=1)]
+    whole = evaluate("classifier", y, pred, proba, classes)
+    assert whole["log_loss"] == cross_entropy(y, proba, classes) and whole["erp"] == erp(y, proba, classes)
+    cuts = [0, 1, 2, 500, 1999, 3001]  # chunks of 1, 1, 498, 1499 and 1002 rows
+    parts = [proba_terms(y[a:b], proba[a:b], classes) for a, b in zip(cuts, cuts[1:])]
+    terms = tuple(np.concatenate(t) for t in zip(*parts))
+    assert evaluate("classifier", y, pred, classes=classes, terms=terms) == whole
+
