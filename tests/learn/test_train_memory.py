@@ -1,13 +1,15 @@
 """Training memory does not grow with the row count: the held-out rows scored are capped and
-scored a chunk at a time."""
+scored a chunk at a time, and a client holds the step training and the next one."""
 
+import time
 import tracemalloc
 
 import numpy as np
+from distributed import Client
 from sklearn.linear_model import SGDClassifier
 
 from dask_kernels import fit_incremental
-from dask_kernels.learn import ArraySource, shuffle
+from dask_kernels.learn import ArraySource, remote, shuffle
 from dask_kernels.learn.metrics import cross_entropy, erp, evaluate, proba_terms
 from dask_kernels.learn.shuffle import held_out_cap, held_out_rows, scored_rows
 
@@ -125,4 +127,30 @@ def test_held_out_terms_scored_in_chunks_give_bitwise_the_metrics_of_all_rows():
     parts = [proba_terms(y[a:b], proba[a:b], classes) for a, b in zip(cuts, cuts[1:])]
     terms = tuple(np.concatenate(t) for t in zip(*parts))
     assert evaluate("classifier", y, pred, classes=classes, terms=terms) == whole
+
+
+def test_a_client_holds_the_step_training_and_the_next_one_not_every_step_prepared(tmp_path, local_cluster):
+    # 8 steps of 4000 rows x 64 float64 (2 MB each) from a memory-mapped file (it travels as its
+    # path), trained slowly: the workers prepare remote.AHEAD = 4 steps ahead, and every one of
+    # them used to be transferred to the client as soon as it was ready (6 steps' memory with
+    # the one training and the last one trained); the client now receives FETCH_AHEAD = 1 ahead.
+    # (Straight from the workers, as the CLI's client does: through the scheduler, here in this
+    # process, a step in transit is also the scheduler's copy.)
+    rng = np.random.default_rng(0)
+    X = rng.random((32_000, 64))
+    np.save(tmp_path / "X.npy", X)
+    np.save(tmp_path / "y.npy", (X[:, 0] > 0.5).astype(np.int64))
+    X, y = (np.load(tmp_path / f"{n}.npy", mmap_mode="r") for n in ("X", "y"))
+    step = 4000 * 64 * 8
+    kw = dict(block_rows=4000, shuffle_window=4, epochs=1, validation_fraction=0, progress=False)
+    with Client(local_cluster, direct_to_workers=True):
+        fit_incremental(_sgd(), X, y, **kw)  # compiled and imported
+        tracemalloc.start()
+        try:
+            fit_incremental(_sgd(), X, y, callback=lambda _: time.sleep(0.5), **kw)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    assert peak < 3 * step, peak / step
+    assert remote.FETCH_AHEAD == 1
 
