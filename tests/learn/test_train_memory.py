@@ -154,3 +154,38 @@ def test_a_client_holds_the_step_training_and_the_next_one_not_every_step_prepar
     assert peak < 3 * step, peak / step
     assert remote.FETCH_AHEAD == 1
 
+
+_AFTER_TRAIN = """
+import sys
+import numpy as np
+import psutil
+from dask_kernels.cli import main
+
+assert main(sys.argv[1:]) == 0
+rss = lambda: psutil.Process().memory_info().rss
+a = np.ones(30 * 2**20, np.uint8)
+del a  # glibc then serves blocks of up to this size from its heaps, unless told otherwise
+before = rss()
+steps = [np.ones(30 * 2**20, np.uint8) for _ in range(4)]
+kept = [np.ones(1000) for _ in range(1000)]  # allocated after them: the heap cannot shrink past
+del steps
+print((rss() - before) / 2**20)
+"""
+
+
+def test_the_train_commands_process_gives_freed_steps_back_to_the_system(tmp_path):
+    # four 30 MB blocks (four training steps) freed: with glibc's default thresholds its heaps kept
+    # them (128 MiB); after `dask-kernels train` has run in a process they are unmapped when freed
+    import subprocess
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return  # glibc's malloc: nothing to check elsewhere
+    X, y = _data(2000)
+    np.save(tmp_path / "X.npy", X)
+    np.save(tmp_path / "y.npy", y)
+    out = subprocess.run([sys.executable, "-c", _AFTER_TRAIN, "train", str(tmp_path / "X.npy"), "--labels",
+                          str(tmp_path / "y.npy"), "-o", str(tmp_path / "m"), "--epochs", "1", "--no-progress"],
+                         capture_output=True, text=True, check=True)
+    retained = float(out.stdout.splitlines()[-1])
+    assert retained < 16, retained
