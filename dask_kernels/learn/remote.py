@@ -5,17 +5,16 @@ reads the window's blocks (store blocks, or raw rows featurized with the map) on
 keeps them there; one task per step gathers the step's rows from that window and turns them into
 what the learner receives (:func:`.sources.learner_features`, e.g. GCWS codes -> one-hot CSR).
 Steps are submitted :data:`AHEAD` at a time, with the next window's read, so the workers stay
-ahead of the learner; only prepared steps reach this process, in order, the next one
-(:data:`FETCH_AHEAD`) fetched by a background thread while the learner trains (a future's
-result is only transferred when asked for: a 10000 x 256 float64 step took ~140 ms wall and
-~40 ms of this process's CPU on 2 loaded cores, as long as training it, and the learner used to
-wait for each). The steps further ahead wait on the workers: fetched as soon as they were
-ready, all of them, a whole block's features each (30 MB of GCWS-128 codes), took this process
-six steps' memory. When the blocks fit in the two
-windows in flight anyway (:func:`.shuffle.keeps_rows`, the local run's rule), each window's stored
-rows stay on its worker, and the next epoch's windows take their blocks from the last epoch's
-(read once per run). Every task is a pure
-function of the seed, the epoch and the step, so the coefficients equal the local run's bitwise.
+ahead of the learner; only prepared steps reach this process, in order: while the learner trains
+one, a background thread fetches the next (:data:`FETCH_AHEAD`; a future's result is only
+transferred when asked for: a 10000 x 256 float64 step took ~140 ms wall and ~40 ms of this
+process's CPU on 2 loaded cores, as long as training it, and the learner used to wait for each).
+The steps after it wait on the workers: fetching every step as soon as it was ready put six
+steps in this process at once (a block's features each, 30 MB of GCWS-128 codes). When the
+blocks fit in the two windows in flight anyway (:func:`.shuffle.keeps_rows`, the local run's
+rule), each window's stored rows stay on its worker, and the next epoch's windows take their
+blocks from the last epoch's (read once per run). Every task is a pure function of the seed,
+the epoch and the step, so the coefficients equal the local run's bitwise.
 """
 
 from __future__ import annotations
