@@ -112,7 +112,8 @@ def test_held_out_probabilities_are_not_kept_for_every_row():
     # what the run holds besides the scoring: the validation rows in stored form (1.3 MB, read by
     # block), their labels, predictions and the terms (~1 MB), the model (64 x 4 floats)
     assert peak < 8 * 2**20, peak
-    assert model.history[0]["erp"] == erp(yv, model.predict_proba(Xv), model.estimator.classes_)
+    whole = erp(yv, model.predict_proba(Xv), model.estimator.classes_)  # all rows' probabilities at once
+    assert abs(model.history[0]["erp"] - whole) <= 1e-12 * whole
 
 
 def test_held_out_terms_scored_in_chunks_give_bitwise_the_metrics_of_all_rows():
@@ -167,9 +168,9 @@ a = np.ones(30 * 2**20, np.uint8)
 del a  # glibc then serves blocks of up to this size from its heaps, unless told otherwise
 before = rss()
 steps = [np.ones(30 * 2**20, np.uint8) for _ in range(4)]
-kept = [np.ones(1000) for _ in range(1000)]  # allocated after them: the heap cannot shrink past
+kept = [np.ones(1000) for _ in range(1000)]  # 8 MB after them: a heap cannot shrink past it
 del steps
-print((rss() - before) / 2**20)
+print((rss() - before) / 2**20)  # what is left of the steps, and the 8 MB kept
 """
 
 
@@ -179,8 +180,6 @@ def test_the_train_commands_process_gives_freed_steps_back_to_the_system(tmp_pat
     import subprocess
     import sys
 
-    if not sys.platform.startswith("linux"):
-        return  # glibc's malloc: nothing to check elsewhere
     X, y = _data(2000)
     np.save(tmp_path / "X.npy", X)
     np.save(tmp_path / "y.npy", y)
