@@ -302,7 +302,9 @@ def client_for(args, prepare=None):
                               "distributed.worker.multiprocessing-method": worker_start_method()}):
             cluster = LocalCluster(n_workers=args.workers, threads_per_worker=args.threads_per_worker,
                                    processes=True, dashboard_address=":0", silence_logs=_cluster_log_level(args))
-        client = Client(cluster)
+        # results straight from the workers: through the scheduler, which runs in this process, each
+        # result (a training step, 30 MB) was received and sent again, two copies here at once
+        client = Client(cluster, direct_to_workers=True)
         prepared()
     try:
         _announce_dashboard(client)

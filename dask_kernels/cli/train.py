@@ -237,7 +237,10 @@ def _default_eta0(src, name):
 def run(args):
     from dask_kernels.learn.persist import check_model_path
 
+    from ._malloc import release_large_blocks
+
     check_model_path(args.output, args.overwrite)  # before training, not after it
+    release_large_blocks()  # the steps (a block's features each) come and go: see _malloc
     if args.scheduler or args.scheduler_file or args.workers:
         with client_for(args):  # blocks are read (and featurized) on the cluster
             return _train(args)

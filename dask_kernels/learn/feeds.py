@@ -74,6 +74,7 @@ class Feed:
         for pos, (F, y, n) in enumerate(self.steps(self.plan(epoch), start, estimator), start):
             if n:
                 self.fit(estimator, F, y)
+            del F, y  # trained: released before the feed prepares or receives the step after next
             yield pos + 1, n
 
     def plan(self, epoch: int) -> EpochPlan:

@@ -41,7 +41,7 @@ from .config import TrainConfig
 from .feeds import Feed, LocalFeed
 from .learner import Fitter, learner_threads
 from .loop import LoopState, Schedule
-from .metrics import LOWER_IS_BETTER, default_metric, evaluate
+from .metrics import LOWER_IS_BETTER, default_metric, evaluate, proba_terms
 from .remote import WorkerFeed, get_client
 from .replicas import Replicas, check_replicas
 from .report import Progress, legend
@@ -78,15 +78,18 @@ def _probabilistic(estimator):
 
 
 class _HeldOut:
-    """Held-out rows in stored form (small: codes or floats), scored in chunks."""
+    """Held-out rows in stored form (small: codes or floats), scored in chunks: a chunk's
+    probabilities (a float per class and row) are reduced to the two per-row terms of the
+    log loss and ERP (:func:`.metrics.proba_terms`) before the next chunk is scored."""
 
     def __init__(self, parts):
         self.parts = [(X, y) for X, y in parts if X.shape[0]]
         self.n_rows = sum(X.shape[0] for X, _ in self.parts)
 
     def score(self, estimator, expand, kind, classes):
-        preds, probas, ys, inertia = [], [], [], 0.0
+        preds, terms, ys, inertia = [], [], [], 0.0
         proba_ok = kind == "classifier" and _probabilistic(estimator)
+        classes = None if classes is None else np.asarray(classes)
         for X, y in self.parts:
             F = expand(X, estimator)
             if kind == "clusterer":
@@ -94,13 +97,13 @@ class _HeldOut:
                 continue
             preds.append(estimator.predict(F))
             if proba_ok:
-                probas.append(estimator.predict_proba(F))
+                terms.append(proba_terms(y, estimator.predict_proba(F), classes))
             ys.append(y)
         if kind == "clusterer":
             return evaluate(kind, None, None, inertia=inertia / max(self.n_rows, 1))
         y = np.concatenate(ys)
-        return evaluate(kind, y, np.concatenate(preds), np.concatenate(probas) if proba_ok else None,
-                        None if classes is None else np.asarray(classes))
+        terms = tuple(np.concatenate(t) for t in zip(*terms)) if proba_ok else None
+        return evaluate(kind, y, np.concatenate(preds), classes=classes, terms=terms)
 
 
 def fit_incremental(estimator: Any, source: Any, y: Any = None, *, feature_map: Any = None,

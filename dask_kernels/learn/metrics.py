@@ -35,15 +35,17 @@ def erp(y_true, proba, classes):
     >>> round(erp([0, 1], np.array([[0.5, 0.5], [0.5, 0.5]]), [0, 1]), 6)  # 2 log 2
     1.386294
     """
-    ce = cross_entropy(y_true, proba, classes)
-    p = np.asarray(proba, dtype=np.float64)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        plogp = np.where(p > 0, p * np.log(p), 0.0)
-    return float(ce - plogp.sum(axis=1).mean())
+    return _erp(*proba_terms(y_true, proba, classes))
 
 
 def cross_entropy(y_true, proba, classes):
     """Mean ``-log p(y_i | x_i)``, probabilities clipped at machine epsilon."""
+    return _cross_entropy(true_class_proba(y_true, proba, classes))
+
+
+def true_class_proba(y_true, proba, classes):
+    """``p(y_i | x_i)`` of every row: the column of its label (a label that is not one of
+    ``classes`` raises ValueError)."""
     y_true = np.asarray(y_true)
     classes = np.asarray(classes)
     idx = np.searchsorted(classes, y_true)
@@ -51,8 +53,26 @@ def cross_entropy(y_true, proba, classes):
     if not np.all(classes[idx] == y_true):
         bad = y_true[classes[idx] != y_true][0]
         raise ValueError(f"held-out label {bad!r} is not one of the training classes {classes.tolist()}")
-    p = np.asarray(proba, dtype=np.float64)[np.arange(len(y_true)), idx]
-    return float(-np.log(np.clip(p, _EPS, 1.0)).mean())
+    return np.asarray(proba, dtype=np.float64)[np.arange(len(y_true)), idx]
+
+
+def proba_terms(y_true, proba, classes):
+    """Per row, what :func:`cross_entropy` and :func:`erp` average: ``(p(y_i | x_i), sum_c
+    p(c | x_i) log p(c | x_i))``, two floats a row. Rows scored a chunk at a time keep these
+    instead of their probabilities (a float per class): the means of the chunks' terms put
+    together are bitwise those of all the rows' probabilities at once."""
+    p = np.asarray(proba, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        plogp = np.where(p > 0, p * np.log(p), 0.0).sum(axis=1)
+    return true_class_proba(y_true, p, classes), plogp
+
+
+def _cross_entropy(p_true):
+    return float(-np.log(np.clip(p_true, _EPS, 1.0)).mean())
+
+
+def _erp(p_true, plogp):
+    return float(_cross_entropy(p_true) - plogp.mean())
 
 
 def _is_text(a):
@@ -133,14 +153,18 @@ def model_score(regressor, y_true, pred):
     return ("r2", r2(y_true, pred)) if regressor else ("accuracy", accuracy(y_true, pred))
 
 
-def evaluate(kind, y_true, pred, proba=None, classes=None, inertia=None):
-    """Metrics of one held-out evaluation as a dict (see :func:`fit_incremental`)."""
+def evaluate(kind, y_true, pred, proba=None, classes=None, inertia=None, terms=None):
+    """Metrics of one held-out evaluation as a dict (see :func:`fit_incremental`); a
+    classifier's log loss and ERP from its probabilities ``proba``, or from their per-row
+    ``terms`` (:func:`proba_terms`)."""
     if kind == "classifier":
         acc = accuracy(y_true, pred)
         out = {"accuracy": acc, "error": 1.0 - acc}
         if proba is not None:
-            out["log_loss"] = cross_entropy(y_true, proba, classes)
-            out["erp"] = erp(y_true, proba, classes)
+            terms = proba_terms(y_true, proba, classes)
+        if terms is not None:
+            out["log_loss"] = _cross_entropy(terms[0])
+            out["erp"] = _erp(*terms)
         return out
     if kind == "regressor":
         y = np.asarray(y_true, dtype=np.float64)

@@ -5,14 +5,16 @@ reads the window's blocks (store blocks, or raw rows featurized with the map) on
 keeps them there; one task per step gathers the step's rows from that window and turns them into
 what the learner receives (:func:`.sources.learner_features`, e.g. GCWS codes -> one-hot CSR).
 Steps are submitted :data:`AHEAD` at a time, with the next window's read, so the workers stay
-ahead of the learner; only prepared steps reach this process, in order, fetched by a background
-thread while the learner trains (a future's result is only transferred when asked for: a
-10000 x 256 float64 step took ~140 ms wall and ~40 ms of this process's CPU on 2 loaded cores,
-as long as training it, and the learner used to wait for each). When the blocks fit in the two
-windows in flight anyway (:func:`.shuffle.keeps_rows`, the local run's rule), each window's stored
-rows stay on its worker, and the next epoch's windows take their blocks from the last epoch's
-(read once per run). Every task is a pure
-function of the seed, the epoch and the step, so the coefficients equal the local run's bitwise.
+ahead of the learner; only prepared steps reach this process, in order: while the learner trains
+one, a background thread fetches the next (:data:`FETCH_AHEAD`; a future's result is only
+transferred when asked for: a 10000 x 256 float64 step took ~140 ms wall and ~40 ms of this
+process's CPU on 2 loaded cores, as long as training it, and the learner used to wait for each).
+The steps after it wait on the workers: fetching every step as soon as it was ready put six
+steps in this process at once (a block's features each, 30 MB of GCWS-128 codes). When the
+blocks fit in the two windows in flight anyway (:func:`.shuffle.keeps_rows`, the local run's
+rule), each window's stored rows stay on its worker, and the next epoch's windows take their
+blocks from the last epoch's (read once per run). Every task is a pure function of the seed,
+the epoch and the step, so the coefficients equal the local run's bitwise.
 """
 
 from __future__ import annotations
@@ -29,6 +31,9 @@ from .shuffle import EpochPlan, Order, keeps_rows, step_features
 
 #: Steps in flight on the workers ahead of the learner.
 AHEAD = 4
+#: Of those, steps transferred to this process ahead of the one training (the rest stay on the
+#: workers until then): with one, the next step's transfer overlaps the current step's training.
+FETCH_AHEAD = 1
 
 
 def get_client(client: Any = None) -> Any:
@@ -124,8 +129,14 @@ class WorkerFeed(Feed):
         def submit(k):
             w, j = jobs[k]
             window(w + 1)  # read ahead: the next window is read while this one is served
-            fut = client.submit(_prepare, self.remote_src, window(w), j, self.estimator, pure=False)
-            pending.append((w, fut, fetcher.submit(fut.result)))  # transferred in order, ahead
+            pending.append([w, client.submit(_prepare, self.remote_src, window(w), j, self.estimator, pure=False),
+                            None])
+
+        def fetch(n):
+            """Start transferring the first ``n`` pending steps, in order (one fetch thread)."""
+            for item in list(pending)[:n]:
+                if item[2] is None:
+                    item[2] = fetcher.submit(item[1].result)
 
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="dask-kernels-fetch") as fetcher:
             nxt = 0
@@ -134,15 +145,18 @@ class WorkerFeed(Feed):
                     submit(nxt)
                     nxt += 1
                 while pending:
+                    fetch(1)
                     w, _, fetched = pending.popleft()
                     out = fetched.result()
                     if nxt < len(jobs):
                         submit(nxt)
                         nxt += 1
+                    fetch(FETCH_AHEAD)  # the next step arrives while this one trains
                     if not pending or pending[0][0] != w:
                         windows.pop(w, None)  # its steps are done: the workers may free it
                     yield out
             finally:  # stopped early (an error, a callback): fetches not started are dropped
                 for _, fut, fetched in pending:
-                    fetched.cancel()
+                    if fetched is not None:
+                        fetched.cancel()
                     fut.cancel()

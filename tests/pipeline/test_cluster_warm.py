@@ -167,3 +167,6 @@ def test_the_commands_own_cluster_runs_without_dashboard_only_polling():
         assert list(client.run(_worker_intervals).values()) == [{**expect, "profile": False}]
         assert client.run_on_scheduler(_scheduler_intervals) == expect
         assert [_loop_intervals(n) for n in client.cluster.workers.values()] == [expect]  # the nannies
+        # and results come straight from the workers, not through the scheduler in this process (a
+        # second copy of each here while it passed on: a training step is 30 MB)
+        assert client.direct_to_workers is True
