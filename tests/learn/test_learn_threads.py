@@ -125,6 +125,18 @@ def test_gather_rows_is_concatenate_then_index_then_astype():
     assert np.array_equal(gather_rows(parts, starts, rows), want)
 
 
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16])
+def test_a_step_of_codes_is_gathered_as_stored(dtype):
+    from dask_kernels.learn.shuffle import _Window
+
+    rng = np.random.default_rng(2)
+    parts = [rng.integers(0, np.iinfo(dtype).max, size=(n, 5), dtype=dtype) for n in (4, 7, 3)]
+    rows = rng.permutation(14)[:9]
+    got = _Window(parts).take(rows)
+    assert got.dtype == dtype and got.flags.c_contiguous
+    assert np.array_equal(got, np.concatenate(parts)[rows])
+
+
 def _fail(i):
     if i == 2:
         raise ValueError(f"task {i} failed")
