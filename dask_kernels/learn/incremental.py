@@ -30,6 +30,7 @@ Under a distributed Client the steps are prepared on the workers (:mod:`.remote`
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -286,7 +287,13 @@ def _feed(src: Any, estimator: Any, order: Order, fit: Fitter, replicas: int, cf
     workers = WorkerFeed(client, src, estimator, order, fit, cfg.epochs, cfg.prefetch) if client is not None else None
     if replicas > 1:
         return Replicas(replicas, src, order, fit, cfg.epochs, cfg.prefetch, client=client, feed=workers)
-    return workers if workers is not None else LocalFeed(src, order, fit, cfg.epochs, cfg.prefetch)
+    if workers is not None:
+        return workers
+    # with prefetch this process reads, decompresses and gathers the next steps meanwhile (about a
+    # core): the SGD fast path then keeps 4 classes in one group on one thread rather than two
+    # groups of 2 on two (~1.3x the CPU; an SGDClassifier of 4 classes from a float store took
+    # 15% less CPU for one epoch, on 2 loaded cores)
+    return LocalFeed(src, order, replace(fit, whole_groups=cfg.prefetch), cfg.epochs, cfg.prefetch)
 
 
 def _fingerprint(src: Any, estimator: Any, cfg: TrainConfig, order: Order, replicas: int) -> dict:
