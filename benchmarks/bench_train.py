@@ -23,8 +23,11 @@ store. For each store and each learner, ``SoftmaxSGD`` (the CLI's default, ``tra
 
 Every run is timed ``--repeat`` times, interleaved (every run once per round after an untimed
 round: compilation, page cache), keeping the best: a burst of load from other jobs then slows
-all of them alike. rows/s = training rows / best wall time of the whole call; the accuracy is
-on 20000 held-out rows. The load average is printed: on a shared machine compare the ratios.
+all of them alike. rows/s = training rows / best wall time of the whole call; rows/CPU s =
+training rows / least CPU seconds of the process over the call (every thread: reading, the
+learner's threads); the accuracy is on 20000 held-out rows. The load average is printed: on a
+shared machine compare the ratios, and on a loaded one (where a run gets the CPU it needs, not
+two free cores) the CPU ratios.
 
 Then, because one epoch at a constant rate ends on a model whose accuracy varies from seed
 to seed by a point or two, each learner's test accuracy in memory over ``--seeds`` seeds
@@ -52,7 +55,7 @@ from sklearn.linear_model import SGDClassifier  # noqa: E402
 import dask_kernels  # noqa: E402
 from dask_kernels import GCWS, NRFF, SoftmaxSGD, fit_incremental  # noqa: E402
 
-from _timing import best_times  # noqa: E402
+from _timing import best_times_cpu  # noqa: E402
 from bench_accuracy import synthetic  # noqa: E402  (4 classes from 10 Gaussian inputs)
 
 BLOCK = 10_000
@@ -165,9 +168,9 @@ def main():
     for i, (*_, fn, _te) in enumerate(runs):  # untimed round: imports, Numba caches, page cache
         fitted[i] = fn()
     load = os.getloadavg()
-    seconds = best_times([lambda i=i, fn=fn: fitted.__setitem__(i, fn()) for i, (*_, fn, _te) in enumerate(runs)],
-                         repeat)
-    rps = [n / s for s in seconds]
+    seconds, cpu = best_times_cpu([lambda i=i, fn=fn: fitted.__setitem__(i, fn())
+                                   for i, (*_, fn, _te) in enumerate(runs)], repeat)
+    rps, rpc = [n / s for s in seconds], [n / c for c in cpu]
     acc = [fitted[i].score(te, yte) for i, (*_, te) in enumerate(runs)]
 
     def find(store, learner, how):
@@ -175,19 +178,23 @@ def main():
 
     print(f"\n{n} training rows, {len(classes)} classes, one epoch, blocks of {BLOCK}, test on {len(yte)} rows; "
           f"best of {repeat} interleaved")
-    print(f"{'store':<6} {'learner':<14} {'run':<18} {'rows/s':>10} {'test acc':>9}  ratios")
+    print(f"{'store':<6} {'learner':<14} {'run':<18} {'rows/s':>10} {'rows/CPU s':>11} {'test acc':>9}  "
+          "ratios (wall; CPU)")
     for i, (store, learner, how, *_rest) in enumerate(runs):
-        peer = max(rps[j] for j, r in enumerate(runs) if r[0] == store and r[2].startswith("dask-ml"))
+        peers = [j for j, r in enumerate(runs) if r[0] == store and r[2].startswith("dask-ml")]
+        peer, peer_cpu = max(rps[j] for j in peers), max(rpc[j] for j in peers)
         ratio = ""
         if how == "fit_incremental":
-            ratio = (f"{rps[i] / rps[find(store, learner, 'in memory')]:.2f}x mem, {rps[i] / peer:.2f}x dask-ml")
+            mem = find(store, learner, "in memory")
+            ratio = (f"{rps[i] / rps[mem]:.2f}x mem, {rps[i] / peer:.2f}x dask-ml; "
+                     f"{rpc[i] / rpc[mem]:.2f}x mem, {rpc[i] / peer_cpu:.2f}x dask-ml")
         elif how.startswith("dask-ml"):
-            ratio = f"{rps[i] / peer:.2f}x dask-ml"
-        print(f"{store:<6} {learner:<14} {how:<18} {rps[i]:>10,.0f} {acc[i]:>9.4f}  {ratio}")
+            ratio = f"{rps[i] / peer:.2f}x dask-ml; {rpc[i] / peer_cpu:.2f}x dask-ml"
+        print(f"{store:<6} {learner:<14} {how:<18} {rps[i]:>10,.0f} {rpc[i]:>11,.0f} {acc[i]:>9.4f}  {ratio}")
     for store in ("NRFF", "GCWS"):
         a, b = find(store, "SoftmaxSGD", "fit_incremental"), find(store, "SGDClassifier", "fit_incremental")
-        print(f"{store}: fit_incremental with SoftmaxSGD {rps[a] / rps[b]:.2f}x SGDClassifier's rows/s, "
-              f"test accuracy {acc[a] - acc[b]:+.4f}")
+        print(f"{store}: fit_incremental with SoftmaxSGD {rps[a] / rps[b]:.2f}x SGDClassifier's rows/s "
+              f"({rpc[a] / rpc[b]:.2f}x its rows per CPU s), test accuracy {acc[a] - acc[b]:+.4f}")
     # with a constant rate one epoch's final model varies from seed to seed by a point or two:
     # the learners' accuracies over seeds (row orders and random_state), in memory
     for store, F, Fte, G, Gte, eta, bits in (("NRFF", D, Dte, D, Dte, eta_f, None),

@@ -4,7 +4,7 @@ A step's rows are scattered over every block of its shuffle window (:mod:`.shuff
 needs three passes to assemble them in float64 from float32 blocks (a fancy-indexed copy per
 block, a masked scatter into the step, a dtype conversion); :func:`gather_rows` reads each row
 once and writes it once, converting on the way (the same values as ``astype``: float32 ->
-float64 is exact).
+float64 is exact). GCWS codes (uint8, uint16) are gathered the same way, as stored.
 
 Where the learner can read rows in place (the SGD fast path, :mod:`.sgd_fast`), a step is not
 gathered at all: :class:`StepRows` names its rows in the array that keeps them.

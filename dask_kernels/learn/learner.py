@@ -121,11 +121,13 @@ def _threaded(F: Any, fit_args: dict, threads: int) -> bool:
     return nonzeros * n_classes >= MIN_THREADED_WORK
 
 
-def partial_fit(estimator: Any, F: Any, y: Any, fit_args: dict, *, threads: int = 1, finite: bool = False) -> None:
+def partial_fit(estimator: Any, F: Any, y: Any, fit_args: dict, *, threads: int = 1, finite: bool = False,
+                whole_groups: bool = False) -> None:
     """``estimator.partial_fit(F[, y], **fit_args)`` (``y`` None: unsupervised) on ``threads``
     one-vs-rest threads (:class:`PoolBackend`) when that pays (:data:`MIN_THREADED_WORK`), without the finite check if
     ``finite`` (see the module docstring). An SGDClassifier on dense rows (fitted, or its first call) takes the bitwise
-    replica :mod:`.sgd_fast` where it :func:`~.sgd_fast.applies` (``F`` may then be a step's
+    replica :mod:`.sgd_fast` where it :func:`~.sgd_fast.applies` (``whole_groups``: its classes in groups
+    of four, threads only for more, see there; ``F`` may then be a step's
     rows where they are kept, :class:`._gather.StepRows`; a SoftmaxSGD on dense rows reads them in place too when
     ``finite``: gathered for any other call)."""
     classes = fit_args.get("classes")
@@ -135,7 +137,7 @@ def partial_fit(estimator: Any, F: Any, y: Any, fit_args: dict, *, threads: int 
             threads = joblib.effective_n_jobs(estimator.n_jobs)
         elif not _threaded(F, fit_args, threads):
             threads = 1
-        sgd_fast.partial_fit(estimator, F, y, classes, threads=threads, finite=finite)
+        sgd_fast.partial_fit(estimator, F, y, classes, threads=threads, finite=finite, whole_groups=whole_groups)
         return
     if isinstance(F, StepRows) and finite and set(fit_args) <= {"classes"} and softmax.takes_rows(estimator):
         estimator._partial_fit_rows(F, y, classes)  # the kept rows read in place: bitwise the gathered call
@@ -166,17 +168,21 @@ class Fitter:
         One-vs-rest threads (:func:`learner_threads`).
     finite : bool, default=False
         The features are finite by construction (:func:`partial_fit`).
+    whole_groups : bool, default=False
+        The SGD fast path keeps its classes in groups of four (:mod:`.sgd_fast`): less CPU, for
+        a run whose own threads prepare the next steps meanwhile.
     """
 
     fit_args: dict
     supervised: bool
     threads: int = 1
     finite: bool = False
+    whole_groups: bool = False
 
     def __call__(self, estimator: Any, F: Any, y: Any) -> None:
         # (sgd_dtype: a no-op unless a worker prepared F for an unfitted clone)
         partial_fit(estimator, sgd_dtype(F, estimator), y if self.supervised else None, self.fit_args,
-                    threads=self.threads, finite=self.finite)
+                    threads=self.threads, finite=self.finite, whole_groups=self.whole_groups)
 
     def single(self) -> Fitter:
         """The same calls on one thread (each replica's: the replicas are the parallelism)."""

@@ -208,10 +208,10 @@ class _Window:
             self.parts, self.starts = [sp.vstack(parts, format="csr")], self.starts[[0, -1]]
 
     def take(self, rows: np.ndarray, dtype: Any = None) -> Any:
-        """``self[rows]``, dense floats gathered in one pass straight into ``dtype`` (the
-        learner's: :func:`.sources.sgd_target`), C-ordered."""
+        """``self[rows]``, dense rows (floats, GCWS codes) gathered in one pass, C-ordered;
+        floats straight into ``dtype`` (the learner's: :func:`.sources.sgd_target`)."""
         first = self.parts[0]
-        if isinstance(first, np.ndarray) and first.ndim == 2 and first.dtype.kind == "f":
+        if isinstance(first, np.ndarray) and first.ndim == 2 and first.dtype.kind in "fiu":
             return gather_rows(self.parts, self.starts, rows, dtype)
         return self[rows]
 

@@ -94,6 +94,24 @@ def test_damaged_done_record_means_not_done(store):
     assert again.run_stats == {"computed": 1, "skipped": 5} and np.array_equal(again.features.compute(), REF)
 
 
+def test_a_block_read_reads_its_done_record_once_and_checks_every_array_against_it(store, monkeypatch):
+    import zarr
+
+    reads, get = [], zarr.Array.__getitem__
+
+    def counting(self, key):
+        reads.append(self.basename)
+        return get(self, key)
+
+    monkeypatch.setattr(zarr.Array, "__getitem__", counting)
+    block = open_store(store).read_block(3)
+    assert reads.count("done") == 1 and sorted(block) == ["features", "labels"]
+    assert np.array_equal(block["features"], REF[300:400]) and np.array_equal(block["labels"], Y[300:400])
+    shutil.copyfile(_chunk(store, "labels", 4), _chunk(store, "labels", 3))  # the shared record still checks labels
+    with pytest.raises(ValueError, match=r"array 'labels', block 3 \(rows 300\.\.399\)"):
+        open_store(store).read_block(3)
+
+
 def _edit_attrs(path, edit):
     meta_path = os.path.join(path, "zarr.json")
     meta = json.load(open(meta_path))

@@ -125,6 +125,43 @@ def test_gather_rows_is_concatenate_then_index_then_astype():
     assert np.array_equal(gather_rows(parts, starts, rows), want)
 
 
+class _BlasThreads(SGDClassifier):
+    """SGDClassifier that records the BLAS threads its held-out predictions run on."""
+
+    def predict(self, X):
+        from threadpoolctl import threadpool_info
+
+        blas.append(max(i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"))
+        return super().predict(X)
+
+
+blas: list = []
+
+
+def test_the_held_out_set_is_scored_with_blas_on_one_thread():
+    from threadpoolctl import threadpool_limits
+
+    blas.clear()
+    with threadpool_limits(limits=2, user_api="blas"):  # as on a machine of 2 cores or more
+        _fit(_BlasThreads(loss="log_loss", learning_rate="constant", eta0=0.1, random_state=0), 1)
+        assert blas and set(blas) == {1}  # every held-out part, every epoch
+        X, y = _data()
+        _BlasThreads(random_state=0).fit(X, y).predict(X)
+        assert blas[-1] == 2  # outside scoring, BLAS keeps its threads
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16])
+def test_a_step_of_codes_is_gathered_as_stored(dtype):
+    from dask_kernels.learn.shuffle import _Window
+
+    rng = np.random.default_rng(2)
+    parts = [rng.integers(0, np.iinfo(dtype).max, size=(n, 5), dtype=dtype) for n in (4, 7, 3)]
+    rows = rng.permutation(14)[:9]
+    got = _Window(parts).take(rows)
+    assert got.dtype == dtype and got.flags.c_contiguous
+    assert np.array_equal(got, np.concatenate(parts)[rows])
+
+
 def _fail(i):
     if i == 2:
         raise ValueError(f"task {i} failed")
