@@ -7,6 +7,12 @@ times only RBFSampler float32 in its best configuration (float32 input, one call
 default thread count) and our RFF and NRFF public ``transform`` (default ``n_jobs``), at a row
 count where the transform's product runs on all rows at once, interleaved, best of the
 repeats, and prints the wall-clock ratio of each against RBFSampler and the process CPU time.
+With ``--phases`` it also prints where each one's time goes, median over the repeats: for RFF and
+NRFF the phases of their public transform as they log them (``dask_kernels.maps._parallel`` at
+DEBUG: at d k >= 2**23 the SGEMM on the BLAS's threads, then the cosine on the thread pool), and
+for RBFSampler its ``transform``'s two steps timed apart in one more interleaved run (the SGEMM
+``X @ W`` with the input check, then the offset, ``np.cos`` and scale passes; checked to give
+``transform``'s bytes).
 
 What is compared, all in one run, with the same number of threads (``--threads``):
 
@@ -55,6 +61,7 @@ evenly over the threads.
 """
 
 import argparse
+import logging
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -62,6 +69,7 @@ from functools import partial
 
 import numpy as np
 from sklearn.kernel_approximation import RBFSampler
+from sklearn.utils.validation import validate_data
 from threadpoolctl import threadpool_limits
 
 from dask_kernels import NRFF, RFF, Fastfood
@@ -165,40 +173,99 @@ def first_write_ns_per_element(n, repeats):
     return best / n * 1e9
 
 
-def peer_table(cases, n_rows, repeats):
+class _PhaseLog(logging.Handler):
+    """Collects the ``(number, kind, wall, cpu)`` of each phase our public transforms log."""
+
+    def __init__(self):
+        super().__init__(logging.DEBUG)
+        self.phases = []
+
+    def emit(self, record):
+        if hasattr(record, "phase"):
+            self.phases.append(record.phase)
+
+
+def rbf_steps(rbf):
+    """RBFSampler's ``transform`` in its two steps, each timed: ``(Z, [(step, wall, cpu), ...])``."""
+
+    def run(X):
+        t0, c0 = time.perf_counter(), time.process_time()
+        Z = validate_data(rbf, X, accept_sparse="csr", reset=False) @ rbf.random_weights_
+        t1, c1 = time.perf_counter(), time.process_time()
+        Z += rbf.random_offset_
+        np.cos(Z, Z)
+        Z *= (2.0 / rbf.n_components) ** 0.5
+        t2, c2 = time.perf_counter(), time.process_time()
+        return Z, [("SGEMM", t1 - t0, c1 - c0), ("offset, cos, scale", t2 - t1, c2 - c1)]
+
+    return run
+
+
+def peer_table(cases, n_rows, repeats, phases=False):
     """The peer mode: RBFSampler float32 (one call, default BLAS threads), RFF and NRFF public
-    transforms (default ``n_jobs``), interleaved, best wall-clock time of ``repeats``."""
+    transforms (default ``n_jobs``), interleaved, best wall-clock time of ``repeats``; with
+    ``phases``, also each one's time by phase (median over the repeats)."""
     print(f"peer mode: rows={n_rows} repeats={repeats}, default BLAS threads and n_jobs; load average at start "
           f"{os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
     print(f"{'d':>5} {'k':>6} {'method':<20} {'best s':>8} {'rows/s':>9} {'vs RBF32':>8} {'cpu s':>7}")
-    results = []
+    results, split = [], []
+    log, parallel_log = _PhaseLog(), logging.getLogger("dask_kernels.maps._parallel")
+    if phases:
+        parallel_log.addHandler(log)
+        parallel_log.setLevel(logging.DEBUG)
     for d, k in cases:
         X = np.random.default_rng(d).standard_normal((n_rows, d)).astype(np.float32)
         runs = {"RBFSampler float32": RBFSampler(n_components=k, gamma=1.0 / d, random_state=0).fit(X),
                 "RFF (float32)": RFF(n_components=k, gamma=1.0 / d).fit(X),
                 "NRFF (float32)": NRFF(n_components=k).fit(X)}
         best, cpu = dict.fromkeys(runs, np.inf), dict.fromkeys(runs, np.inf)
+        steps = {name: [] for name in runs}  # per repeat: [(phase, wall, cpu), ...]
         for m in runs.values():
             m.transform(X[:8])  # tables and compilation before timing
+        if phases:
+            rbf = rbf_steps(runs["RBFSampler float32"])
+            assert np.array_equal(rbf(X[:64])[0], runs["RBFSampler float32"].transform(X[:64]))
         for _ in range(repeats):
             for name, m in runs.items():
                 time.sleep(SETTLE)
+                log.phases.clear()
                 t0, c0 = time.perf_counter(), time.process_time()
                 m.transform(X)
-                best[name] = min(best[name], time.perf_counter() - t0)
-                cpu[name] = min(cpu[name], time.process_time() - c0)
+                wall, used = time.perf_counter() - t0, time.process_time() - c0
+                best[name], cpu[name] = min(best[name], wall), min(cpu[name], used)
+                if phases and name != "RBFSampler float32":
+                    named = [(f"phase {n}: {'SGEMM, BLAS threads' if kind == 'blas' else 'thread pool'}", w, c)
+                             for n, kind, w, c in log.phases]
+                    rest = (wall - sum(w for _, w, _ in named), used - sum(c for _, _, c in named))
+                    steps[name].append(named + [("rest", *rest)])
+            if phases:
+                time.sleep(SETTLE)
+                steps["RBFSampler float32"].append(rbf(X)[1])
         for name in runs:
             ratio = best["RBFSampler float32"] / best[name]
             print(f"{d:5d} {k:6d} {name:<20} {best[name]:8.3f} {n_rows / best[name]:9.0f} {ratio:8.2f} "
                   f"{cpu[name]:7.2f}")
             results.append((d, k, name, n_rows / best[name], ratio))
+            if phases:
+                split.append((d, k, name, steps[name]))
     print(f"load average at the end {os.getloadavg()[0]:.2f}")
+    if phases:
+        parallel_log.removeHandler(log)
+        print("where the time goes, median over the repeats (RBFSampler: its steps timed apart in one more "
+              "run per repeat):")
+        print(f"{'d':>5} {'k':>6} {'method':<20} {'phase':<30} {'wall s':>8} {'cpu s':>7}")
+        for d, k, name, per_repeat in split:
+            for i, (label, *_) in enumerate(per_repeat[0]):
+                wall = np.median([r[i][1] for r in per_repeat])
+                used = np.median([r[i][2] for r in per_repeat])
+                print(f"{d:5d} {k:6d} {name:<20} {label:<30} {wall:8.3f} {used:7.2f}")
     return results
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--peer", action="store_true", help="only RBFSampler float32 against RFF and NRFF (see above)")
+    ap.add_argument("--phases", action="store_true", help="with --peer: also each method's time by phase")
     ap.add_argument("--rows", type=int, default=None, help="rows of the input (default 1024, --quick 512, "
                                                              "--peer 20000)")
     ap.add_argument("--quick", action="store_true", help="fewer rows and repeats (about 1 min)")
@@ -212,7 +279,8 @@ def main():
     n_rows, repeats = (512, 2) if args.quick else (1024, 4)
     repeats = args.repeats or repeats
     if args.peer:
-        return peer_table(args.case or [(1024, 16384), (1024, 2048), (64, 2048)], args.rows or 20000, repeats)
+        return peer_table(args.case or [(1024, 16384), (1024, 2048), (64, 2048)], args.rows or 20000, repeats,
+                          phases=args.phases)
     n_rows = args.rows or n_rows
     cases = args.case or [(256, 4096), (1024, 16384)] + ([] if args.quick else [(256, 16384), (784, 4096)])
     chunk = 256

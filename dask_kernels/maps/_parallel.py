@@ -11,12 +11,18 @@ Never nested: Dask tasks call ``transform_block`` directly, which never starts t
 default ``n_jobs=None`` means one thread when ``transform`` is called from any thread other than
 the main thread (a Dask worker thread, a user's own pool), and a call from a thread of our own
 pool runs serially. The pool is kept between calls (one per process and thread count).
+
+Where the time goes: with this module's logger at DEBUG, each phase of a planned transform
+(RFF's or NRFF's product, then their cosine) logs its wall-clock and process CPU seconds.
 """
 
+import logging
 import numbers
 import os
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 
 import numpy as np
 import scipy.sparse as sp
@@ -41,6 +47,8 @@ _controller = None
 _POOLS = {}
 _POOL_LOCK = threading.Lock()
 _in_pool = threading.local()
+
+logger = logging.getLogger(__name__)
 
 
 def _mark_pool_thread():
@@ -144,6 +152,23 @@ def _call(task):
     return task()
 
 
+@contextmanager
+def _timed_phase(number, tasks, threads):
+    """Log (DEBUG) the wall-clock and process CPU seconds (all threads) of phase ``number`` of a
+    planned transform, with ``extra={"phase": (number, kind, wall, cpu)}``, kind "blas" (an
+    :class:`OnBlas` phase) or "pool"; nothing is measured when DEBUG is off."""
+    if not logger.isEnabledFor(logging.DEBUG):
+        yield
+        return
+    t0, c0 = time.perf_counter(), time.process_time()
+    yield
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    kind = "blas" if isinstance(tasks, OnBlas) else "pool"
+    logger.debug("transform phase %d: %d task(s) on %s, %.3f s wall, %.3f s CPU", number, len(tasks),
+                 "the BLAS's threads" if kind == "blas" else f"{threads} thread(s)", wall, cpu,
+                 extra={"phase": (number, kind, wall, cpu)})
+
+
 def transform_rows(block_fn, X, n_jobs=None):
     """``block_fn`` applied to consecutive row blocks of a validated ``X``, results stacked.
 
@@ -177,12 +202,13 @@ def transform_rows(block_fn, X, n_jobs=None):
         out, phases = planned
         threads = _threads(n_jobs, max(map(len, phases), default=1))
         with _one_blas_thread():
-            for tasks in phases:
-                if isinstance(tasks, OnBlas):
-                    with _one_blas_thread(min(max(threads, 1), usable_cpus())):
-                        list(map(_call, tasks))
-                else:
-                    list(map(_call, tasks) if threads <= 1 else _pool(threads).map(_call, tasks))
+            for number, tasks in enumerate(phases, 1):
+                with _timed_phase(number, tasks, threads):
+                    if isinstance(tasks, OnBlas):
+                        with _one_blas_thread(min(max(threads, 1), usable_cpus())):
+                            list(map(_call, tasks))
+                    else:
+                        list(map(_call, tasks) if threads <= 1 else _pool(threads).map(_call, tasks))
         return out
     blocks = blocks_of(block_fn, X.shape[0])
     # A map may offer ``_transform_into(rows, out, row_offset)``, writing a block's features

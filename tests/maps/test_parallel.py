@@ -170,3 +170,35 @@ def test_the_pool_is_reused_and_never_nests():
         assert before <= after and len(after) <= 2  # kept between calls, never more than 2
         assert outer_threads <= after  # the blocks ran on the pool's threads
     assert _pool(2) is pool and set(_POOLS) == pools  # the same pool; no other made for inner calls
+
+
+def test_planned_phases_log_their_time_at_debug(monkeypatch, caplog):
+    # With the module's logger at DEBUG, each phase of a planned transform (here RFF's product on
+    # the BLAS's threads, then its cosine on the pool) logs its wall-clock and CPU seconds, in
+    # order; at INFO nothing is logged (and nothing measured).
+    import logging
+    import time
+
+    from dask_kernels import RFF
+    from dask_kernels.maps import _fourier
+    from dask_kernels.maps._parallel import OnBlas
+
+    monkeypatch.setattr(_fourier, "BLAS_TABLE_MIN", 0)  # the product on all rows at this small W
+    X = np.random.default_rng(0).normal(size=(8200, 40)).astype(np.float32)
+    rff = RFF(n_components=1100, gamma=0.1, seed=5, n_jobs=2).fit(X)
+    planned = rff._transform_phases(X)
+    expected = [] if planned is None else ["blas" if isinstance(p, OnBlas) else "pool" for p in planned[1]]
+    if usable_cpus() == 2:
+        assert expected == ["blas", "pool"]
+    with caplog.at_level(logging.INFO, logger="dask_kernels.maps._parallel"):
+        rff.transform(X)
+    assert not caplog.records
+    with caplog.at_level(logging.DEBUG, logger="dask_kernels.maps._parallel"):
+        c0 = time.process_time()
+        Z = rff.transform(X)
+        cpu = time.process_time() - c0
+    phases = [r.phase for r in caplog.records if hasattr(r, "phase")]
+    assert [(number, kind) for number, kind, _, _ in phases] == list(enumerate(expected, 1))
+    assert all(wall > 0 and 0 <= c <= cpu for _, _, wall, c in phases)
+    assert sum(c for *_, c in phases) <= cpu
+    np.testing.assert_array_equal(Z, rff.set_params(n_jobs=1).transform(X))  # timing changes no value
