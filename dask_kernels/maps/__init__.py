@@ -8,8 +8,7 @@ the learner and the command line find maps through those two functions.
 
 The package itself imports nothing until one of its names is used (:mod:`dask_kernels._lazy`):
 a Dask worker that only runs a map's kernels (``_*`` modules such as
-:mod:`dask_kernels.maps._gcws_kernels`) imports them without scikit-learn, which the map
-classes are built on.
+:mod:`dask_kernels.maps._gcws_kernels`) imports them without the map classes.
 """
 
 from __future__ import annotations

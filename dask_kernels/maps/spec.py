@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from .._compat import InvalidParameterError, validate_parameter_constraints
+from .._params import declared_constraints, validate_params
 from ..blocks import MAX_FEATURES_IN
 from ..rng import RNG_SCHEME
 from ..sidecar import attach as attach_sidecar
@@ -102,14 +102,14 @@ def from_spec(spec: Mapping[str, Any] | str | bytes, arrays: Any = None) -> Feat
     if not isinstance(params, dict):
         raise _key_error("['params']", f"expected an object, got {type(params).__name__}")
     names = cls._get_param_names()
-    constraints = getattr(cls, "_parameter_constraints", {})
+    constraints = declared_constraints(cls)
     for key, value in params.items():
         if key not in names:
             raise _key_error(f"['params'][{key!r}]", f"{cls.__name__} has no such parameter; it takes {names}")
         if key in constraints:
             try:
-                validate_parameter_constraints({key: constraints[key]}, {key: value}, cls.__name__)
-            except InvalidParameterError as e:
+                validate_params({key: constraints[key]}, {key: value}, cls.__name__)
+            except ValueError as e:  # scikit-learn's InvalidParameterError
                 raise _key_error(f"['params'][{key!r}]", str(e)) from None
     fmap = cls(**{**cls._spec_omitted, **params})  # a parameter the spec predates: its value then
     try:
