@@ -33,8 +33,8 @@ import time
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from sklearn.base import is_classifier, is_regressor
 
+from .._estimator import is_classifier, is_regressor
 from ..labels import check_count, names
 from .checkpointer import Checkpointer
 from .config import TrainConfig
