@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import scipy.sparse as sp
+from .._estimator import check_is_fitted
 from .._params import Interval, ParameterConstraints, StrOptions
 
 from ._bounds import MAX_CENTERED_FEATURES, MAX_TABLE_BYTES, components_interval, refuse_above
