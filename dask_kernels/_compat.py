@@ -12,7 +12,9 @@ Imported from here (each on first use, :mod:`dask_kernels._lazy`, so a process t
 kernels imports neither scikit-learn nor dask's graph modules through this file):
 
 * scikit-learn: ``sklearn.utils._param_validation`` (the constraint objects its estimators use
-  in ``_parameter_constraints``; our maps validate spec parameters with the same machinery).
+  in ``_parameter_constraints``: :mod:`dask_kernels._params` hands it the parameters it does not
+  accept, so the errors are scikit-learn's) and ``sklearn.utils._set_output``'s
+  ``_wrap_data_with_container`` (:func:`wrap_data_with_container`: ``set_output`` of the maps).
 * dask: ``dask.highlevelgraph.HighLevelGraph`` (graphs built layer by layer: a store's blocks,
   featurize's write tasks, read_parquet's read layers) and ``dask.blockwise`` (``Blockwise``,
   ``blockwise`` with its ``_data_producer`` flag, ``BlockwiseDepDict``: read_parquet's read
@@ -87,6 +89,15 @@ def csv_float_options() -> dict:
     return {} if int(pandas.__version__.split(".")[0]) >= 3 else {"float_precision": "round_trip"}
 
 
+def wrap_data_with_container(result, X, transformer):
+    """``transformer.transform``'s ``result`` in the container its ``set_output`` or
+    scikit-learn's ``transform_output`` config asks for (``sklearn.utils._set_output``, the
+    wrapping scikit-learn applies to its own transformers' ``transform``)."""
+    from sklearn.utils._set_output import _wrap_data_with_container
+
+    return _wrap_data_with_container("transform", result, X, transformer)
+
+
 def zarr_sync(coroutine):
     """Run one coroutine of a Zarr store on Zarr's own event loop and return its result."""
     from zarr.core.sync import sync
@@ -94,4 +105,5 @@ def zarr_sync(coroutine):
     return sync(coroutine)
 
 
-__all__ = ["PRIVATE_ATTRIBUTES", "TESTED", "cgutils", "csv_float_options", "zarr_sync", *_LAZY]
+__all__ = ["PRIVATE_ATTRIBUTES", "TESTED", "cgutils", "csv_float_options", "wrap_data_with_container", "zarr_sync",
+           *_LAZY]

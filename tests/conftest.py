@@ -13,7 +13,9 @@ import time
 import numpy as np
 import pytest
 
-from dask_kernels.maps import base, spec  # noqa: F401  (spec registers every map of the package)
+from dask_kernels.maps import base, spec
+
+spec.registered_maps()  # every map of the package registered (imported) before any test runs
 
 
 @pytest.fixture(scope="session", autouse=True)

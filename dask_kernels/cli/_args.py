@@ -120,12 +120,11 @@ def parse_params(items, flag="--param"):
 
 def make_map(method, params, flag="--param"):
     """An (unfitted) feature map of ``method`` with ``params``, parameters validated now."""
-    from ..maps import registered_maps
+    from ..maps.spec import map_class, registered_maps
 
-    maps = registered_maps()
-    if method not in maps:
-        raise UsageError(f"--method {method!r} is unknown; known: {', '.join(sorted(maps))}")
-    cls = maps[method]
+    cls = map_class(method)
+    if cls is None:
+        raise UsageError(f"--method {method!r} is unknown; known: {', '.join(sorted(registered_maps()))}")
     known = sorted(cls().get_params())
     unknown = sorted(set(params) - set(known))
     if unknown:

@@ -1,8 +1,8 @@
 """A ``dask-kernels`` process ends without tearing its interpreter down.
 
 After a command, Python's finalization frees every module's objects one by one: with what a
-command imports (scikit-learn with SciPy and pandas, Numba, distributed) that took 0.5-1
-CPU-second per process here, once in the command and then, one after the other, in its
+command imports (dask with SciPy, Numba, distributed) that took 0.5-1 CPU-second per process
+here, once in the command and then, one after the other, in its
 LocalCluster's worker server (the server only starts exiting when the command has exited), and a
 caller that reads the command's output (a pipe, ``subprocess.run``) waits for both.
 

@@ -29,9 +29,8 @@ def add_arguments(parser):
 
 def run(args):
     import dask
-    from sklearn.base import is_regressor  # loaded with the model's classes: no cost here
-
     from .. import load_model
+    from .._estimator import is_regressor
     from ._apply import check_npy_first, check_width, lazy_apply, open_for_model
     from ._inputs import load_labels
     from ._paths import existing

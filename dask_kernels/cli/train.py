@@ -255,12 +255,16 @@ def _classes(est, src):
     as a class and trained to accuracy 0 without a word.
     """
     import numpy as np
-    from sklearn.base import is_classifier
-    from sklearn.utils.multiclass import type_of_target
+
+    from .._estimator import is_classifier
 
     if not is_classifier(est):
         return None
     classes = np.asarray(src.classes())
+    if classes.dtype.kind != "f":  # integer or string labels are classes: only floats are asked about
+        return classes
+    from sklearn.utils.multiclass import type_of_target
+
     if type_of_target(classes) == "continuous":
         raise UsageError(f"the labels are continuous ({classes.size} distinct values, e.g. {classes[0]:g}, "
                          f"{classes[-1]:g}) but {type(est).__name__} is a classifier: for regression pass "

@@ -31,8 +31,7 @@ import os
 import tempfile
 from typing import Any
 
-from sklearn.base import clone
-
+from .._estimator import clone
 from .._npz import load_npz, read_format, save_npz
 from .loop import LoopState, is_eta0
 from .state import _unscalar, get_state, json_params, set_state

@@ -34,8 +34,8 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from sklearn.base import is_classifier, is_regressor
 
+from .._estimator import is_classifier, is_regressor
 from ..labels import check_count, names
 from ..maps._parallel import _one_blas_thread
 from .checkpointer import Checkpointer

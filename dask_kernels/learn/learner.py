@@ -21,8 +21,10 @@ Costs the learner would otherwise pay on every step, removed where that is exact
   feature map computed from rows that passed its input contract (finite, bounded:
   :meth:`~dask_kernels.maps.base.FeatureMap.validate_block`), read back from a store whose
   blocks are checked against their digests, are finite by construction; for those sources
-  (``BlockSource.finite``) the check runs under ``sklearn.config_context(assume_finite=True)``.
-  Raw rows given without a map, and stores read unverified, keep it.
+  (``BlockSource.finite``) the check runs under ``sklearn.config_context(assume_finite=True)``
+  (once scikit-learn is imported: an estimator that checks nothing with it, SoftmaxSGD on GCWS
+  codes, trains without importing it). Raw rows given without a map, and stores read
+  unverified, keep it.
 
 * **scikit-learn's SGD loop.** An SGDClassifier (fitted, or its first call) on dense rows trains through
   :mod:`.sgd_fast`, a Numba replica of the loop that gives bitwise the same model with up to
@@ -35,6 +37,7 @@ callback).
 
 from __future__ import annotations
 
+import sys
 from concurrent.futures import Future
 from contextlib import ExitStack
 from dataclasses import dataclass, replace
@@ -147,7 +150,7 @@ def partial_fit(estimator: Any, F: Any, y: Any, fit_args: dict, *, threads: int 
     with ExitStack() as stack:
         if _threaded(F, fit_args, threads) and estimator.get_params(deep=False).get("n_jobs") is None:
             stack.enter_context(joblib.parallel_config(backend=PoolBackend(threads), n_jobs=threads))
-        if finite:
+        if finite and "sklearn" in sys.modules:  # its config reaches only estimators that imported it
             import sklearn
 
             stack.enter_context(sklearn.config_context(assume_finite=True))

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator, MetaEstimatorMixin
 
+from .._estimator import Estimator, estimator_type, is_regressor
 from ..blocks import row_bounds, validate_block
 from .persist import read_model, save_model
 
@@ -26,7 +26,7 @@ def _is_store(X):
     return hasattr(X, "features") and hasattr(X, "feature_map")
 
 
-class KernelModel(MetaEstimatorMixin, BaseEstimator):
+class KernelModel(Estimator):
     """A feature map and the estimator trained on its features: predicts on raw rows.
 
     A scikit-learn estimator: ``get_params``/``set_params`` reach into both parts
@@ -79,6 +79,10 @@ class KernelModel(MetaEstimatorMixin, BaseEstimator):
     def __repr__(self, N_CHAR_MAX=700):
         m = "raw" if self.feature_map is None else getattr(self.feature_map, "method", type(self.feature_map).__name__)
         return f"KernelModel({m}, {type(self.estimator).__name__}, {len(self.history or [])} epochs)"
+
+    @property
+    def _estimator_type(self):
+        return None if self.estimator is None else estimator_type(self.estimator)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -222,8 +226,6 @@ class KernelModel(MetaEstimatorMixin, BaseEstimator):
         y = np.asarray(y)
         if pred.shape[0] != y.shape[0]:
             raise ValueError(f"{y.shape[0]} labels for {pred.shape[0]} rows")
-        from sklearn.base import is_regressor
-
         from .metrics import model_score
 
         return model_score(is_regressor(self.estimator), y, pred)[1]

@@ -86,7 +86,7 @@ class WorkerFeed(Feed):
 
     def __init__(self, client: Any, src: Any, estimator: Any, order: Order, fit: Fitter, epochs: int = 1,
                  prefetch: bool = True) -> None:
-        from sklearn.base import clone
+        from .._estimator import clone
 
         super().__init__(src, order, fit, epochs, prefetch)
         self.client = client

@@ -16,12 +16,9 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 from scipy.special import log_softmax, softmax
-from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.utils import check_random_state
-from .._compat import Interval, StrOptions
-from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
+from .._estimator import ClassifierMixin, Estimator, check_is_fitted, check_random_state, column_or_1d
+from .._params import Interval, ParameterConstraints, StrOptions
 from ._softmax_kernels import code_hidden, sgd_block
 
 __all__ = ["SoftmaxSGD", "feeds_codes", "takes_rows"]
@@ -61,7 +58,7 @@ def feeds_codes(estimator: object, feature_map: object, where: str = "the featur
     return True
 
 
-class SoftmaxSGD(ClassifierMixin, BaseEstimator):
+class SoftmaxSGD(ClassifierMixin, Estimator):
     """Multinomial softmax regression with bias trained by SGD; GCWS codes read directly.
 
     Minimizes ``mean_i -log p(y_i | x_i) + alpha/2 ||W||^2`` (bottleneck: ``alpha/2 (||U||^2 +
@@ -152,7 +149,7 @@ class SoftmaxSGD(ClassifierMixin, BaseEstimator):
     True
     """
 
-    _parameter_constraints: dict = {
+    _parameter_constraints = ParameterConstraints({
         "code_bits": [Interval(numbers.Integral, 1, 16, closed="both"), None],
         "rank": [Interval(numbers.Integral, 1, None, closed="left"), None],
         "alpha": [Interval(numbers.Real, 0, None, closed="left")],
@@ -163,7 +160,7 @@ class SoftmaxSGD(ClassifierMixin, BaseEstimator):
         "shuffle": ["boolean"],
         "random_state": ["random_state"],
         "average": [Interval(numbers.Integral, 0, None, closed="left"), "boolean"],
-    }
+    })
 
     def __init__(self, *, code_bits: int | None = None, rank: int | None = None, alpha: float = 1e-4,
                  learning_rate: str = "constant", eta0: float = 0.01, power_t: float = 0.5,
@@ -190,6 +187,8 @@ class SoftmaxSGD(ClassifierMixin, BaseEstimator):
     def _check_X(self, X, reset: bool, y=None):
         """Validated rows: ``(mode, array, n_weights)``, mode 0 codes, 1 dense, 2 CSR (and
         ``y``, checked, if ``y`` is given)."""
+        if self.code_bits is None:  # rows of floats: scikit-learn checks them (not GCWS codes)
+            from sklearn.utils.validation import validate_data
         if y is not None:
             if self.code_bits is None:
                 X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32], reset=reset)
@@ -381,6 +380,8 @@ class SoftmaxSGD(ClassifierMixin, BaseEstimator):
             self.__dict__.pop(name, None)
         if y is None:
             raise ValueError("requires y to be passed, but the target y is None")
+        from sklearn.utils.multiclass import check_classification_targets
+
         mode, X, n_weights, y = self._check_X(X, reset=True, y=y)
         check_classification_targets(y)
         self.classes_ = np.unique(y)

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import numbers
 
+from .._params import Interval
+
 #: Output width per row, ``n_components`` of every map but Nystroem (hashes of GCWS and CoRE,
 #: features of RFF, NRFF and Fastfood): a row of 2**20 float32 features is 4 MiB, a stored
 #: block of 256 such rows 1 GiB; DartMinHash's bucket arithmetic also stops at 2**20 hashes.
@@ -47,8 +49,6 @@ MAX_CENTERED_FEATURES = 2**20
 
 def components_interval(bound: int = MAX_COMPONENTS) -> list:
     """The ``_parameter_constraints`` entry of ``n_components``: an integer in ``[1, bound]``."""
-    from .._compat import Interval
-
     return [Interval(numbers.Integral, 1, bound, closed="both")]
 
 

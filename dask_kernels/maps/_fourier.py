@@ -19,7 +19,7 @@ from functools import partial
 
 import numpy as np
 from numba import njit
-from .._compat import Interval, StrOptions
+from .._params import Interval, StrOptions
 
 from ..rng import bits, index_key, index_keys, normal_of_key, stream_key, unit64
 from ._bounds import components_interval

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numbers
 
-from .._compat import StrOptions
+from .._params import StrOptions
 from ._exactsum import block_sums, exact_variance, merge_sums
 from ._fourier import POSITIVE_FINITE
 from ._partitioned import is_dask, is_partitions, n_features_of

@@ -1,7 +1,7 @@
 """Kernel plans: what a Dask task needs to featurize a block, without the map's class.
 
-A map's class is a scikit-learn estimator: importing it imports scikit-learn, and with it SciPy's
-statistics (about 2 CPU-seconds of a LocalCluster's worker server here). A task only needs the
+Rebuilding a map in a task (:func:`~dask_kernels.maps.from_spec`) imports every map class of the
+package and checks the whole spec, in every worker for every spec it meets. A task only needs the
 map's fitted numbers, its input contract and its Numba kernel.
 :meth:`~dask_kernels.maps.base.FeatureMap.kernel_plan` returns them as a :class:`KernelPlan`: a
 small picklable object, defined in a module that imports NumPy, Numba and the kernels only, whose

@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .._compat import StrOptions
+from .._params import StrOptions
 
 from ..rng import bits, index_keys_of, normal_of_key, unit64
 from ..sidecar import manifest

@@ -24,7 +24,7 @@ A subclass provides:
   learner consumes (e.g. one-hot CSR). The default returns the block unchanged.
 * optionally ``kernel_plan()``: the block transform without the class (a
   :class:`~dask_kernels.maps._plan.KernelPlan`, defined beside the kernels in a module that
-  does not import scikit-learn), which Dask tasks run instead of rebuilding the map.
+  does not import the map classes), which Dask tasks run instead of rebuilding the map.
 """
 
 from __future__ import annotations
@@ -33,10 +33,8 @@ import json
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from sklearn.base import BaseEstimator, TransformerMixin, clone
-from sklearn.exceptions import NotFittedError
-from sklearn.utils.validation import check_is_fitted, validate_data
 
+from .._estimator import Estimator, TransformerMixin, check_is_fitted, clone, is_fitted, validate_data
 from ..blocks import MAX_FEATURES_IN, as_block, check_finite_rows  # noqa: F401  (re-exported for maps)
 from ..blocks import validate_block as _validate_block
 from ..rng import RNG_SCHEME
@@ -54,8 +52,10 @@ SPEC_VERSION = 1
 _REGISTRY = {}
 
 
-class FeatureMap(TransformerMixin, BaseEstimator):
-    """Base class of all feature maps. See the module docstring for the contract."""
+class FeatureMap(TransformerMixin, Estimator):
+    """Base class of all feature maps. See the module docstring for the contract.
+
+    A scikit-learn transformer (:mod:`dask_kernels._estimator`: without importing scikit-learn)."""
 
     method = None
     #: dtypes the kernels accept; other input is converted to the first.
@@ -109,7 +109,7 @@ class FeatureMap(TransformerMixin, BaseEstimator):
 
     def kernel_plan(self) -> KernelPlan | None:
         """This fitted map's ``validate_block`` and ``transform_block`` as a light, picklable
-        object that a Dask worker runs without importing scikit-learn (see
+        object that a Dask worker runs without the map classes (see
         :mod:`dask_kernels.maps._plan`), or None (the default): tasks rebuild the map from its spec.
 
         Examples
@@ -160,14 +160,8 @@ class FeatureMap(TransformerMixin, BaseEstimator):
 
     def _validate_input(self, X, reset):
         # scikit-learn's bookkeeping (feature names, n_features_in_, its messages); then the contract
-        X = validate_data(
-            self,
-            X,
-            reset=reset,
-            accept_sparse=("csr", "csc", "coo") if self.accepts_sparse else False,
-            dtype=list(self.input_dtypes),
-            ensure_all_finite=False,
-        )
+        X = validate_data(self, X, reset=reset, accept_sparse=("csr", "csc", "coo") if self.accepts_sparse else False,
+                          dtype=self.input_dtypes)
         if reset:
             if self.n_features_in_ > MAX_FEATURES_IN:
                 raise ValueError(f"X has {self.n_features_in_} features; at most {MAX_FEATURES_IN} are supported")
@@ -207,9 +201,9 @@ class FeatureMap(TransformerMixin, BaseEstimator):
         learner consumes.
         """
         check_is_fitted(self)
-        X = self._validate_input(X, reset=False)
-        out = transform_rows(self.transform_block, X, getattr(self, "n_jobs", None))
-        return self.expand(out) if getattr(self, "output", None) == "onehot" else out
+        X_checked = self._validate_input(X, reset=False)
+        out = transform_rows(self.transform_block, X_checked, getattr(self, "n_jobs", None))
+        return self._output(self.expand(out) if getattr(self, "output", None) == "onehot" else out, X)
 
     def get_feature_names_out(self, input_features: Any = None) -> np.ndarray:
         """Output feature names ``<method>0, <method>1, ...``."""
@@ -244,18 +238,10 @@ class FeatureMap(TransformerMixin, BaseEstimator):
         return json.dumps(self.spec(), sort_keys=True, separators=(",", ":"))
 
 
-def _is_fitted(feature_map) -> bool:
-    try:
-        check_is_fitted(feature_map)
-        return True
-    except NotFittedError:
-        return False
-
-
 def fits_on_all_rows(feature_map) -> bool:
     """Whether :func:`ensure_fitted` will read all rows: an unfitted map that learns from all the
     data (``fits_partitioned``). A fitted map reads nothing."""
-    return getattr(feature_map, "fits_partitioned", False) and not _is_fitted(feature_map)
+    return getattr(feature_map, "fits_partitioned", False) and not is_fitted(feature_map)
 
 
 def ensure_fitted(feature_map, first_rows, all_rows=None):
@@ -266,7 +252,7 @@ def ensure_fitted(feature_map, first_rows, all_rows=None):
     fitted on ``all_rows`` if the map learns from all the data (``fits_partitioned``, e.g.
     Nystroem) and they are given, else on ``first_rows()``, the first block that has rows.
     """
-    if _is_fitted(feature_map):
+    if is_fitted(feature_map):
         return feature_map
     fits_all = all_rows is not None and fits_on_all_rows(feature_map)
     return clone(feature_map).fit(all_rows if fits_all else first_rows())

@@ -34,8 +34,8 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 from numba import njit
-from .._compat import Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted
+from .._estimator import check_is_fitted
+from .._params import Interval, ParameterConstraints, StrOptions
 
 from ..rng import bits, index_key, normal_of_key, register_stream, stream_key
 from ._bounds import MAX_CENTERED_FEATURES, components_interval, refuse_above
@@ -219,7 +219,7 @@ class CoRE(FeatureMap):
     """
 
     method = "core"
-    _parameter_constraints = {
+    _parameter_constraints = ParameterConstraints({
         "n_components": components_interval(),
         "type": [Interval(numbers.Integral, 1, 2, closed="both")],
         "bits": [Interval(numbers.Integral, 1, 16, closed="both")],
@@ -227,7 +227,7 @@ class CoRE(FeatureMap):
         "output": [StrOptions({"codes", "onehot"})],
         "scale": [None, StrOptions({"auto", "maxabs"})],
         **N_JOBS_CONSTRAINT,
-    }
+    })
     #: specs written before scaling existed have no ``scale``: they rebuild the unscaled map
     _spec_omitted = {"scale": None}
 

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import scipy.sparse as sp
 from numba import njit
-from .._compat import Interval, StrOptions
+from .._params import Interval, ParameterConstraints, StrOptions
 
 from ..rng import bits, index_key, normal_array, normal_of_key, rank_array, register_stream, stream_key, unit64
 from ._bounds import MAX_FASTFOOD_BLOCK_FEATURES, MAX_PADDED_DIM, refuse_above
@@ -421,14 +421,14 @@ class Fastfood(FeatureIds, ScaleGamma, FloatFeatures, FeatureMap):
     """
 
     method = "fastfood"
-    _parameter_constraints = {
+    _parameter_constraints = ParameterConstraints({
         **COMMON_CONSTRAINTS,
         "gamma": [None, *GAMMA_CONSTRAINT],
         "sigma": [None, POSITIVE_FINITE],
         "radial": [StrOptions({"gaussian", "matern"})],
         "matern_t": [Interval(numbers.Integral, 1, None, closed="left")],
         **FEATURE_IDS_CONSTRAINT,
-    }
+    })
 
     def __init__(
         self,

@@ -28,7 +28,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import scipy.sparse as sp
-from .._compat import Interval, StrOptions
+from .._estimator import check_is_fitted
+from .._params import Interval, ParameterConstraints, StrOptions
 
 from ._bounds import MAX_CENTERED_FEATURES, MAX_TABLE_BYTES, components_interval, refuse_above
 from ._dart import DART_SCHEME, K_MAX, check_scheme, fit_scale, table_nbytes
@@ -186,7 +187,7 @@ class GCWS(FeatureMap):
     """
 
     method = "gcws"
-    _parameter_constraints = {
+    _parameter_constraints = ParameterConstraints({
         "n_components": components_interval(),
         "bits": [Interval(numbers.Integral, 1, 16, closed="both")],
         "seed": [Interval(numbers.Integral, 0, 2**64 - 1, closed="both")],
@@ -196,7 +197,7 @@ class GCWS(FeatureMap):
         "sampler": [StrOptions({"icws", "dart"})],
         "scale": [None, StrOptions({"auto", "minmax", "maxabs"})],
         **N_JOBS_CONSTRAINT,
-    }
+    })
     #: parameters left out of the spec at these values, and read so when a spec lacks them:
     #: specs written before samplers and scaling existed rebuild the same map
     _spec_omitted = {"sampler": "icws", "scale": None}
@@ -436,8 +437,6 @@ class GCWS(FeatureMap):
         return self._plan().sample(self._validate_input(X, reset=False))
 
     def _check_fitted(self):
-        from sklearn.utils.validation import check_is_fitted
-
         check_is_fitted(self)
 
     def transform_block(self, X: Any, row_offset: int = 0) -> np.ndarray:

@@ -22,6 +22,7 @@ from functools import partial
 from ._fourier import COMMON_CONSTRAINTS, NORMAL_MAX, FloatFeatures, normal_table, projection_bound
 from ._fourier import projection_tables, row_chunks
 from .._compat import cgutils
+from .._params import ParameterConstraints
 from ._bounds import check_projection
 from ._cos32 import cos32_into, shift_cos32v2
 from ._fourier import GemmRowBlocks, cached_table, product_on_blas, projection_tiles, tiled
@@ -213,11 +214,11 @@ class NRFF(GemmRowBlocks, FeatureIds, ScaleGamma, FloatFeatures, FeatureMap):
 
     method = "nrff"
     _unit_rows = True
-    _parameter_constraints = {
+    _parameter_constraints = ParameterConstraints({
         **COMMON_CONSTRAINTS,
         "gamma": GAMMA_CONSTRAINT,
         **FEATURE_IDS_CONSTRAINT,
-    }
+    })
 
     def __init__(self, *, n_components: int = 100, gamma: float = 1.0, seed: int = 0, dtype: str = "float32",
                  n_jobs: int | None = None, feature_ids: npt.ArrayLike | None = None) -> None:

@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
-from .._compat import StrOptions
+from .._params import ParameterConstraints, StrOptions
 
 from ..blocks import as_block, check_finite_rows
 from ..exact.pairwise import KERNELS, gmm_split, kernel_block, row_sq_norms, unit_rows
@@ -279,13 +279,13 @@ class Nystroem(FeatureMap):
     #: an unfitted map handed to ``featurize`` is fitted on all rows (one sampling pass), not
     #: on the first block
     fits_partitioned = True
-    _parameter_constraints = {
+    _parameter_constraints = ParameterConstraints({
         **COMMON_CONSTRAINTS,
         "n_components": components_interval(MAX_LANDMARKS),
         "kernel": [StrOptions(set(KERNELS))],
         "gamma": [None, *GAMMA_CONSTRAINT],
         "landmarks": [StrOptions({"uniform", "kmeans++"})],
-    }
+    })
 
     def __init__(self, *, n_components: int = 100, kernel: str = "gmm", gamma: float | None = None,
                  landmarks: str = "uniform", seed: int = 0, dtype: str = "float32",

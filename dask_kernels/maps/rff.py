@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 import numpy as np
 import scipy.sparse as sp
-from .._compat import Interval, StrOptions
+from .._params import Interval, ParameterConstraints, StrOptions
 
 import math
 import numbers
@@ -151,13 +151,13 @@ class RFF(GemmRowBlocks, FeatureIds, ScaleGamma, FloatFeatures, FeatureMap):
     """
 
     method = "rff"
-    _parameter_constraints = {
+    _parameter_constraints = ParameterConstraints({
         **COMMON_CONSTRAINTS,
         "gamma": GAMMA_CONSTRAINT,
         "kernel": [StrOptions({"rbf", "laplacian"})],
         **FEATURE_IDS_CONSTRAINT,
         "density": [Interval(numbers.Real, 0, 1, closed="right")],
-    }
+    })
     _optional_params = {"feature_ids": None, "density": 1.0}
 
     def __init__(

@@ -1,8 +1,11 @@
 """Specs to maps: the registry of feature-map methods, :func:`from_spec`, and maps saved as files.
 
-This module imports every map of the package (plain imports, below), so :func:`registered_maps`
-and :func:`from_spec` know all of them whatever was imported before. A :class:`FeatureMap`
-subclass defined elsewhere (a user's own method) registers itself when its class is defined.
+The package's maps are listed here by method (:data:`BUILTIN_METHODS`); a map's module is
+imported when a spec or a command names its method (:func:`map_class`), and every one by
+:func:`registered_maps`, so both know all of them whatever was imported before, while loading a
+GCWS model does not import the five other maps (their modules, tables and Numba dispatchers).
+A :class:`FeatureMap` subclass defined elsewhere (a user's own method) registers itself when its
+class is defined.
 """
 
 from __future__ import annotations
@@ -14,28 +17,42 @@ from typing import Any
 
 import numpy as np
 
-from .._compat import InvalidParameterError, validate_parameter_constraints
+from .._lazy import lazy_attributes
+from .._params import declared_constraints, validate_params
 from ..blocks import MAX_FEATURES_IN
 from ..rng import RNG_SCHEME
 from ..sidecar import attach as attach_sidecar
 from ..sidecar import beside, map_arrays, write_npz
 from .base import _REGISTRY, FeatureMap
-from .core import CoRE
-from .fastfood import Fastfood
-from .gcws import GCWS
-from .nrff import NRFF
-from .nystroem import Nystroem
-from .rff import RFF
 
-#: The maps of the package (each also registered under its ``method`` name).
-BUILTIN_MAPS = (CoRE, Fastfood, GCWS, NRFF, Nystroem, RFF)
+#: The maps of the package: method -> class name (each registered under its method when defined).
+BUILTIN_METHODS = {"core": "CoRE", "fastfood": "Fastfood", "gcws": "GCWS", "nrff": "NRFF", "nystroem": "Nystroem",
+                   "rff": "RFF"}
+#: Their modules, imported on first use (:mod:`dask_kernels._lazy`).
+_LAZY = {"CoRE": ".core", "Fastfood": ".fastfood", "GCWS": ".gcws", "NRFF": ".nrff", "Nystroem": ".nystroem",
+         "RFF": ".rff"}
+
+__getattr__, __dir__ = lazy_attributes(globals(), _LAZY)
 
 #: Spec versions :func:`from_spec` reads.
 KNOWN_SPEC_VERSIONS = (1,)
 
 
+def map_class(method: str) -> type[FeatureMap] | None:
+    """The class registered for feature-map ``method`` (for a map of the package, its module is
+    imported first), or None."""
+    if not isinstance(method, str):
+        return None
+    name = BUILTIN_METHODS.get(method)
+    if name is not None and name not in globals():
+        __getattr__(name)  # importing the module defines, and so registers, the class
+    return _REGISTRY.get(method)
+
+
 def registered_maps() -> dict[str, type[FeatureMap]]:
     """Names of all registered feature-map methods, mapped to their classes."""
+    for method in BUILTIN_METHODS:
+        map_class(method)
     return dict(_REGISTRY)
 
 
@@ -95,21 +112,21 @@ def from_spec(spec: Mapping[str, Any] | str | bytes, arrays: Any = None) -> Feat
         raise _key_error("['rng_scheme']", f"spec uses random-number scheme {spec['rng_scheme']!r}, this version "
                          f"of dask_kernels implements {RNG_SCHEME!r}: features would differ")
     method = spec["method"]
-    if not isinstance(method, str) or method not in _REGISTRY:
-        raise _key_error("['method']", f"unknown feature-map method {method!r}; known: {sorted(_REGISTRY)}")
-    cls = _REGISTRY[method]
+    cls = map_class(method)
+    if cls is None:
+        raise _key_error("['method']", f"unknown feature-map method {method!r}; known: {sorted(registered_maps())}")
     params = spec["params"]
     if not isinstance(params, dict):
         raise _key_error("['params']", f"expected an object, got {type(params).__name__}")
     names = cls._get_param_names()
-    constraints = getattr(cls, "_parameter_constraints", {})
+    constraints = declared_constraints(cls)
     for key, value in params.items():
         if key not in names:
             raise _key_error(f"['params'][{key!r}]", f"{cls.__name__} has no such parameter; it takes {names}")
         if key in constraints:
             try:
-                validate_parameter_constraints({key: constraints[key]}, {key: value}, cls.__name__)
-            except InvalidParameterError as e:
+                validate_params({key: constraints[key]}, {key: value}, cls.__name__)
+            except ValueError as e:  # scikit-learn's InvalidParameterError
                 raise _key_error(f"['params'][{key!r}]", str(e)) from None
     fmap = cls(**{**cls._spec_omitted, **params})  # a parameter the spec predates: its value then
     try:
