@@ -314,10 +314,10 @@ def formats(npy, gcws, workers, tmp, repeats):
     return n, {k: n / v for k, v in best.items()}, objects, kernel, cpu
 
 
-def _rows_column_major(table, out):  # what read_parquet's task does (tabular._to_rows)
-    from dask_kernels.io import tabular
+def _rows_column_major(table, out):  # what read_parquet's task does (parquet._to_rows)
+    from dask_kernels.io import parquet
 
-    tabular._to_rows(table, out)
+    parquet._to_rows(table, out)
 
 
 def _rows_row_major(table, out):
@@ -341,12 +341,12 @@ def parquet_cpu(gcws, tmp, repeats):
     import pyarrow.parquet as pq
 
     from dask_kernels import read_parquet
-    from dask_kernels.io import tabular
+    from dask_kernels.io import _layers
 
     path = os.path.join(tmp, "rows.parquet")
     f = pq.ParquetFile(path)
     X = read_parquet(path, block_rows=f.metadata.row_group(0).num_rows)
-    _, task, parts, _ = tabular._reader_layer(X)  # the tasks' function and arguments, as the graph holds them
+    _, task, parts, _ = _layers._reader_layer(X)  # the tasks' function and arguments, as the graph holds them
     parts = parts[:4]
     blocks = [task(*p) for p in parts]
     tables = [f.read_row_group(i, use_threads=False) for i in range(len(parts))]

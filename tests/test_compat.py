@@ -43,7 +43,7 @@ def _instances():
     from sklearn.linear_model import SGDClassifier
     from sklearn.preprocessing import StandardScaler
 
-    from dask_kernels.io.tabular import _Parts
+    from dask_kernels.io.parquet import _Parts
 
     parts = _Parts({(0,): ("file", [0], 1, None)}, (1,), "token")
     layer = _compat.blockwise(len, "x", "i", parts, "i", numblocks={}, _data_producer=True)
@@ -89,7 +89,7 @@ def test_private_attributes_exist():
         assert obj is cls or isinstance(obj, cls), where
         for attr in names:
             assert hasattr(obj, attr), f"{where}.{attr} is gone"
-    layer = instances["dask.blockwise:Blockwise"]  # as io/tabular.py's _reader_layer reads it
+    layer = instances["dask.blockwise:Blockwise"]  # as io/_layers.py's _reader_layer reads it
     assert layer.task.func is len and len(layer.io_deps) == 1
     assert next(iter(layer.io_deps.values())).mapping == {(0,): ("file", [0], 1, None)}
 

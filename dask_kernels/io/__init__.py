@@ -18,7 +18,8 @@ from .dense import from_array, read_npy, read_zarr
 from .sparse import SparsePartitions, from_sparse
 from .svmlight import SvmlightFormatError, read_svmlight
 from .csv import read_csv
-from .tabular import InputChoiceError, ParquetFormatError, from_dataframe, read_parquet
+from .parquet import ParquetFormatError, read_parquet
+from .tabular import InputChoiceError, from_dataframe
 
 __all__ = [
     "InputChangedError",

@@ -402,11 +402,11 @@ class ArraySource(BlockSource):
             self.has_labels = True
         self.y = y
         # rows and labels of a Parquet partition from one read of the file, not one each
-        # (:func:`~dask_kernels.io.tabular.read_together`; only where both are computed: the
+        # (:func:`~dask_kernels.io._layers.read_together`; only where both are computed: the
         # labels alone, e.g. the classes' pass, keep their own cheaper graph)
         self._together = None
         if _is_dask(X) and y is not None and _is_dask(y):
-            from ..io.tabular import read_together  # noqa: PLC0415  (only for dask input)
+            from ..io._layers import read_together  # noqa: PLC0415  (only for dask input)
 
             joint = read_together(X, y)
             self._together = joint if joint[0] is not X else None

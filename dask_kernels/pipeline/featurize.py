@@ -24,7 +24,8 @@ from .._graph import active_client, shared_key
 from ..io.dense import MappedFile, file_identity, from_array, mapped, read_mapped
 from ..io.sparse import SparsePartitions, from_sparse
 from ..sidecar import graph_arrays, map_arrays, write_group
-from ..io.tabular import as_rows, name_input_error, read_together, row_label_pairs
+from ..io._layers import name_input_error, read_together, row_label_pairs
+from ..io.tabular import as_rows
 from ..labels import Encoded, encode, is_class_names
 from .creation import create_store
 from .layout import MAX_SHARD_BLOCKS, STORE_FORMAT, open_checked

@@ -202,7 +202,7 @@ def _pieces(x, cols, names, first, rows=None):
     """``[(i, pieces), ...]`` of the store blocks in ``x``, ``rows`` rows each (all of ``x``
     by default), of consecutive blocks from ``first``.
     ``x`` is the rows, or the pair ``(rows, labels)`` of a joint read (the labels then come
-    first in ``names`` and are not in ``cols``; see :func:`~dask_kernels.io.tabular.row_label_pairs`)."""
+    first in ``names`` and are not in ``cols``; see :func:`~dask_kernels.io._layers.row_label_pairs`)."""
     if isinstance(x, tuple):
         x, labels = x
         cols = (labels[:, None], *cols)

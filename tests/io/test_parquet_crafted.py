@@ -21,7 +21,7 @@ import pytest
 
 from _parquet_craft import (I32, Field, chunk_meta, field, footer, page_headers, row_groups, schema_elements,
                             set_body, set_header, with_footer)
-from dask_kernels.io import ParquetFormatError, read_parquet, tabular
+from dask_kernels.io import ParquetFormatError, parquet, read_parquet
 
 N = 100
 
@@ -239,7 +239,7 @@ def test_a_row_group_too_large_for_a_task_is_refused_before_any_task(tmp_path, m
     path = str(tmp_path / "t.parquet")
     pq.write_table(pa.table({"a": np.arange(300.0), "b": np.ones(300)}), path, row_group_size=100)
     assert read_parquet(path).shape == (300, 2)
-    monkeypatch.setattr(tabular, "MAX_PARTITION_BYTES", 100 * 2 * 8 - 1)  # one row group, less a byte
+    monkeypatch.setattr(parquet, "MAX_PARTITION_BYTES", 100 * 2 * 8 - 1)  # one row group, less a byte
     with pytest.raises(ParquetFormatError, match=rf"{path}: row group 0: its footer gives 100 rows, .* smaller row gr"):
         read_parquet(path)
 

@@ -17,7 +17,7 @@ import pytest
 
 from dask_kernels import GCWS, featurize, read_parquet
 from dask_kernels.blocks import InputValueError, validate_block
-from dask_kernels.io.tabular import row_source
+from dask_kernels.io._layers import row_source
 
 from _cli import one_line_error
 

@@ -11,7 +11,7 @@ import pytest
 from dask._task_spec import DataNode, Task
 
 from dask_kernels import GCWS, featurize, read_parquet
-from dask_kernels.io import tabular
+from dask_kernels.io import _layers, parquet
 
 RNG = np.random.default_rng(11)
 
@@ -39,9 +39,9 @@ def footer_parses(monkeypatch):
         return real(source, *args, **kwargs)
 
     monkeypatch.setattr(pq, "ParquetFile", counting)
-    tabular._metadata.cache_clear()
+    parquet._metadata.cache_clear()
     yield calls
-    tabular._metadata.cache_clear()
+    parquet._metadata.cache_clear()
 
 
 def test_footer_is_parsed_once_per_process(tmp_path, footer_parses):
@@ -163,14 +163,14 @@ def test_read_together_keeps_keys_and_leaves_other_inputs_alone(tmp_path):
     p = str(tmp_path / "t.parquet")
     pq.write_table(t, p, row_group_size=40)
     R, y = read_parquet(p, label="y", block_rows=40)
-    R2, y2 = tabular.read_together(R, y)
+    R2, y2 = _layers.read_together(R, y)
     assert (R2.name, R2.chunks, y2.name, y2.chunks) == (R.name, R.chunks, y.name, y.chunks)
     got = dask.compute(R2, y2, scheduler="synchronous")
     assert np.array_equal(got[0], X[:, :3]) and np.array_equal(got[1], X[:, 3])
     other, _ = read_parquet(p, label="y", block_rows=80)  # other partitions: two reads stay two
-    assert tabular.read_together(other, y) == (other, y)
+    assert _layers.read_together(other, y) == (other, y)
     plain = dask.array.from_array(X[:, :3], chunks=40)
-    assert tabular.read_together(plain, y) == (plain, y)
+    assert _layers.read_together(plain, y) == (plain, y)
 
 
 def test_training_from_parquet_reads_each_block_once(tmp_path, row_group_reads):
@@ -234,10 +234,10 @@ def test_the_read_layer_is_not_tokenized_part_by_part():
             return (Counted, ())
 
     parts = [("f.parquet", (i,), 10, Counted()) for i in range(100)]
-    A = tabular._array("parquet-test", parts, None, ["a", "b"], np.float32)
+    A = parquet._array("parquet-test", parts, None, ["a", "b"], np.float32)
     assert A.numblocks == (100, 1)
     assert seen == []
-    found = tabular._reader_layer(A)
+    found = _layers._reader_layer(A)
     assert found is not None and found[2] == parts
 
 
@@ -336,7 +336,7 @@ def test_a_folder_a_column_subset_in_another_order_and_a_label(tmp_path):
     X, Y = read_parquet(str(d), columns=["d", "a"], label="y", block_rows=80)
     assert X.dtype == np.float32 and Y.dtype == np.int64
     assert X.chunks[0] == (80, 50, 80, 10, 80, 80, 40)
-    Xj, Yj = tabular.read_together(X, Y)
+    Xj, Yj = _layers.read_together(X, Y)
     got = dask.compute(X, Y, Xj, Yj, scheduler="synchronous")
     for g, want in zip(got, (np.concatenate(rows), np.concatenate(labels)) * 2):
         assert g.dtype == want.dtype and np.array_equal(g, want)
@@ -352,7 +352,7 @@ def test_threads_reading_at_once_each_get_their_own_rows(tmp_path):
         x = np.round(RNG.random((n, 20)), 2).astype(dtype)
         path = str(tmp_path / f"t{k}.parquet")
         pq.write_table(pa.table({f"c{j}": x[:, j] for j in range(20)}), path, row_group_size=group)
-        _, task, ps, _ = tabular._reader_layer(read_parquet(path, block_rows=group))
+        _, task, ps, _ = _layers._reader_layer(read_parquet(path, block_rows=group))
         for i, part in enumerate(ps):
             parts.append((task, part))
             wants.append(x[i * group:(i + 1) * group])

@@ -5,7 +5,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from dask_kernels._hashing import canonical_json, content_hash, fingerprint_hash, parts_hash
-from dask_kernels.io import dense, tabular
+from dask_kernels.io import dense, parquet
 from dask_kernels.io.sparse import from_sparse
 
 
@@ -17,7 +17,7 @@ def test_fingerprint_hash_known_answer():
 
 def test_content_names_known_answers():
     assert parts_hash("a", 1, (2, 3)) == "ce7e45f610ebb4773dcb"
-    assert tabular._hash([("u", 1)], "x") == "fde89e7815c5e982dc8a"
+    assert parquet._hash([("u", 1)], "x") == "fde89e7815c5e982dc8a"
     assert content_hash(np.arange(12.0).tobytes(), digest_size=64)[:20] == "da66869ff60c3bad03e6"
     assert dense.from_array(np.arange(12.0).reshape(4, 3)).name == "ndarray-8042054666296745610e"
     X = sp.csr_matrix(np.array([[0, 1.0, 0], [2.0, 0, 3.0]]))
