@@ -144,19 +144,32 @@ def test_with_a_held_out_fraction_one_window_of_every_block_is_read_once_per_run
 def test_the_next_epochs_first_window_is_read_during_the_epoch_and_changes_nothing():
     X, y = _data(1200)
     reads, fits = [], []
+    waits = {}  # partial_fit call -> the read it waits for (prefetch=True only)
+    read_started = threading.Condition()
 
     class Logged(ArraySource):
         def read_blocks(self, blocks, rows):
-            reads.append((threading.current_thread().name, len(fits)))  # partial_fit calls so far
+            with read_started:
+                reads.append((threading.current_thread().name, len(fits)))  # partial_fit calls so far
+                read_started.notify_all()
             return super().read_blocks(blocks, rows)
 
     class Counted(SGDClassifier):
         def partial_fit(self, X, y=None, classes=None, sample_weight=None):
+            # An epoch's last step gives the read ahead of the next epoch's first window time to
+            # start (steps take microseconds here; without the wait, whether the reader thread is
+            # scheduled first is a matter of thread timing). Without read ahead the read never comes
+            # before this step, the wait times out and the assertion below fails.
+            if len(fits) + 1 in waits:
+                with read_started:
+                    read_started.wait_for(lambda: len(reads) >= waits[len(fits) + 1], timeout=10)
             fits.append(1)
             return super().partial_fit(X, y, classes=classes, sample_weight=sample_weight)
 
     def fit(prefetch):
         reads.clear(), fits.clear()
+        waits.clear()
+        waits.update({12: 4, 24: 7} if prefetch else {})
         return fit_incremental(Counted(loss="log_loss", random_state=0), Logged(X, y, block_rows=100), epochs=3,
                                shuffle_window=4, validation_fraction=0.1, early_stopping=False, prefetch=prefetch,
                                progress=False)
