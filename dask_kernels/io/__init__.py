@@ -13,13 +13,15 @@ modification time, or a content hash for in-memory data), so a resumed store can
 is being fed the same input.
 """
 
-from ._identity import InputChangedError
-from .dense import from_array, read_npy, read_zarr
-from .sparse import SparsePartitions, from_sparse
-from .svmlight import SvmlightFormatError, read_svmlight
-from .csv import read_csv
-from .parquet import ParquetFormatError, read_parquet
-from .tabular import InputChoiceError, from_dataframe
+from .._lazy import lazy_attributes
+
+# Imported on first use: a command that reads a store or one kind of input imports that reader
+# only (the dense readers' dask.array, the tables' pandas and pyarrow are not free).
+_LAZY = {"InputChangedError": "._identity", "from_array": ".dense", "read_npy": ".dense", "read_zarr": ".dense",
+         "SparsePartitions": ".sparse", "from_sparse": ".sparse", "SvmlightFormatError": ".svmlight",
+         "read_svmlight": ".svmlight", "read_csv": ".csv", "ParquetFormatError": ".parquet",
+         "read_parquet": ".parquet", "InputChoiceError": ".tabular", "from_dataframe": ".tabular"}
+__getattr__, __dir__ = lazy_attributes(globals(), _LAZY)
 
 __all__ = [
     "InputChangedError",

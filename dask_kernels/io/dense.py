@@ -9,12 +9,15 @@ from __future__ import annotations
 import logging
 import os
 import weakref
+from typing import TYPE_CHECKING
 
-import dask.array as da
 import numpy as np
 
 from .._hashing import content_hash, parts_hash
 from ._identity import FileIdentity
+
+if TYPE_CHECKING:
+    import dask.array as da
 
 logger = logging.getLogger(__name__)
 
@@ -156,6 +159,7 @@ def read_mapped(f: MappedFile, chunks, name: str | None = None) -> da.Array:
     >>> y.chunks, y.compute().tolist()
     (((2, 2, 1),), [0, 1, 2, 3, 4])
     """
+    import dask.array as da  # noqa: PLC0415  (not for commands that only open stores)
     chunks = da.core.normalize_chunks(chunks, f.shape, dtype=f.dtype)
     name = name or "mapped-" + parts_hash(_file_token(f.path), f.offset, f.shape, f.dtype.str, f.order, chunks)
     # inline_array: each block task carries the small file handle instead of depending on a
@@ -223,6 +227,7 @@ def read_zarr(url: str, component: str | None = None, *, block_rows: int | None 
     >>> read_zarr(p).chunks
     ((5, 5), (3,))
     """
+    import dask.array as da  # noqa: PLC0415  (not for commands that only open stores)
     import zarr
 
     arr = zarr.open_array(url, path=component, mode="r", storage_options=storage_options)
@@ -248,6 +253,7 @@ def from_array(X, *, block_rows=None):
     re-checks the file's size and modification time, so neither the data nor a hash of it is
     taken here and the graph does not grow with the rows.
     """
+    import dask.array as da  # noqa: PLC0415  (not for commands that only open stores)
     f = mapped(X)
     X = f if f is not None else np.asarray(X)
     if X.ndim != 2:

@@ -125,3 +125,22 @@ def test_small_commands_import_neither_distributed_nor_what_they_do_not_use(tmp_
                                       ["score", "m.dk", "X.npy", "--labels", "y.npy"],
                                       ["info", "m.dk"], ["info", "s.zarr"]])
     assert used == [["predict", 0, []], ["score", 0, []], ["info", 0, []], ["info", 0, []]]
+
+
+def test_info_of_a_model_imports_no_dask_array(tmp_path, monkeypatch):
+    """Loading a saved model reads its spec and arrays: neither the input readers' dask arrays nor
+    the pipeline's featurize (dask.array costs 0.2-0.5 s of a command) are imported for it."""
+    import subprocess
+    import sys
+
+    monkeypatch.chdir(tmp_path)
+    X = np.random.default_rng(0).random((500, 8), dtype=np.float32)
+    np.save("X.npy", X)
+    np.save("y.npy", (X[:, 0] > 0.5).astype(np.int64))
+    assert main(["featurize", "X.npy", "s.zarr", "--labels", "y.npy", "--method", "gcws", "--param",
+                 "n_components=16", "--no-progress"]) == 0
+    assert main(["train", "s.zarr", "-o", "m.dk", "--epochs", "1"]) == 0
+    code = "import sys\nfrom dask_kernels.cli import main\nassert main(['info', 'm.dk']) == 0\nprint('dask.array' in sys.modules)"
+    run = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert run.stdout.splitlines()[-1] == "False"
