@@ -1,10 +1,12 @@
 """All pairs of rows at GMM similarity at least a threshold, on Dask, from GCWS codes.
 
-How :func:`similarity_join` computes, per stage:
+How :func:`similarity_join` computes, in ``P`` passes over the band keys (pass of a key:
+``(key >> 32) mod P``, :func:`pass_of`), ``P = ceil(25 bytes x n_rows x bands / pass_memory)``
+(:func:`choose_passes`), each pass in three stages:
 
 1. **Bands** (one task per block of codes): the ``bands`` keys of each row
-   (:func:`~dask_kernels.similarity._kernels.band_keys`), its row key, side and row number,
-   cut into ``npartitions`` pieces by ``key mod npartitions``.
+   (:func:`~dask_kernels.similarity._kernels.band_keys`), its row key, side and row number, for
+   the keys of this pass, cut into ``npartitions`` pieces by ``key mod npartitions``.
 2. **Candidates** (one task per partition, gathering its piece of every block: an all-to-all of
    dask tasks over NumPy arrays, no DataFrame shuffle): each bucket is in one partition; the
    records are sorted by ``(key, rkey, side, row)`` and every bucket gives its pairs. A bucket
@@ -13,14 +15,29 @@ How :func:`similarity_join` computes, per stage:
    to one another, so groups of up to ``max_bucket + 1`` equal rows keep all their pairs; two
    different rows of an oversized bucket become candidates through that band only when they
    fall within ``max_bucket`` places (a chance of about ``2 max_bucket / m``), and still through
-   any other band they share. The pairs are cut by pair of blocks.
-3. **Verification** (one task per pair of blocks, gathering its candidates from every
-   partition): duplicates (one per shared band) are dropped, and each pair is checked
+   any other band they share. The pairs are cut by block of ``i``.
+3. **Verification** (one task per block of ``source``, gathering its candidates from every
+   partition, grouped by block of ``other`` inside the task, which reads one block of ``other``
+   at a time): duplicates (one per shared band) are dropped; a pair found in several passes is
+   kept only in the pass of the first band whose keys its two rows share (:func:`_owned`,
+   recomputed from the two rows' codes), so each pair is reported once; each pair is checked
    on all its codes, ``estimate = (matches / k - 2**-b) / (1 - 2**-b)`` (unbiased for GMM, standard
    error about ``sqrt(p (1 - p) / k) / (1 - 2**-b)``): kept when ``estimate >= threshold - margin``.
    With the raw rows, the margin is :func:`estimate_margin` (five standard errors: a pair at or
    above the threshold passes but for a chance of 3e-7) and the pairs that pass are kept on
    their exact GMM; without them, the margin is 0.
+
+The band tasks of pass ``g + 1`` depend on a task that waits for the counts of pass ``g``'s
+verified pairs, so the passes run one after another and what a pass leaves behind is its
+verified pairs, not its records or candidates: the band records held at once are about
+``pass_memory`` (at most twice that while a block's pieces are handed over), whatever the row
+count. The cost: each pass reads every block of codes and computes every band key again
+(``P`` times the band stage), and the passes do not overlap. The graph has ``P x (2 x blocks +
+npartitions) + blocks`` tasks: linear in the blocks. With ``P = 1`` the pairs are those of a
+single pass. With ``P > 1`` and a bucket capped by ``max_bucket``: a pair of different rows
+that its first shared band's bucket cut off is found only through a later band of the same
+pass, where one pass would have found it through any later band (the loss concerns only pairs
+in oversized buckets, already found with a chance of about ``2 max_bucket / m`` there).
 
 Every stage depends only on the rows' codes and global row numbers, never on the blocks or
 partitions, so the pairs are the same whatever the partitioning.
@@ -206,6 +223,8 @@ def _verify(pieces, block_a, b_blocks, rows_a, b_rows, start_a, starts_b, thresh
     if exact:
         xa = rows_a() if callable(rows_a) else rows_a
     qs = np.searchsorted(starts_b, pairs[:, 1], side="right") - 1
+    by_q = np.argsort(qs, kind="stable")  # grouped by block of other, each group sorted by (i, j)
+    pairs, qs = pairs[by_q], qs[by_q]
     cuts = np.flatnonzero(np.diff(qs)) + 1
     out = []
     for lo, hi in zip(np.r_[0, cuts], np.r_[cuts, len(pairs)]):
@@ -221,7 +240,7 @@ def _verify(pieces, block_a, b_blocks, rows_a, b_rows, start_a, starts_b, thresh
             cols["exact"] = _exact(xa, _at(b_rows, q), ia[keep], ib[keep])
             cols = {k: v[cols["exact"] >= threshold] for k, v in cols.items()}
         out.append(pd.DataFrame(cols))
-    return pd.concat(out, ignore_index=True) if out else _empty(exact)
+    return pd.concat(out, ignore_index=True).sort_values(["i", "j"], ignore_index=True)
 
 
 def _count(df):
@@ -315,8 +334,9 @@ def similarity_join(source: Any, threshold: float, other: Any = None, *, bits: i
     -------
     dask.dataframe.DataFrame
         Columns ``i``, ``j`` (global row numbers; ``i < j`` in a self join), ``estimate`` (from the
-        codes) and, with raw rows, ``exact``. One partition per pair of blocks, each sorted by
-        ``(i, j)``; the pairs are the same for any partitioning of the input.
+        codes) and, with raw rows, ``exact``. One partition per block of ``source``, each sorted by
+        ``(i, j)``; the pairs are the same for any partitioning of the input (and for any
+        ``pass_memory``, but for pairs of buckets larger than ``max_bucket + 1``).
 
     Examples
     --------

@@ -411,7 +411,8 @@ def test_a_cross_join_and_raw_rows_in_passes_give_the_pairs_of_one_pass(monkeypa
     np.save(tmp_path / "X.npy", X[:120])
     A, B = da.from_array(codes[:120], chunks=(50, -1)), da.from_array(codes[120:], chunks=(40, -1))
     one = similarity_join(A, T, B, bits=8, X=str(tmp_path / "X.npy"), other_X=X[120:]).compute()
-    many = similarity_join(A, T, B, bits=8, X=str(tmp_path / "X.npy"), other_X=X[120:], pass_memory=2000).compute()
+    many = similarity_join(A, T, B, bits=8, X=str(tmp_path / "X.npy"), other_X=X[120:],
+                           pass_memory=25 * 240 * 25 // 4).compute()  # 4 passes
     assert len(one) > 20 and not many.duplicated(["i", "j"]).any()
     pd.testing.assert_frame_equal(many.sort_values(["i", "j"]).reset_index(drop=True),
                                   one.sort_values(["i", "j"]).reset_index(drop=True))
