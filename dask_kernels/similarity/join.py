@@ -33,11 +33,16 @@ verified pairs, not its records or candidates: the band records held at once are
 ``pass_memory`` (at most twice that while a block's pieces are handed over), whatever the row
 count. The cost: each pass reads every block of codes and computes every band key again
 (``P`` times the band stage), and the passes do not overlap. The graph has ``P x (2 x blocks +
-npartitions) + blocks`` tasks: linear in the blocks. With ``P = 1`` the pairs are those of a
-single pass. With ``P > 1`` and a bucket capped by ``max_bucket``: a pair of different rows
-that its first shared band's bucket cut off is found only through a later band of the same
-pass, where one pass would have found it through any later band (the loss concerns only pairs
-in oversized buckets, already found with a chance of about ``2 max_bucket / m`` there).
+npartitions) + blocks`` tasks that compute, plus ``P x blocks x npartitions`` pieces handed
+between them (the all-to-all): with ``npartitions`` fixed, linear in the blocks; no task
+stands for a pair of blocks.
+
+Every candidate shares the band its bucket came from, so every candidate has a first shared
+band and its pass: passes report the pairs of one pass, each once, with one exception. When the
+bucket of a pair's first shared band is larger than ``max_bucket + 1`` and cut the pair off,
+one pass may still find it through any later band it shares, several passes only through a
+later band of the same pass (a loss only among the different rows of oversized buckets, which
+that band found with a chance of about ``2 max_bucket / m`` anyway).
 
 Every stage depends only on the rows' codes and global row numbers, never on the blocks or
 partitions, so the pairs are the same whatever the partitioning.
@@ -383,9 +388,10 @@ def similarity_join(source: Any, threshold: float, other: Any = None, *, bits: i
 
     sides = [a, b] if cross else [a]
     n_parts = int(npartitions or sum(c.n_blocks for c in sides))
-    n_passes = choose_passes(sum(c.n_rows for c in sides) * bands, pass_memory)
-    logger.info("similarity_join: %d rows x %d bands in %d pass(es) of %d bucket partitions", sum(c.n_rows for c in sides),
-                bands, n_passes, n_parts)
+    n_rows = sum(c.n_rows for c in sides)
+    n_passes = choose_passes(n_rows * bands, pass_memory)
+    logger.info("similarity_join: %d rows x %d bands in %d pass(es) of %d bucket partitions", n_rows, bands,
+                n_passes, n_parts)
     make_keys = dask.delayed(_block_keys, pure=True, nout=n_parts)
     make_pairs = dask.delayed(_partition_pairs, pure=True, nout=a.n_blocks)
     verify = dask.delayed(_verify, pure=True)
