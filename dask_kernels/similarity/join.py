@@ -329,7 +329,8 @@ def similarity_join(source: Any, threshold: float, other: Any = None, *, bits: i
     max_bucket : int, default 64
         Rows paired with each member of an oversized bucket (see the module docstring).
     npartitions : int, optional
-        Bucket partitions of the band records of each pass (default: the blocks of codes).
+        Bucket partitions of the band records of each pass (default: the blocks of codes over
+        the passes, rounded up).
     pass_memory : int or str, default 256 MiB
         Bytes of band records a pass holds (``'256MiB'`` or an int; at least 1 MiB): the band
         keys are split into ``P = ceil(25 * n_rows * bands / pass_memory)`` passes by key, run
@@ -387,9 +388,11 @@ def similarity_join(source: Any, threshold: float, other: Any = None, *, bits: i
         margin = 0.0 if rows_a is None else estimate_margin(threshold, k, a.bits)
 
     sides = [a, b] if cross else [a]
-    n_parts = int(npartitions or sum(c.n_blocks for c in sides))
     n_rows = sum(c.n_rows for c in sides)
     n_passes = choose_passes(n_rows * bands, pass_memory)
+    # a pass holds 1/P of the records: 1/P of the partitions keep each partition's share (and the
+    # pieces handed over, P x blocks x partitions, at blocks**2 as in one pass)
+    n_parts = int(npartitions or -(-sum(c.n_blocks for c in sides) // n_passes))
     logger.info("similarity_join: %d rows x %d bands in %d pass(es) of %d bucket partitions", n_rows, bands,
                 n_passes, n_parts)
     make_keys = dask.delayed(_block_keys, pure=True, nout=n_parts)
