@@ -34,7 +34,8 @@ verified pairs, not its records or candidates: the band records held at once are
 count. The cost: each pass reads every block of codes and computes every band key again
 (``P`` times the band stage), and the passes do not overlap. The graph has ``P x (2 x blocks +
 npartitions) + blocks`` tasks that compute, plus ``P x blocks x npartitions`` pieces handed
-between them (the all-to-all): with ``npartitions`` fixed, linear in the blocks; no task
+between them (the all-to-all; by default ``npartitions`` is the blocks over ``P``, so about
+``blocks**2`` pieces in all, as in one pass): with ``npartitions`` fixed, linear in the blocks; no task
 stands for a pair of blocks.
 
 Every candidate shares the band its bucket came from, so every candidate has a first shared
