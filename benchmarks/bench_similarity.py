@@ -137,7 +137,7 @@ def run_ours(X, workers):
     return seconds, list(zip(pairs["i"].tolist(), pairs["j"].tolist())), max(peaks)
 
 
-def run_from_store(X, workers):
+def run_from_store(X, workers, pass_memory=None):
     """The join as a pipeline runs it: codes in a feature store (written first, not timed), the
     join reading its blocks, no raw rows (pairs verified on their codes). Each worker's peak is
     reset after the store is written, so it is the join's own."""
@@ -157,7 +157,8 @@ def run_from_store(X, workers):
         similarity_join(store, T, bits=8).head(1)  # warm-up: every kernel loaded
         client.run(reset_peak)
         t0 = time.perf_counter()
-        pairs = similarity_join(store, T, bits=8).compute()
+        kw = {} if pass_memory is None else {"pass_memory": pass_memory}
+        pairs = similarity_join(store, T, bits=8, **kw).compute()
         seconds = time.perf_counter() - t0
         peaks = sorted(client.run(peak_mb).values())
     print(f"from a store: workers' peak resident sets, MB: {', '.join(f'{p:.0f}' for p in peaks)}", flush=True)
@@ -238,6 +239,7 @@ def main():
     ap.add_argument("--spark-timeout", type=float, help="cancel Spark's join after this many seconds and "
                                                            "report its time as a lower bound")
     ap.add_argument("--skip", action="append", default=[], choices=["dask_kernels", "spark", "datasketch", "from store"])
+    ap.add_argument("--pass-memory", help="the from-store join's pass_memory, e.g. 64MiB (default: the join's)")
     args = ap.parse_args()
     X, families = make_data(args.rows)
     truth = truth_pairs(X, families)
@@ -247,7 +249,7 @@ def main():
     ours = None
     runs = [("dask_kernels", lambda: run_ours(X, args.workers)), ("datasketch", lambda: run_datasketch(X)),
             ("spark", lambda: run_spark(X, args.workers, args.spark_tables, args.spark_timeout)),
-            ("from store", lambda: run_from_store(X, args.workers))]
+            ("from store", lambda: run_from_store(X, args.workers, args.pass_memory))]
     for name, run in runs:
         if name in args.skip:
             continue

@@ -52,6 +52,21 @@ def positive_float(text):
     return value
 
 
+def byte_size(text):
+    """argparse type: a size in bytes, ``256MiB``, ``1GiB``, ``512MB``; a plain number is MiB."""
+    from dask.utils import parse_bytes
+
+    t = text.strip()
+    try:
+        value = float(t) * 2**20 if re.fullmatch(r"[0-9.]+", t) else parse_bytes(t)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a size such as 256MiB or 1GiB (a plain number is MiB), "
+                                         f"got {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive size, got {text!r}")
+    return int(value)
+
+
 def fraction(text):
     """argparse type: a number in [0, 1) (0 turns the held-out set off)."""
     value = nonnegative_float(text)

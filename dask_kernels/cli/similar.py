@@ -7,7 +7,7 @@ within one store), ``estimate`` (the GMM estimate from all the codes) and, with 
 :func:`dask_kernels.similarity.similarity_join`.
 """
 
-from ._args import UsageError, fraction, positive_int
+from ._args import UsageError, byte_size, fraction, positive_int
 from ._cluster import add_cluster_arguments, client_for
 
 help = "all pairs of rows at GMM similarity >= a threshold, from GCWS feature stores (LSH join on Dask)"
@@ -30,6 +30,10 @@ def add_arguments(parser):
     parser.add_argument("--other-raw", metavar="ROWS.npy", help="the raw rows of OTHER (with --raw)")
     parser.add_argument("--max-bucket", type=positive_int, default=None,
                         help="pairs per member of an oversized bucket (default 64)")
+    parser.add_argument("--pass-memory", type=byte_size, default=None, metavar="SIZE",
+                        help="bytes of band records held per pass, e.g. 256MiB (the default) or 1GiB, at least "
+                             "1MiB; a plain number is MiB: the join runs in passes of about this size, so the "
+                             "workers' memory does not grow with the rows")
     add_cluster_arguments(parser)
     parser.add_argument("--no-progress", action="store_true",
                         help="no progress (default: a bar on a terminal, a plain line every few seconds otherwise)")
@@ -44,7 +48,7 @@ def run(args):
     from ..pipeline import open_store
     from ..similarity import similarity_join
     from ..similarity.banding import MIN_RECALL
-    from ..similarity.join import MAX_BUCKET
+    from ..similarity.join import MAX_BUCKET, MIN_PASS_MEMORY, PASS_MEMORY
     from ._paths import exists, existing, is_store, normalize
 
     stores = []
@@ -63,6 +67,9 @@ def run(args):
         raise UsageError(f"--min-recall {args.min_recall}: expected a chance strictly between 0 and 1")
     if args.min_recall is not None and args.bands is not None:
         raise UsageError("--min-recall chooses the bands: give it or --bands/--rows, not both")
+    if args.pass_memory is not None and args.pass_memory < MIN_PASS_MEMORY:
+        raise UsageError(f"--pass-memory {args.pass_memory} bytes: expected at least 1MiB (smaller passes cost more "
+                         "in per-task overhead than they save)")
     if (args.other_raw is not None) != (args.raw is not None and len(stores) > 1):
         raise UsageError("--raw and --other-raw: give the raw rows of every store searched (--other-raw only "
                          "with OTHER), or none")
@@ -75,7 +82,7 @@ def run(args):
         pairs = similarity_join(stores[0], args.threshold, stores[1] if len(stores) > 1 else None,
                                 bands=args.bands, rows=args.rows, max_bucket=args.max_bucket or MAX_BUCKET,
                                 min_recall=MIN_RECALL if args.min_recall is None else args.min_recall,
-                                X=raw[0], other_X=raw[1])
+                                X=raw[0], other_X=raw[1], pass_memory=args.pass_memory or PASS_MEMORY)
         t0 = time.perf_counter()
         future = client.compute(pairs.to_parquet(output, write_index=False, compute=False))
         if not args.no_progress:

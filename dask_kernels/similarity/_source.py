@@ -64,6 +64,19 @@ class _StoreBlock:
         return ("dk-store-block", self.path, self.options, self.i)
 
 
+class _StoreAt:
+    """Any block of a store's features: ``reader(i)`` is block i's :class:`_StoreBlock`."""
+
+    def __init__(self, path, options):
+        self.path, self.options = path, options
+
+    def __call__(self, i):
+        return _StoreBlock(self.path, self.options, int(i))
+
+    def __dask_tokenize__(self):
+        return ("dk-store-blocks", self.path, self.options)
+
+
 @functools.lru_cache(maxsize=8)
 def _opened(path, options_json):
     from ..pipeline import open_store
@@ -147,6 +160,20 @@ class _NpyBlock:
     def __dask_tokenize__(self):
         st = os.stat(self.path)
         return ("dk-npy-rows", self.path, st.st_size, st.st_mtime_ns, self.start, self.stop)
+
+
+class _NpyAt:
+    """Any block of a ``.npy`` file's rows, cut at ``starts``: ``reader(i)`` is block i's :class:`_NpyBlock`."""
+
+    def __init__(self, path, starts):
+        self.path, self.starts = path, [int(x) for x in starts]
+
+    def __call__(self, i):
+        return _NpyBlock(self.path, self.starts[i], self.starts[i + 1])
+
+    def __dask_tokenize__(self):
+        st = os.stat(self.path)
+        return ("dk-npy-blocks", self.path, st.st_size, st.st_mtime_ns, tuple(self.starts))
 
 
 def _slice(X, start, stop):

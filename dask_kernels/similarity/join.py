@@ -1,10 +1,12 @@
 """All pairs of rows at GMM similarity at least a threshold, on Dask, from GCWS codes.
 
-How :func:`similarity_join` computes, per stage:
+How :func:`similarity_join` computes, in ``P`` passes over the band keys (pass of a key:
+``(key >> 32) mod P``, :func:`pass_of`), ``P = ceil(25 bytes x n_rows x bands / pass_memory)``
+(:func:`choose_passes`), each pass in three stages:
 
 1. **Bands** (one task per block of codes): the ``bands`` keys of each row
-   (:func:`~dask_kernels.similarity._kernels.band_keys`), its row key, side and row number,
-   cut into ``npartitions`` pieces by ``key mod npartitions``.
+   (:func:`~dask_kernels.similarity._kernels.band_keys`), its row key, side and row number, for
+   the keys of this pass, cut into ``npartitions`` pieces by ``key mod npartitions``.
 2. **Candidates** (one task per partition, gathering its piece of every block: an all-to-all of
    dask tasks over NumPy arrays, no DataFrame shuffle): each bucket is in one partition; the
    records are sorted by ``(key, rkey, side, row)`` and every bucket gives its pairs. A bucket
@@ -13,14 +15,35 @@ How :func:`similarity_join` computes, per stage:
    to one another, so groups of up to ``max_bucket + 1`` equal rows keep all their pairs; two
    different rows of an oversized bucket become candidates through that band only when they
    fall within ``max_bucket`` places (a chance of about ``2 max_bucket / m``), and still through
-   any other band they share. The pairs are cut by pair of blocks.
-3. **Verification** (one task per pair of blocks, gathering its candidates from every
-   partition): duplicates (one per shared band) are dropped, and each pair is checked
+   any other band they share. The pairs are cut by block of ``i``.
+3. **Verification** (one task per block of ``source``, gathering its candidates from every
+   partition, grouped by block of ``other`` inside the task, which reads one block of ``other``
+   at a time): duplicates (one per shared band) are dropped; a pair found in several passes is
+   kept only in the pass of the first band whose keys its two rows share (:func:`_owned`,
+   recomputed from the two rows' codes), so each pair is reported once; each pair is checked
    on all its codes, ``estimate = (matches / k - 2**-b) / (1 - 2**-b)`` (unbiased for GMM, standard
    error about ``sqrt(p (1 - p) / k) / (1 - 2**-b)``): kept when ``estimate >= threshold - margin``.
    With the raw rows, the margin is :func:`estimate_margin` (five standard errors: a pair at or
    above the threshold passes but for a chance of 3e-7) and the pairs that pass are kept on
    their exact GMM; without them, the margin is 0.
+
+The band tasks of pass ``g + 1`` depend on a task that waits for the counts of pass ``g``'s
+verified pairs, so the passes run one after another and what a pass leaves behind is its
+verified pairs, not its records or candidates: the band records held at once are about
+``pass_memory`` (at most twice that while a block's pieces are handed over), whatever the row
+count. The cost: each pass reads every block of codes and computes every band key again
+(``P`` times the band stage), and the passes do not overlap. The graph has ``P x (2 x blocks +
+npartitions) + blocks`` tasks that compute, plus ``P x blocks x npartitions`` pieces handed
+between them (the all-to-all; by default ``npartitions`` is the blocks over ``P``, so about
+``blocks**2`` pieces in all, as in one pass): with ``npartitions`` fixed, linear in the blocks; no task
+stands for a pair of blocks.
+
+Every candidate shares the band its bucket came from, so every candidate has a first shared
+band and its pass: passes report the pairs of one pass, each once, with one exception. When the
+bucket of a pair's first shared band is larger than ``max_bucket + 1`` and cut the pair off,
+one pass may still find it through any later band it shares, several passes only through a
+later band of the same pass (a loss only among the different rows of oversized buckets, which
+that band found with a chance of about ``2 max_bucket / m`` anyway).
 
 Every stage depends only on the rows' codes and global row numbers, never on the blocks or
 partitions, so the pairs are the same whatever the partitioning.
@@ -28,6 +51,7 @@ partitions, so the pairs are the same whatever the partitioning.
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -35,16 +59,24 @@ import numpy.typing as npt
 import pandas as pd
 
 from ._kernels import agreement, band_keys, bucket_pairs, gmm_pairs, gmm_pairs_csr, row_keys
-from ._source import as_codes, as_rows, load
+from ._source import _NpyAt, _NpyBlock, _StoreAt, as_codes, as_rows, load
 from .banding import MIN_RECALL, WEIGHTS, check_bands, choose_bands, collision_probability
 
 if TYPE_CHECKING:
     import dask.dataframe as dd
 
+logger = logging.getLogger(__name__)
+
 #: Default cap of :func:`similarity_join`'s bucket handling (``max_bucket``).
 MAX_BUCKET = 64
 #: Standard errors of :func:`estimate_margin`'s default.
 Z_MARGIN = 5.0
+#: Bytes of one band record: key, row key, row number (8 each) and side (1).
+RECORD_BYTES = 25
+#: Default of :func:`similarity_join`'s ``pass_memory``: bytes of band records per pass.
+PASS_MEMORY = 256 * 2**20
+#: Least ``pass_memory`` (1 MiB).
+MIN_PASS_MEMORY = 2**20
 
 def code_estimate(matches, n_hashes, bits):
     """Unbiased GMM estimate from the number of equal b-bit codes out of ``n_hashes``.
@@ -92,22 +124,32 @@ def _exact(rows_a, rows_b, ia, ib):
                          ia, ib)
 
 
-def _block_keys(codes, start, side, bands, rows, n_parts):
-    """Band records of a block, cut by bucket: ``n_parts`` tuples ``(key, rkey, side, row)``,
-    part ``key % n_parts`` (the keys are well-mixed hashes)."""
+def pass_of(key, n_passes):
+    """The pass of band keys (uint64): ``(key >> 32) % n_passes`` (high bits, independent of the
+    bucket partition ``key % npartitions``; the keys are well-mixed hashes)."""
+    return (np.asarray(key, np.uint64) >> np.uint64(32)) % np.uint64(n_passes)
+
+
+def _block_keys(codes, start, side, bands, rows, n_parts, n_passes=1, g=0, after=None):
+    """Band records of a block in pass ``g`` of ``n_passes`` (the keys whose :func:`pass_of` is ``g``),
+    cut by bucket: ``n_parts`` tuples ``(key, rkey, side, row)``, part ``key % n_parts``. ``after``
+    (ignored) orders the pass after the previous one."""
     codes = np.ascontiguousarray(load(codes))
     n = codes.shape[0]
     key = band_keys(codes, bands, rows).ravel()
     rkey = np.repeat(row_keys(codes), bands)
     row = np.repeat(np.arange(start, start + n, dtype=np.int64), bands)
+    if n_passes > 1:
+        mine = pass_of(key, n_passes) == np.uint64(g)
+        key, rkey, row = key[mine], rkey[mine], row[mine]
     part = key % np.uint64(n_parts)
     order = np.argsort(part, kind="stable")
     cuts = np.searchsorted(part[order], np.arange(n_parts + 1, dtype=np.uint64))
-    side = np.full(n * bands, side, np.int8)
+    side = np.full(key.size, side, np.int8)
     return tuple(tuple(x[order[a:b]] for x in (key, rkey, side, row)) for a, b in zip(cuts[:-1], cuts[1:]))
 
 
-def _partition_pairs(pieces, cap, cross, starts_a, starts_b):
+def _partition_pairs(pieces, cap, cross, starts_a):
     """Candidate pairs of one bucket partition (its piece of every block), cut by block of ``i``:
     ``n_blocks_a`` arrays of shape (m, 2)."""
     key, rkey, side, row = (np.concatenate(x) for x in zip(*pieces))
@@ -131,38 +173,130 @@ def _cut(pairs, part, n):
     return tuple(pairs[a:b] for a, b in zip(cuts[:-1], cuts[1:]))
 
 
-def _block_pairs(pieces, starts_b):
-    """The candidates of one block of ``source`` (its piece of every partition), cut by block of
-    ``other``: two steps of cutting keep the all-to-all at ``partitions x blocks + blocks**2``
-    pieces instead of ``partitions x blocks**2``."""
-    pairs = np.concatenate(pieces)
-    return _cut(pairs, np.searchsorted(starts_b, pairs[:, 1], side="right") - 1, len(starts_b) - 1)
+def _owned(ca, cb, ia, ib, bands, rows, n_passes, g):
+    """Which pairs ``(ca[ia[p]], cb[ib[p]])`` belong to pass ``g``: the pass of the first band
+    whose keys the two rows share (every candidate shares one), so that a pair found in
+    several passes is reported once."""
+    if n_passes == 1:
+        return np.ones(ia.size, bool)
+    ka = band_keys(np.ascontiguousarray(ca[ia]), bands, rows)
+    kb = band_keys(np.ascontiguousarray(cb[ib]), bands, rows)
+    eq = ka == kb
+    first = np.argmax(eq, axis=1)
+    return pass_of(ka[np.arange(ia.size), first], n_passes) == np.uint64(g)
 
 
-def _verify(pairs, block_a, block_b, rows_a, rows_b, start_a, start_b, threshold, margin, bits):
+def _at(blocks, q):
+    """Block q of one side for a verification task: from a reader of any block (of a store or a
+    ``.npy`` file: one small object in the graph), or from the list of blocks the task received."""
+    return blocks(q) if callable(blocks) else blocks[q]
+
+
+def _side_blocks(codes):
+    """What a verification task needs to read any block of ``codes``: a reader of the store, or
+    the list of the dask array's chunks."""
+    if codes.store is not None:
+        return _StoreAt(*codes.store)
+    return [codes.block(q) for q in range(codes.n_blocks)]
+
+
+def _row_blocks(rows, codes):
+    """As :func:`_side_blocks`, for raw rows: a reader of the ``.npy`` file, or the list of blocks."""
+    blocks = [rows.block(q) for q in range(codes.n_blocks)]
+    if all(isinstance(r, _NpyBlock) for r in blocks) and blocks:
+        return _NpyAt(blocks[0].path, codes.starts)
+    return blocks
+
+
+def _empty(exact):
     cols = {"i": np.empty(0, np.int64), "j": np.empty(0, np.int64), "estimate": np.empty(0)}
-    if rows_a is not None:
+    if exact:
         cols["exact"] = np.empty(0)
+    return pd.DataFrame(cols)
+
+
+def _verify(pieces, block_a, b_blocks, rows_a, b_rows, start_a, starts_b, threshold, margin, bits, bands, rows,
+            n_passes, g):
+    """The verified pairs of one block of ``source`` in pass ``g``: its candidates from every
+    partition, distinct, grouped by block of ``other`` (one block of ``other`` loaded at a time),
+    owned by this pass (:func:`_owned`), checked on their codes (and raw rows)."""
+    exact = rows_a is not None
+    pairs = np.concatenate(pieces) if len(pieces) else np.empty((0, 2), np.int64)
     if not len(pairs):
-        return pd.DataFrame(cols)
+        return _empty(exact)
     pairs = np.unique(pairs, axis=0)  # sorted, distinct: a pair comes once per band it shares
-    ia, ib = pairs[:, 0] - start_a, pairs[:, 1] - start_b
-    ca, cb = load(block_a), load(block_b)
-    est = code_estimate(agreement(ca, cb, ia, ib), ca.shape[1], bits)
-    keep = est >= threshold - margin
-    cols = {"i": pairs[keep, 0], "j": pairs[keep, 1], "estimate": est[keep]}
-    if rows_a is None:
-        return pd.DataFrame(cols)
-    cols["exact"] = _exact(rows_a, rows_b, ia[keep], ib[keep])
-    keep = cols["exact"] >= threshold
-    return pd.DataFrame({k: v[keep] for k, v in cols.items()})
+    ca = load(block_a)
+    if exact:
+        xa = rows_a() if callable(rows_a) else rows_a
+    qs = np.searchsorted(starts_b, pairs[:, 1], side="right") - 1
+    by_q = np.argsort(qs, kind="stable")  # grouped by block of other, each group sorted by (i, j)
+    pairs, qs = pairs[by_q], qs[by_q]
+    cuts = np.flatnonzero(np.diff(qs)) + 1
+    out = []
+    for lo, hi in zip(np.r_[0, cuts], np.r_[cuts, len(pairs)]):
+        q = int(qs[lo])
+        ia, ib = pairs[lo:hi, 0] - start_a, pairs[lo:hi, 1] - starts_b[q]
+        cb = load(_at(b_blocks, q))
+        own = _owned(ca, cb, ia, ib, bands, rows, n_passes, g)
+        ia, ib = ia[own], ib[own]
+        est = code_estimate(agreement(ca, cb, ia, ib), ca.shape[1], bits)
+        keep = est >= threshold - margin
+        cols = {"i": ia[keep] + start_a, "j": ib[keep] + starts_b[q], "estimate": est[keep]}
+        if exact:
+            cols["exact"] = _exact(xa, _at(b_rows, q), ia[keep], ib[keep])
+            cols = {k: v[cols["exact"] >= threshold] for k, v in cols.items()}
+        out.append(pd.DataFrame(cols))
+    return pd.concat(out, ignore_index=True).sort_values(["i", "j"], ignore_index=True)
+
+
+def _count(df):
+    return len(df)
+
+
+def _barrier(counts):
+    """Done when the pass before is verified (its candidates reduced to its pairs)."""
+    return sum(counts)
+
+
+def _gather(parts):
+    """The pairs of one block of ``source``: its pass results, sorted by ``(i, j)``."""
+    return pd.concat(parts, ignore_index=True).sort_values(["i", "j"], ignore_index=True)
+
+
+def choose_passes(n_records, pass_memory):
+    """Passes of :func:`similarity_join` for ``n_records`` band records: enough that each pass
+    holds about ``pass_memory`` bytes of them (:data:`RECORD_BYTES` each).
+
+    Examples
+    --------
+    >>> from dask_kernels.similarity.join import choose_passes
+    >>> choose_passes(10**6 * 25, 256 * 2**20)   # 10**6 rows, 25 bands: 625 MB of records
+    3
+    """
+    return max(1, -(-int(n_records) * RECORD_BYTES // int(pass_memory)))
+
+
+def check_pass_memory(pass_memory):
+    """``pass_memory`` as an int of bytes, at least :data:`MIN_PASS_MEMORY`, or ValueError."""
+    if isinstance(pass_memory, str):
+        from dask.utils import parse_bytes
+
+        try:
+            pass_memory = parse_bytes(pass_memory)
+        except ValueError:
+            raise ValueError(f"pass_memory must be a size in bytes or like '256MiB', got {pass_memory!r}") from None
+    if isinstance(pass_memory, bool) or not isinstance(pass_memory, (int, np.integer, float)) or \
+            not np.isfinite(pass_memory) or pass_memory < MIN_PASS_MEMORY:
+        raise ValueError(f"pass_memory must be at least {MIN_PASS_MEMORY} bytes (1 MiB), got {pass_memory!r}: "
+                         "below it, passes cost more in per-task overhead than they save")
+    return int(pass_memory)
 
 
 def similarity_join(source: Any, threshold: float, other: Any = None, *, bits: int | None = None,
                     X: npt.ArrayLike | None = None, other_X: npt.ArrayLike | None = None, bands: int | None = None,
                     rows: int | None = None, weights: tuple[float, float] = WEIGHTS, min_recall: float = MIN_RECALL,
                     margin: float | None = None, max_bucket: int = MAX_BUCKET,
-                    npartitions: int | None = None) -> dd.DataFrame:
+                    npartitions: int | None = None, pass_memory: int | str = PASS_MEMORY) -> dd.DataFrame:
     """All pairs of rows whose GMM similarity is at least ``threshold``, as a dask DataFrame.
 
     Parameters
@@ -196,14 +330,20 @@ def similarity_join(source: Any, threshold: float, other: Any = None, *, bits: i
     max_bucket : int, default 64
         Rows paired with each member of an oversized bucket (see the module docstring).
     npartitions : int, optional
-        Bucket partitions of the band records (default: the blocks of codes).
+        Bucket partitions of the band records of each pass (default: the blocks of codes over
+        the passes, rounded up).
+    pass_memory : int or str, default 256 MiB
+        Bytes of band records a pass holds (``'256MiB'`` or an int; at least 1 MiB): the band
+        keys are split into ``P = ceil(25 * n_rows * bands / pass_memory)`` passes by key, run
+        one after another (see the module docstring).
 
     Returns
     -------
     dask.dataframe.DataFrame
         Columns ``i``, ``j`` (global row numbers; ``i < j`` in a self join), ``estimate`` (from the
-        codes) and, with raw rows, ``exact``. One partition per pair of blocks, each sorted by
-        ``(i, j)``; the pairs are the same for any partitioning of the input.
+        codes) and, with raw rows, ``exact``. One partition per block of ``source``, each sorted by
+        ``(i, j)``; the pairs are the same for any partitioning of the input (and for any
+        ``pass_memory``, but for pairs of buckets larger than ``max_bucket + 1``).
 
     Examples
     --------
@@ -227,6 +367,7 @@ def similarity_join(source: Any, threshold: float, other: Any = None, *, bits: i
         raise ValueError(f"margin must be in [0, 1], got {margin!r}")
     if isinstance(max_bucket, bool) or int(max_bucket) != max_bucket or max_bucket < 1:
         raise ValueError(f"max_bucket must be a positive integer, got {max_bucket!r}")
+    pass_memory = check_pass_memory(pass_memory)
     a = as_codes(source, bits, where="source")
     b = a if other is None else as_codes(other, bits if bits is not None else a.bits, where="other")
     cross = other is not None
@@ -248,23 +389,38 @@ def similarity_join(source: Any, threshold: float, other: Any = None, *, bits: i
         margin = 0.0 if rows_a is None else estimate_margin(threshold, k, a.bits)
 
     sides = [a, b] if cross else [a]
-    n_parts = int(npartitions or sum(c.n_blocks for c in sides))
+    n_rows = sum(c.n_rows for c in sides)
+    n_passes = choose_passes(n_rows * bands, pass_memory)
+    # a pass holds 1/P of the records: 1/P of the partitions keep each partition's share (and the
+    # pieces handed over, P x blocks x partitions, at blocks**2 as in one pass)
+    n_parts = int(npartitions or -(-sum(c.n_blocks for c in sides) // n_passes))
+    logger.info("similarity_join: %d rows x %d bands in %d pass(es) of %d bucket partitions", n_rows, bands,
+                n_passes, n_parts)
     make_keys = dask.delayed(_block_keys, pure=True, nout=n_parts)
-    blocks = [make_keys(c.block(i), int(c.starts[i]), side, bands, rows, n_parts)
-              for side, c in enumerate(sides) for i in range(c.n_blocks)]
-    nb = b.n_blocks
     make_pairs = dask.delayed(_partition_pairs, pure=True, nout=a.n_blocks)
-    parts = [make_pairs([blk[t] for blk in blocks], int(max_bucket), cross, a.starts, b.starts)
-             for t in range(n_parts)]
-    by_block = dask.delayed(_block_pairs, pure=True, nout=nb)
-    rows_of = [by_block([part[p] for part in parts], b.starts) for p in range(a.n_blocks)]
     verify = dask.delayed(_verify, pure=True)
-    out = []
-    for p in range(a.n_blocks):
-        for q in range(p if not cross else 0, nb):
-            out.append(verify(rows_of[p][q], a.block(p), b.block(q),
-                              None if rows_a is None else rows_a.block(p), None if rows_b is None else rows_b.block(q),
-                              int(a.starts[p]), int(b.starts[q]), threshold, float(margin), a.bits))
+    count, barrier = dask.delayed(_count, pure=True), dask.delayed(_barrier, pure=True)
+    starts_a = dask.delayed(a.starts, pure=True)  # once in the graph, not once per task
+    starts_b = starts_a if not cross else dask.delayed(b.starts, pure=True)
+    b_blocks = _side_blocks(b)
+    b_rows = None if rows_b is None else _row_blocks(rows_b, b)
+    after = None
+    results = [[] for _ in range(a.n_blocks)]
+    for g in range(n_passes):
+        blocks = [make_keys(c.block(i), int(c.starts[i]), side, bands, rows, n_parts, n_passes, g, after)
+                  for side, c in enumerate(sides) for i in range(c.n_blocks)]
+        parts = [make_pairs([blk[t] for blk in blocks], int(max_bucket), cross, starts_a)
+                 for t in range(n_parts)]
+        done = []
+        for p in range(a.n_blocks):
+            res = verify([part[p] for part in parts], a.block(p), b_blocks,
+                         None if rows_a is None else rows_a.block(p), b_rows, int(a.starts[p]), starts_b,
+                         threshold, float(margin), a.bits, bands, rows, n_passes, g)
+            results[p].append(res)
+            done.append(count(res))
+        after = barrier(done)
+    gather = dask.delayed(_gather, pure=True)
+    out = [gather(r) if n_passes > 1 else r[0] for r in results]
     meta = pd.DataFrame({"i": np.empty(0, np.int64), "j": np.empty(0, np.int64), "estimate": np.empty(0)})
     if rows_a is not None:
         meta["exact"] = np.empty(0)

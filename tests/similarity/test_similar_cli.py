@@ -66,3 +66,22 @@ def test_raw_rows_keep_pairs_on_exact_gmm_and_min_recall_reaches_the_join(tmp_pa
     pairs = pd.read_parquet(tmp_path / "p.parquet")
     np.testing.assert_allclose(pairs["exact"], gmm_kernel(X, X)[pairs["i"], pairs["j"]])
     assert len(pairs) >= 25 and (pairs["exact"] >= 0.8).all()
+
+
+def test_pass_memory_takes_a_size_and_refuses_bad_ones(tmp_path, capsys):
+    import pytest
+
+    from dask_kernels.cli import main
+    from dask_kernels.cli._args import byte_size
+
+    assert byte_size("256MiB") == 256 * 2**20 and byte_size("1GiB") == 2**30 and byte_size("64") == 64 * 2**20
+    store = _store(tmp_path)
+    out = str(tmp_path / "p.parquet")
+    for bad, why in (("lots", "expected a size"), ("0", "positive"), ("-5MiB", "positive")):
+        with pytest.raises(SystemExit) as info:  # argparse's type check: status 2, usage on stderr
+            main(["similar", store, "--threshold", "0.8", f"--pass-memory={bad}", "-o", out])
+        assert info.value.code == 2
+        err = capsys.readouterr().err
+        assert "--pass-memory" in err and why in err, err
+    line = one_line_error(capsys, ["similar", store, "--threshold", "0.8", "--pass-memory", "512KiB", "-o", out])
+    assert "--pass-memory" in line and "at least 1MiB" in line, line

@@ -332,3 +332,113 @@ def test_the_graph_does_not_grow_with_the_row_count(tmp_path):
     assert sizes[1] <= sizes[0] * 1.02 + 200, sizes  # the paths' lengths differ by a digit
     for X_n, df in zip((400, 4000), found):
         assert len(df) > 0 and (df["exact"] >= T).all()
+
+
+def _held_peak(run):
+    """Peak bytes of the join's band records and candidate pairs held at once (task results in
+    the synchronous scheduler's cache), while ``run()`` computes."""
+    from dask.callbacks import Callback
+    from dask.sizeof import sizeof
+
+    mine = ("_block_keys", "_block_pairs", "_partition_pairs", "getitem")
+    peak = [0]
+
+    class Held(Callback):
+        def _posttask(self, key, result, dsk, state, id):
+            names = ((k[0] if isinstance(k, tuple) else k, v) for k, v in state["cache"].items())
+            peak[0] = max(peak[0], sum(sizeof(v) for n, v in names if str(n).startswith(mine)))
+
+    with Held():
+        out = run()
+    return peak[0], out
+
+
+def _dup_codes(n, seed=0):
+    """Random 8-bit codes, every 50th row repeated by the next one (pairs at estimate 1)."""
+    c = np.random.default_rng(seed).integers(0, 256, (n, 128), dtype=np.uint8)
+    c[1::50] = c[::50][:len(c[1::50])]
+    return c
+
+
+def test_the_data_held_at_once_does_not_grow_with_the_row_count():
+    """One pass holds every band record of every block (25 bytes x rows x bands: 5 MB at 8000
+    rows, 25 bands); with passes of pass_memory, the records of one pass, about
+    ``total / ceil(total / pass_memory) <= pass_memory``, are held at once, plus the tuple a
+    block's task returns while its pieces are taken (at most twice that), plus the candidates
+    (a few kB here): bounded by 2 x pass_memory whatever the rows."""
+    mem = 2**20
+    peaks = []
+    for n in (2000, 8000):
+        codes = _dup_codes(n)
+        peak, df = _held_peak(lambda: similarity_join(da.from_array(codes, chunks=(1000, -1)), T, bits=8,
+                                                      pass_memory=mem).compute())
+        assert _pairs(df) == {(i, i + 1) for i in range(0, n - 1, 50)}
+        peaks.append(peak)
+    assert 25 * 8000 * choose_bands(T, 128, 8)[0] > 4 * mem  # one pass would hold > 4 MiB
+    assert max(peaks) <= 2 * mem, peaks
+
+
+def test_passes_give_the_pairs_of_one_pass_once_whatever_the_partitioning(monkeypatch, tmp_path):
+    import dask_kernels.similarity.join as join
+
+    monkeypatch.setattr(join, "MIN_PASS_MEMORY", 1)
+    X = _weighted_rows(groups=30)
+    gcws = GCWS(scale=None, n_components=128, bits=4, seed=7, sampler="dart").fit(X)
+    codes = gcws.transform(X)
+    one = similarity_join(codes, T, bits=4).compute()
+    n_records = len(X) * choose_bands(T, 128, 4)[0]
+    assert join.choose_passes(n_records, 2**20) == 1
+    featurize(X, gcws, store=str(tmp_path / "s.zarr"), block_rows=53, progress=False)
+    runs = [similarity_join(da.from_array(codes, chunks=(c, -1)), T, bits=4, npartitions=p,
+                            pass_memory=25 * n_records // passes).compute()
+            for c, p, passes in ((len(X), 1, 7), (37, 5, 3), (100, 2, 16))]
+    runs.append(similarity_join(str(tmp_path / "s.zarr"), T, npartitions=3, pass_memory=25 * n_records // 5).compute())
+    key = ["i", "j"]
+    assert len(one) > 50
+    for r in runs:
+        assert not r.duplicated(key).any()
+        pd.testing.assert_frame_equal(r.sort_values(key).reset_index(drop=True),
+                                      one.sort_values(key).reset_index(drop=True))
+
+
+def test_a_cross_join_and_raw_rows_in_passes_give_the_pairs_of_one_pass(monkeypatch, tmp_path):
+    import dask_kernels.similarity.join as join
+
+    monkeypatch.setattr(join, "MIN_PASS_MEMORY", 1)
+    X = _weighted_rows(groups=30, seed=4)
+    X = X[np.random.default_rng(1).permutation(len(X))]
+    codes = GCWS(scale=None, n_components=128, bits=8, seed=9, sampler="dart").fit_transform(X)
+    np.save(tmp_path / "X.npy", X[:120])
+    A, B = da.from_array(codes[:120], chunks=(50, -1)), da.from_array(codes[120:], chunks=(40, -1))
+    one = similarity_join(A, T, B, bits=8, X=str(tmp_path / "X.npy"), other_X=X[120:]).compute()
+    many = similarity_join(A, T, B, bits=8, X=str(tmp_path / "X.npy"), other_X=X[120:],
+                           pass_memory=25 * 240 * 25 // 4).compute()  # 4 passes
+    assert len(one) > 20 and not many.duplicated(["i", "j"]).any()
+    pd.testing.assert_frame_equal(many.sort_values(["i", "j"]).reset_index(drop=True),
+                                  one.sort_values(["i", "j"]).reset_index(drop=True))
+
+
+def test_pass_memory_is_checked():
+    codes = np.zeros((5, 8), np.uint8)
+    for bad in (0, -1, 2**20 - 1, "1KiB", "lots", True, float("nan")):
+        with pytest.raises(ValueError, match="pass_memory"):
+            similarity_join(codes, 0.5, bits=8, pass_memory=bad)
+    similarity_join(codes, 0.5, bits=8, pass_memory="1MiB")
+
+
+def test_the_graph_grows_linearly_with_the_blocks(tmp_path):
+    """Verification is one task per block of source (its pairs grouped by block of other inside
+    the task), not one per pair of blocks: with the bucket partitions fixed, 4x the blocks give
+    at most 4x the tasks and the graph's bytes."""
+    import pickle
+
+    X = _weighted_rows(groups=40)
+    gcws = GCWS(scale=None, n_components=32, bits=8, seed=3, sampler="dart").fit(X)
+    tasks, sizes = [], []
+    for blocks in (8, 32):
+        path = str(tmp_path / f"s{blocks}.zarr")
+        featurize(X, gcws, store=path, block_rows=-(-len(X) // blocks), progress=False)
+        g = dict(similarity_join(path, T, npartitions=4).__dask_graph__())
+        tasks.append(len(g))
+        sizes.append(len(pickle.dumps(g)))
+    assert tasks[1] <= 4 * tasks[0] and sizes[1] <= 4 * sizes[0], (tasks, sizes)
