@@ -29,7 +29,9 @@ n_jobs : int or None, default=None
     Threads of :meth:`transform` over row blocks of in-memory input: None is every usable
     CPU when called from the main thread and one otherwise (never nested inside Dask tasks
     or your own pool), -1 every CPU, -2 all but one. The output is bitwise identical for
-    any value; it is not part of :meth:`spec` (it changes speed, not features).""",
+    any value, but for RFF and NRFF with a frequency table of 2**23 values or more, whose
+    product then runs on ``n_jobs`` BLAS threads: equal to the rounding of that product. It
+    is not part of :meth:`spec` (it changes speed, not features).""",
     "feature_ids": """\
 feature_ids : array-like of int or None, default=None
     Compute the features with these ids (distinct integers in ``[0, 2**63)``, exactly

@@ -158,11 +158,13 @@ def projection_tables(estimator, key, fill, phase_stream):
 # W (twice the memory traffic, and 256-row calls); cutting the columns instead gives each
 # thread all rows and half of W, as OpenBLAS's own threads do (-6 % CPU time measured on a
 # loaded machine). So dense input is cut into row blocks of up to 1024 rows and, when that
-# leaves CPUs idle or unevenly loaded, each row block into column panels. The tiles depend on the shape and the usable CPUs
-# only (never on ``n_jobs``), and each output value is computed by the same SGEMM operations in
-# any tile (OpenBLAS splits neither K nor a value's sum by the M or N extent: checked bitwise).
+# leaves CPUs idle or unevenly loaded, each row block into column panels. The tiles depend on
+# the shape and the usable CPUs only (never on ``n_jobs``), so any ``n_jobs`` gives the same bits.
+# A value's sum may be ordered differently by the BLAS in another tile shape, thread count or
+# CPU (OpenBLAS's Haswell kernels do; tests/_blas_rounding.py bounds the difference), so the
+# tiled transform equals ``transform_block`` on the same rows only to that rounding.
 # When the row blocks alone fill the CPUs and W is large, the product runs instead as one call on
-# all rows with the BLAS's own threads (:func:`product_on_blas`): the same values.
+# all rows with the BLAS's own threads (:func:`product_on_blas`).
 
 #: Narrowest column panel of a tiled projection.
 PANEL_MIN = 512
@@ -223,9 +225,9 @@ def product_on_blas(fmap, X, W, out):
     W has at least :data:`BLAS_TABLE_MIN` values and :func:`projection_tiles` cuts no column
     panels (the row blocks alone fill the CPUs), else None. Measured d = 1024, k = 16384, 8192
     rows, 2 CPUs: one 2-thread SGEMM 1.36 s against 1.53 s for one-thread calls on 1024-row
-    blocks (each packs all 64 MB of W; 20,000 rows: 5.3 against 6.6 CPU-seconds). OpenBLAS
-    computes each value by the same operations whatever its thread count or the rows of a call
-    (checked bitwise, ``tests/maps/test_rff.py``), so the output is that of the row blocks."""
+    blocks (each packs all 64 MB of W; 20,000 rows: 5.3 against 6.6 CPU-seconds). The BLAS
+    splits the product by its thread count (``n_jobs``), so the output equals that of the row
+    blocks, and of another ``n_jobs``, to the rounding of the product (``tests/maps/test_rff.py``)."""
     if W.size < BLAS_TABLE_MIN:
         return None
     tiles = projection_tiles(fmap, X.shape[0])

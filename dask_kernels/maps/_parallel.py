@@ -5,7 +5,9 @@ every core. Bitwise reproducibility does not depend on the number of threads: th
 into the same blocks whatever ``n_jobs`` is (:func:`row_blocks` depends on the row count only),
 and while blocks run, BLAS is held to one thread (RFF and NRFF project with BLAS, whose
 rounding can depend on its own thread count). So ``n_jobs=1`` and ``n_jobs=8`` run the very
-same computations, only on different cores.
+same computations, only on different cores. The one exception is a phase planned on the BLAS's
+own threads (:class:`OnBlas`: RFF's and NRFF's product with a large table), which the BLAS
+splits by ``n_jobs``: there the values agree to the rounding of the product.
 
 Never nested: Dask tasks call ``transform_block`` directly, which never starts threads, the
 default ``n_jobs=None`` means one thread when ``transform`` is called from any thread other than

@@ -8,6 +8,7 @@ import json
 
 import numpy as np
 import pytest
+from _blas_rounding import assert_same_features
 
 from dask_kernels import NRFF, RFF, Fastfood, from_spec
 from dask_kernels.maps._cos32 import COS32_ABS_ERROR, COS32_MAX, COS32V2_ABS_ERROR, cos32_array, cos32_row
@@ -173,16 +174,21 @@ def _cos32_features(fmap, X):
 
 @pytest.mark.parametrize("fmap", MAPS, ids=lambda m: type(m).__name__)
 def test_new_fits_use_cos32v2_and_old_specs_keep_their_bytes(fmap):
+    # The references compute the product as transform_block does (one call on all rows), so the
+    # cosine path is compared bitwise; the public transform (row blocks, column panels, threads)
+    # equals transform_block up to the rounding of the BLAS's product (tests/_blas_rounding.py).
     fmap = fmap.fit(X)
     spec = json.loads(fmap.spec_json())
     assert spec["state"]["cosine"] == "cos32v2"
-    new = fmap.transform(X)
+    new = fmap.transform_block(X)
+    assert_same_features(fmap, X, fmap.transform(X), new)
     # a spec written before cos32 has no "cosine" key: it must give exactly the old features
     old_spec = dict(spec, state={k: v for k, v in spec["state"].items() if k != "cosine"})
-    old = from_spec(old_spec).transform(X)
+    old = from_spec(old_spec).transform_block(X)
     np.testing.assert_array_equal(old, _legacy_features(fmap, X))
+    assert_same_features(fmap, X, from_spec(old_spec).transform(X), old)
     # a spec of the previous version says "cos32": it keeps cos32's bytes
-    v1 = from_spec(dict(spec, state={"cosine": "cos32"})).transform(X)
+    v1 = from_spec(dict(spec, state={"cosine": "cos32"})).transform_block(X)
     expect_v1 = _cos32_features(fmap, X)
     if expect_v1 is not None:
         np.testing.assert_array_equal(v1, expect_v1)
@@ -191,7 +197,7 @@ def test_new_fits_use_cos32v2_and_old_specs_keep_their_bytes(fmap):
     assert np.abs(new - old).max() <= scale * (COS32V2_ABS_ERROR + 2e-7)
     assert np.abs(v1 - old).max() <= scale * (COS32_ABS_ERROR + 2e-7)
     assert not np.array_equal(new, old) and not np.array_equal(new, v1)  # the spec field matters
-    np.testing.assert_array_equal(from_spec(spec).transform(X), new)
+    np.testing.assert_array_equal(from_spec(spec).transform_block(X), new)
 
 
 def test_fastfood_golden_bytes_of_both_cosines():
