@@ -23,6 +23,7 @@ import numbers
 import os
 import threading
 import time
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 
@@ -125,13 +126,23 @@ def blocks_of(block_fn, n_rows):
 
 
 def _one_blas_thread(threads=1):
-    """A context holding BLAS to one thread, or ``threads`` (threadpoolctl's controller, built once)."""
+    """A context holding BLAS to one thread, or ``threads`` (threadpoolctl's controller, built once).
+
+    When threadpoolctl finds no BLAS in the process (a BLAS it does not know), it warns once: the
+    limit then does nothing, so row blocks on several threads may each start the BLAS's threads."""
     global _controller
     from threadpoolctl import ThreadpoolController
 
     with _BLAS_LOCK:
         if _controller is None:
             _controller = ThreadpoolController()
+            if not _controller.select(user_api="blas").lib_controllers:
+                import threadpoolctl
+                warnings.warn(f"threadpoolctl {threadpoolctl.__version__} finds no BLAS library in this "
+                              "process, so the transforms cannot hold NumPy's BLAS to one thread per row "
+                              "block: cores may be oversubscribed and RFF, NRFF and Nystroem round as the "
+                              "BLAS's own thread count makes them. Upgrade threadpoolctl.",
+                              RuntimeWarning, stacklevel=3)
     return _controller.limit(limits=threads, user_api="blas")
 
 

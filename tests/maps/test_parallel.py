@@ -210,3 +210,37 @@ def test_planned_phases_log_their_time_at_debug(monkeypatch, caplog):
     # to one thread) only to the rounding of the product
     np.testing.assert_array_equal(Z, rff.transform(X))
     assert_same_features(rff, X, rff.set_params(n_jobs=1).transform(X), Z)
+
+
+def test_row_blocks_hold_numpys_blas_to_one_thread():
+    # threadpoolctl before 3.5 found no BLAS in NumPy 2 (its scipy-openblas), so the limit did
+    # nothing: row blocks on several threads each started the BLAS's threads
+    from threadpoolctl import threadpool_info
+
+    from dask_kernels.maps._parallel import _one_blas_thread
+
+    with _one_blas_thread():
+        blas = [i for i in threadpool_info() if i["user_api"] == "blas"]
+    assert blas and all(i["num_threads"] == 1 for i in blas), threadpool_info()
+
+
+def test_a_blas_threadpoolctl_cannot_find_is_warned_once(monkeypatch):
+    import warnings
+
+    import threadpoolctl
+
+    from dask_kernels.maps import _parallel
+
+    class Blind(threadpoolctl.ThreadpoolController):
+        def __init__(self):
+            self.lib_controllers = []
+
+    monkeypatch.setattr(threadpoolctl, "ThreadpoolController", Blind)
+    monkeypatch.setattr(_parallel, "_controller", None)
+    with pytest.warns(RuntimeWarning, match="finds no BLAS library .* Upgrade threadpoolctl"):
+        with _parallel._one_blas_thread():
+            pass
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with _parallel._one_blas_thread():  # once per process
+            pass
