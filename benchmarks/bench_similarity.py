@@ -105,7 +105,7 @@ def _transform(gcws, X):
     return gcws.transform(X)
 
 
-def run_ours(X, workers):
+def run_ours(X, workers, pass_memory=None):
     import dask
     import dask.array as da
     from distributed import Client, LocalCluster, wait
@@ -130,7 +130,8 @@ def run_ours(X, workers):
         similarity_join(gcws.transform(X[:2000]), T, bits=8, X=X[:2000]).compute()
         t0 = time.perf_counter()
         codes = da.concatenate(parts).persist()
-        pairs = similarity_join(codes, T, bits=8, X=X).compute()
+        kw = {} if pass_memory is None else {"pass_memory": pass_memory}
+        pairs = similarity_join(codes, T, bits=8, X=X, **kw).compute()
         seconds = time.perf_counter() - t0
         peaks = sorted(client.run(peak_mb).values())
     print(f"dask_kernels workers' peak resident sets, MB: {', '.join(f'{p:.0f}' for p in peaks)}", flush=True)
@@ -239,7 +240,7 @@ def main():
     ap.add_argument("--spark-timeout", type=float, help="cancel Spark's join after this many seconds and "
                                                            "report its time as a lower bound")
     ap.add_argument("--skip", action="append", default=[], choices=["dask_kernels", "spark", "datasketch", "from store"])
-    ap.add_argument("--pass-memory", help="the from-store join's pass_memory, e.g. 64MiB (default: the join's)")
+    ap.add_argument("--pass-memory", help="both joins' pass_memory, e.g. 64MiB (default: the join's)")
     args = ap.parse_args()
     X, families = make_data(args.rows)
     truth = truth_pairs(X, families)
@@ -247,7 +248,7 @@ def main():
     print(f"{'system':<14}{'seconds':>10}{'recall':>9}{'precision':>11}{'pairs':>10}{'peak MB':>9}"
           f"{'ours faster':>13}", flush=True)
     ours = None
-    runs = [("dask_kernels", lambda: run_ours(X, args.workers)), ("datasketch", lambda: run_datasketch(X)),
+    runs = [("dask_kernels", lambda: run_ours(X, args.workers, args.pass_memory)), ("datasketch", lambda: run_datasketch(X)),
             ("spark", lambda: run_spark(X, args.workers, args.spark_tables, args.spark_timeout)),
             ("from store", lambda: run_from_store(X, args.workers, args.pass_memory))]
     for name, run in runs:
