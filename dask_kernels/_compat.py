@@ -16,7 +16,7 @@ kernels imports neither scikit-learn nor dask's graph modules through this file)
   accept, so the errors are scikit-learn's) and ``sklearn.utils._set_output``'s
   ``_wrap_data_with_container`` (:func:`wrap_data_with_container`: ``set_output`` of the maps).
 * dask: ``dask.highlevelgraph.HighLevelGraph`` (graphs built layer by layer: a store's blocks,
-  featurize's write tasks, read_parquet's read layers) and ``dask.blockwise`` (``Blockwise``,
+  featurize's write tasks, read_parquet's read layers, the similarity join's passes) and ``dask.blockwise`` (``Blockwise``,
   ``blockwise`` with its ``_data_producer`` flag, ``BlockwiseDepDict``: read_parquet's read
   layers, which dask fuses into the task that consumes a block).
 * distributed: ``distributed.diagnostics.progressbar.TextProgressBar`` (its ``_draw_bar`` and

@@ -412,7 +412,7 @@ def similarity_join(source: Any, threshold: float, other: Any = None, *, bits: i
     import uuid
 
     from dask.delayed import Delayed
-    from dask.highlevelgraph import HighLevelGraph
+    from .._compat import HighLevelGraph
 
     name = f"dk-similarity-join-{uuid.uuid4().hex}"
     # The Delayed inputs (chunks of arrays, scattered rows), each behind one task of its own: a
