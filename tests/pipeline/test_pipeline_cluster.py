@@ -171,14 +171,17 @@ def test_local_cluster_processes(tmp_path, local_cluster):
 
 
 @pytest.mark.parametrize("shards", [None, 2])
-def test_the_cluster_runs_the_write_tasks_and_nothing_after_them(tmp_path, local_cluster, shards):
+def test_the_cluster_runs_the_write_tasks_and_nothing_after_them(tmp_path, shards):
     """featurize hands the scheduler its write tasks themselves: a selection task after each
     write (what ``status.blocks[pending]`` made), and a task gathering them, took the worker's
     second queued slot, so every next write waited for a round trip to the scheduler (5 against
     2 ms between tasks)."""
-    from distributed import get_task_stream
+    from distributed import LocalCluster, get_task_stream
 
-    with Client(local_cluster):
+    # a cluster of its own: the stream counts every task, and on the session's shared cluster
+    # another test's tasks can show in it (seen once under xdist)
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+            Client(cluster):
         with get_task_stream() as ts:
             s = featurize(da.from_array(X, chunks=(100, 40)), G, store=str(tmp_path / "t.zarr"), progress=False,
                           shards=shards)
