@@ -43,7 +43,8 @@ def feature_rounding_bound(fmap, X):
     cos_error = max(COS32_ABS_ERROR, COS32V2_ABS_ERROR) if u == np.finfo(np.float32).eps / 2 else 2.0 * u
     if isinstance(fmap, (RFF, NRFF)):
         W, phase = (np.asarray(t, dtype=np.float64) for t in fmap._tables())
-        P = np.abs(X @ W)
+        XW = X @ W
+        P = np.abs(XW)
         dP = 2.0 * _gamma(d, u) * (np.abs(X) @ np.abs(W))  # two sums within gamma_d of the exact
         f = np.sqrt(2.0 / fmap.n_components)
         if isinstance(fmap, RFF):  # z = f cos(P + phase)
@@ -52,7 +53,7 @@ def feature_rounding_bound(fmap, X):
         norms = np.sqrt((X * X).sum(axis=1))[:, None]
         inv = np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 0)
         dc = dP * inv + 2.0 * u * (P * inv + np.abs(phase)) + 2.0 * cos_error
-        c = np.cos(X @ W * inv + phase)
+        c = np.cos(XW * inv + phase)
         c_norm = np.linalg.norm(c, axis=1, keepdims=True)
         dc_norm = np.linalg.norm(dc, axis=1, keepdims=True)
         z = np.abs(c) / c_norm

@@ -444,21 +444,25 @@ def test_the_graph_grows_linearly_with_the_blocks(tmp_path):
     assert tasks[1] <= 4 * tasks[0] and sizes[1] <= 4 * sizes[0], (tasks, sizes)
 
 
-def test_persisted_codes_on_a_cluster_give_the_local_pairs(local_cluster):
+def test_persisted_codes_on_a_cluster_give_the_local_pairs(local_cluster, monkeypatch):
     # a persisted array's chunks are Futures, whose keys leave the submitted graph: the join's
     # tasks must still receive the chunks (they received the key itself, and failed in Numba)
+    import dask_kernels.similarity.join as join
     from distributed import Client
 
+    monkeypatch.setattr(join, "MIN_PASS_MEMORY", 1)
     codes = np.random.default_rng(3).integers(0, 4, size=(600, 64)).astype(np.uint8)
     codes[300:] = codes[:300]
     ref = similarity_join(da.from_array(codes, chunks=(100, -1)), 0.8, bits=2).compute()
+    records = 600 * choose_bands(0.8, 64, 2)[0]
     with Client(local_cluster):
-        for passes in (None, 2**20):  # one pass, and several
+        for pass_memory in (join.PASS_MEMORY, 25 * records // 3):  # one pass, and several
+            assert (join.choose_passes(records, pass_memory) > 1) == (pass_memory != join.PASS_MEMORY)
             persisted = da.from_array(codes, chunks=(100, -1)).persist()
-            held = similarity_join(persisted, 0.8, bits=2, pass_memory=passes or 2**28).compute()
+            held = similarity_join(persisted, 0.8, bits=2, pass_memory=pass_memory).compute()
             # and the lazy pairs keep the chunks alive when nothing else holds them
             pairs = similarity_join(da.from_array(codes, chunks=(100, -1)).persist(), 0.8, bits=2,
-                                    pass_memory=passes or 2**28)
+                                    pass_memory=pass_memory)
             for got in (held, pairs.compute()):
                 pd.testing.assert_frame_equal(got.sort_values(["i", "j"], ignore_index=True),
                                               ref.sort_values(["i", "j"], ignore_index=True))
