@@ -24,7 +24,10 @@ def add_arguments(parser):
     parser.add_argument("output", help="feature store to write (path, file:// or fsspec URL such as s3://...)")
     parser.add_argument("--labels", help=".npy file of one label per row, stored beside the features (for .npy "
                         "and Zarr input; svmlight files carry their labels; Parquet/CSV: --label-column)")
-    parser.add_argument("--method", help=f"feature map (default {DEFAULT_METHOD}; with --append, the store's)")
+    parser.add_argument("--method", help=f"feature map (default {DEFAULT_METHOD}, with the map's own defaults: GCWS "
+                        "k=256, bits=8, a compact store; train's --method gcws on raw rows uses k=2048, bits=4, "
+                        "more accurate with 8x the codes to store: --param n_components=2048 --param bits=4; "
+                        "with --append, the store's map)")
     parser.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                         help="map parameter, e.g. --param n_components=256 (value parsed as JSON if it can be); "
                              "center=mean centres on the mean of all rows (one extra pass)")
