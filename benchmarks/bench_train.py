@@ -33,8 +33,14 @@ Then, because one epoch at a constant rate ends on a model whose accuracy varies
 to seed by a point or two, each learner's test accuracy in memory over ``--seeds`` seeds
 (the order of the blocks and the learner's ``random_state``), and the paired difference.
 
-Run: ``python benchmarks/bench_train.py [--rows 200000] [--classes 4] [--repeat 3] [--seeds 3] [--quick]``
-(``--quick``: 60000 rows, 2 repeats). Needs the ``bench`` extra (dask-ml).
+Run: ``python benchmarks/bench_train.py [--rows 200000] [--classes 4] [--repeat 3] [--seeds 3] [--quick]
+[--stores nrff,gcws] [--learners softmax,sgd]`` (``--quick``: 60000 rows, 2 repeats; the seeds'
+comparison needs both learners and ``--seeds`` of 2 or more). Needs the ``bench`` extra (dask-ml).
+
+The shuffle window holds 128 MiB of stored rows (50 blocks of these codes, 12 of these floats)
+and the first window of a run is read before its first step trains, so on a few hundred
+thousand rows that wait is a large share of the run; ``--rows 4000000 --stores gcws --learners
+softmax`` measures the rate a long run settles at.
 """
 
 import argparse
@@ -124,6 +130,10 @@ def main():
     ap.add_argument("--repeat", type=int, default=3, help="interleaved timed rounds (best of)")
     ap.add_argument("--seeds", type=int, default=3, help="seeds of the accuracy comparison")
     ap.add_argument("--quick", action="store_true", help="60000 rows, 2 repeats")
+    ap.add_argument("--stores", default="nrff,gcws", help="comma-separated, from: nrff, gcws")
+    ap.add_argument("--learners", default="softmax,sgd",
+                    help="comma-separated, from: softmax, sgd (dask-ml's SGDClassifier always runs, as the peer; "
+                         "without sgd no one-hot copy of the codes is held, for runs of millions of rows)")
     args = ap.parse_args()
     n, repeat = (60_000, 2) if args.quick else (args.rows, args.repeat)
     X, y = (synthetic if args.classes == 4 else synthetic10)(n + 20_000)
@@ -138,32 +148,47 @@ def main():
                                    store=os.path.join(tmp, name), progress=False)
         return dask_kernels.open_store(s.path), fmap
 
-    nrff_store, nrff = stored(NRFF(n_components=256, gamma=0.5, seed=0), "nrff.zarr")
-    gcws_store, gcws = stored(GCWS(n_components=256, bits=8, seed=0), "gcws.zarr")
-    D = np.asarray(nrff_store.features.compute())  # float32, as stored
-    codes = np.asarray(gcws_store.features.compute())
-    onehot = gcws.expand(codes)
-    Dte, Cte = nrff.transform(Xte), gcws.transform(Xte)
-    Ote = gcws.expand(Cte)
+    stores, learners = set(args.stores.split(",")), set(args.learners.split(","))
     eta_f, eta_c = 0.5, 0.5 / 256  # 0.5 / mean squared row norm: NRFF rows have norm 1, one-hot rows k ones
-
-    runs = [  # (store, learner, how, call returning the trained estimator, test rows)
-        ("NRFF", "SoftmaxSGD", "in memory", lambda: in_memory(lambda: softmax(eta_f), D, ytr, classes), Dte),
-        ("NRFF", "SoftmaxSGD", "fit_incremental", lambda: from_store(lambda: softmax(eta_f), nrff_store, classes),
-         Dte),
-        ("NRFF", "SGDClassifier", "in memory", lambda: in_memory(lambda: sgd(eta_f), D, ytr, classes), Dte),
-        ("NRFF", "SGDClassifier", "fit_incremental", lambda: from_store(lambda: sgd(eta_f), nrff_store, classes), Dte),
-        ("NRFF", "SGDClassifier", "dask-ml, n_jobs=1", lambda: dask_ml(nrff_store, eta_f, classes, 1), Dte),
-        ("NRFF", "SGDClassifier", "dask-ml, n_jobs=2", lambda: dask_ml(nrff_store, eta_f, classes, 2), Dte),
-        ("GCWS", "SoftmaxSGD", "in memory", lambda: in_memory(lambda: softmax(eta_c, 8), codes, ytr, classes), Cte),
-        ("GCWS", "SoftmaxSGD", "fit_incremental",
-         lambda: from_store(lambda: softmax(eta_c, 8), gcws_store, classes), Cte),
-        ("GCWS", "SGDClassifier", "in memory", lambda: in_memory(lambda: sgd(eta_c), onehot, ytr, classes), Ote),
-        ("GCWS", "SGDClassifier", "fit_incremental", lambda: from_store(lambda: sgd(eta_c), gcws_store, classes),
-         Ote),
-        ("GCWS", "SGDClassifier", "dask-ml, n_jobs=1", lambda: dask_ml(gcws_store, eta_c, classes, 1, gcws), Ote),
-        ("GCWS", "SGDClassifier", "dask-ml, n_jobs=2", lambda: dask_ml(gcws_store, eta_c, classes, 2, gcws), Ote),
-    ]
+    runs = []  # (store, learner, how, call returning the trained estimator, test rows)
+    if "nrff" in stores:
+        nrff_store, nrff = stored(NRFF(n_components=256, gamma=0.5, seed=0), "nrff.zarr")
+        D = np.asarray(nrff_store.features.compute())  # float32, as stored
+        Dte = nrff.transform(Xte)
+        if "softmax" in learners:
+            runs += [
+                ("NRFF", "SoftmaxSGD", "in memory", lambda: in_memory(lambda: softmax(eta_f), D, ytr, classes), Dte),
+                ("NRFF", "SoftmaxSGD", "fit_incremental",
+                 lambda: from_store(lambda: softmax(eta_f), nrff_store, classes), Dte)]
+        if "sgd" in learners:
+            runs += [
+                ("NRFF", "SGDClassifier", "in memory", lambda: in_memory(lambda: sgd(eta_f), D, ytr, classes), Dte),
+                ("NRFF", "SGDClassifier", "fit_incremental",
+                 lambda: from_store(lambda: sgd(eta_f), nrff_store, classes), Dte)]
+        runs += [("NRFF", "SGDClassifier", "dask-ml, n_jobs=1", lambda: dask_ml(nrff_store, eta_f, classes, 1), Dte),
+                 ("NRFF", "SGDClassifier", "dask-ml, n_jobs=2", lambda: dask_ml(nrff_store, eta_f, classes, 2), Dte)]
+    if "gcws" in stores:
+        gcws_store, gcws = stored(GCWS(n_components=256, bits=8, seed=0), "gcws.zarr")
+        codes = np.asarray(gcws_store.features.compute())
+        Cte = gcws.transform(Xte)
+        Ote = gcws.expand(Cte)
+        if "softmax" in learners:
+            runs += [
+                ("GCWS", "SoftmaxSGD", "in memory", lambda: in_memory(lambda: softmax(eta_c, 8), codes, ytr, classes),
+                 Cte),
+                ("GCWS", "SoftmaxSGD", "fit_incremental",
+                 lambda: from_store(lambda: softmax(eta_c, 8), gcws_store, classes), Cte)]
+        if "sgd" in learners:
+            onehot = gcws.expand(codes)  # rows x k nonzeros: the in-memory SGDClassifier's input
+            runs += [
+                ("GCWS", "SGDClassifier", "in memory", lambda: in_memory(lambda: sgd(eta_c), onehot, ytr, classes),
+                 Ote),
+                ("GCWS", "SGDClassifier", "fit_incremental",
+                 lambda: from_store(lambda: sgd(eta_c), gcws_store, classes), Ote)]
+        runs += [("GCWS", "SGDClassifier", "dask-ml, n_jobs=1", lambda: dask_ml(gcws_store, eta_c, classes, 1, gcws),
+                  Ote),
+                 ("GCWS", "SGDClassifier", "dask-ml, n_jobs=2", lambda: dask_ml(gcws_store, eta_c, classes, 2, gcws),
+                  Ote)]
     fitted = {}
     for i, (*_, fn, _te) in enumerate(runs):  # untimed round: imports, Numba caches, page cache
         fitted[i] = fn()
@@ -191,14 +216,19 @@ def main():
         elif how.startswith("dask-ml"):
             ratio = f"{rps[i] / peer:.2f}x dask-ml; {rpc[i] / peer_cpu:.2f}x dask-ml"
         print(f"{store:<6} {learner:<14} {how:<18} {rps[i]:>10,.0f} {rpc[i]:>11,.0f} {acc[i]:>9.4f}  {ratio}")
-    for store in ("NRFF", "GCWS"):
+    both = {"softmax", "sgd"} <= learners
+    for store in [name for name in ("NRFF", "GCWS") if both and name.lower() in stores]:
         a, b = find(store, "SoftmaxSGD", "fit_incremental"), find(store, "SGDClassifier", "fit_incremental")
         print(f"{store}: fit_incremental with SoftmaxSGD {rps[a] / rps[b]:.2f}x SGDClassifier's rows/s "
               f"({rpc[a] / rpc[b]:.2f}x its rows per CPU s), test accuracy {acc[a] - acc[b]:+.4f}")
     # with a constant rate one epoch's final model varies from seed to seed by a point or two:
     # the learners' accuracies over seeds (row orders and random_state), in memory
-    for store, F, Fte, G, Gte, eta, bits in (("NRFF", D, Dte, D, Dte, eta_f, None),
-                                             ("GCWS", codes, Cte, onehot, Ote, eta_c, 8)):
+    compared = []  # (store, softmax's rows and test rows, SGDClassifier's, eta0, code bits)
+    if both and args.seeds >= 2 and "nrff" in stores:
+        compared.append(("NRFF", D, Dte, D, Dte, eta_f, None))
+    if both and args.seeds >= 2 and "gcws" in stores:
+        compared.append(("GCWS", codes, Cte, onehot, Ote, eta_c, 8))
+    for store, F, Fte, G, Gte, eta, bits in compared:
         acc_s = [fitted_s.score(Fte, yte) for fitted_s in (
             in_memory(lambda s=s: softmax(eta, bits, s), F, ytr, classes, s) for s in range(args.seeds))]
         acc_g = [fitted_g.score(Gte, yte) for fitted_g in (
