@@ -35,13 +35,43 @@ class InputChoiceError(ValueError):
         self.cli = cli
 
 
-def _non_numeric(where, names, types):
-    """The error for feature columns that are not numbers."""
+def _non_numeric(where, names, types, example=None):
+    """The error for feature columns that are not numbers; ``example``: ``(row, value, among
+    numbers)`` of the first of them (:func:`_first_text`), shown when known."""
     shown = ", ".join(f"{n!r} ({t})" for n, t in zip(names[:5], types[:5]))
     what = (f"{where}: column{'s' if len(names) > 1 else ''} {shown} {'are' if len(names) > 1 else 'is'} "
-            "not numeric; a column of labels (numbers or class names) is named with ")
+            "not numeric")
+    if example is not None:
+        row, value, among_numbers = example
+        what += f" (row {row} of {names[0]!r} holds {value!r}"
+        # a mostly numeric CSV column with a marker such as "?": what to do differs
+        what += " among numbers: if it marks a missing value, clean or impute the data first)" if among_numbers else ")"
+    what += "; a column of labels (numbers or class names) is named with "
     return InputChoiceError(what + "label=NAME; select the feature columns with columns=[...]",
                             what + "--label-column NAME; select the feature columns with --columns A,B,...")
+
+
+#: rows of the first partition searched for a value to show in the error for a text column
+EXAMPLE_ROWS = 10_000
+
+
+def _first_text(ddf, column):
+    """``(row, value, among_numbers)`` of the first value of ``column`` that is not a number, in
+    the first :data:`EXAMPLE_ROWS` rows, or None (not found there, or not readable: it only
+    refines a message). ``among_numbers``: other values there are numbers."""
+    import pandas as pd
+
+    try:
+        head = ddf[column].head(EXAMPLE_ROWS, npartitions=1, compute=True).reset_index(drop=True)
+        values = head.dropna()
+        parsed = pd.to_numeric(values.astype(str), errors="coerce")
+        text = values[parsed.isna()]
+        if text.empty:
+            return None
+        value = text.iloc[0]
+        return int(text.index[0]), str(value)[:40], bool(parsed.notna().any())
+    except Exception:  # noqa: BLE001 - only refines a message
+        return None
 
 
 # -- dask DataFrames in general --------------------------------------------------------------------
@@ -115,7 +145,7 @@ def from_dataframe(ddf: dd.DataFrame, *, columns: list[str] | None = None, label
     if columns is None:
         other = [c for c in names if c != label and not _is_number(ddf[c].dtype)]
         if other:
-            raise _non_numeric("DataFrame", other, [ddf[c].dtype for c in other])
+            raise _non_numeric("DataFrame", other, [ddf[c].dtype for c in other], _first_text(ddf, other[0]))
         columns = [c for c in names if c != label]
         if not columns:
             raise ValueError("the DataFrame has no numeric columns besides the label")

@@ -65,6 +65,19 @@ def test_a_text_feature_column_is_named_unless_columns_are_chosen(tmp_path, caps
         read_csv(str(tmp_path / "t.csv"), label="y")
 
 
+def test_a_missing_value_marker_in_a_numeric_csv_column_is_shown_with_its_row(tmp_path, capsys):
+    """UCI files mark missing values with "?": the column was reported as text with advice about
+    labels and --columns only; now the error shows the row and the value, and what to do."""
+    (tmp_path / "q.csv").write_text("a,b,y\n1,2,0\n3,?,1\n5,6,0\n")
+    message = one_line_error(capsys, ["featurize", str(tmp_path / "q.csv"), str(tmp_path / "s.zarr"),
+                                      "--label-column", "y"])
+    assert "row 1 of 'b' holds '?' among numbers" in message and "clean or impute" in message
+    assert "--columns" in message and not os.path.exists(tmp_path / "s.zarr")
+    (tmp_path / "t.csv").write_text("a,name,y\n1,ford torino,0\n3,amc rebel,1\n")
+    with pytest.raises(InputChoiceError, match=r"row 0 of 'name' holds 'ford torino'\); a column of labels"):
+        read_csv(str(tmp_path / "t.csv"), label="y")  # text throughout: no advice about missing values
+
+
 def test_a_folder_of_parquet_and_csv_names_the_stranger_and_a_glob_reads_the_parquet(tmp_path, capsys):
     folder = tmp_path / "data"
     folder.mkdir()
