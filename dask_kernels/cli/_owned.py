@@ -21,6 +21,7 @@ import hashlib
 import json
 import os
 import re
+import uuid
 
 from ._args import UsageError
 from ._paths import is_url
@@ -146,3 +147,55 @@ def remove_own(path, kind):
         return
     fs, p = _fs(path)
     fs.rm(p, recursive=True)
+
+
+# -- writing an output under a temporary name, published by one rename ----------------------------
+def temporary_path(path):
+    """Where an output for ``path`` is written before :func:`publish` renames it into place: a
+    hidden sibling of a name of our own, so a failed command leaves no partial output at ``path``
+    (``path`` itself for URLs: object stores have no rename; checked absent beforehand)."""
+    if is_url(path):
+        return path
+    folder, base = os.path.split(path)
+    return os.path.join(folder, f".{base}.dk-tmp-{uuid.uuid4().hex[:8]}")
+
+
+def publish(tmp, path, kind, replace_for):
+    """Rename ``tmp`` to ``path``. An output that was there is replaced only if it still passes
+    :func:`check_replaceable` (``replace_for`` not False; moved aside, then deleted once the new
+    one is in place); nothing else that appeared there meanwhile is replaced."""
+    if tmp == path:
+        return
+    if replace_for is not False and os.path.lexists(path):
+        check_replaceable(path, kind, replace_for)
+        folder, base = os.path.split(path)
+        old = os.path.join(folder, f".{base}.dk-old-{uuid.uuid4().hex[:8]}")
+        os.rename(path, old)
+        try:
+            publish(tmp, path, kind, False)
+        except BaseException:
+            os.rename(old, path)  # the previous output back where it was
+            raise
+        remove_temporary(old, path)
+        return
+    if os.path.isdir(tmp):
+        if os.path.lexists(path):
+            raise UsageError(f"-o {path}: appeared while the command ran; results left at {tmp}")
+        os.rename(tmp, path)
+    else:
+        try:
+            os.link(tmp, path)  # fails if path exists: never replaces it
+        except FileExistsError:
+            raise UsageError(f"-o {path}: appeared while the command ran; results left at {tmp}") from None
+        os.unlink(tmp)
+
+
+def remove_temporary(tmp, path):
+    """Remove what was written under the temporary name ``tmp`` (never ``path`` itself)."""
+    import shutil
+
+    if tmp != path and os.path.lexists(tmp):  # our temporary name only
+        shutil.rmtree(tmp) if os.path.isdir(tmp) else os.unlink(tmp)
+    for suffix in (".npy", ".csv"):
+        if tmp != path and os.path.lexists(tmp + suffix):
+            os.unlink(tmp + suffix)

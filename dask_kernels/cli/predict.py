@@ -14,12 +14,12 @@ and only when it is a prediction output that ``predict`` wrote (:mod:`._owned`);
 
 import argparse
 import os
-import uuid
 
 from ._args import UsageError
 from ._cluster import add_cluster_arguments, client_for
 from ._inputs import add_input_arguments
-from ._owned import FILE_KINDS, check_replaceable, remove_own, write_marker, writer_of
+from ._owned import FILE_KINDS, check_replaceable, publish, remove_own, remove_temporary, temporary_path, \
+    write_marker, writer_of
 from ._paths import exists, is_url, normalize
 
 help = "predict labels or probabilities of raw rows (or a store) with a saved model; write Zarr, Parquet, .npy or CSV"
@@ -70,43 +70,6 @@ def output_kind(path, replace_for=False):
     return kind
 
 
-def _temporary(path):
-    if is_url(path):  # object stores have no rename: written in place (checked absent above)
-        return path
-    folder, base = os.path.split(path)
-    return os.path.join(folder, f".{base}.dk-tmp-{uuid.uuid4().hex[:8]}")
-
-
-def _publish(tmp, path, kind, replace_for):
-    """Rename ``tmp`` to ``path``. An output that was there is replaced only if it still passes
-    :func:`._owned.check_replaceable` (moved aside, then deleted once the new one is in place);
-    nothing else that appeared there meanwhile is replaced."""
-    if tmp == path:
-        return
-    if replace_for is not False and os.path.lexists(path):
-        check_replaceable(path, kind, replace_for)
-        folder, base = os.path.split(path)
-        old = os.path.join(folder, f".{base}.dk-old-{uuid.uuid4().hex[:8]}")
-        os.rename(path, old)
-        try:
-            _publish(tmp, path, kind, False)
-        except BaseException:
-            os.rename(old, path)  # the previous output back where it was
-            raise
-        _remove_ours(old, path)
-        return
-    if os.path.isdir(tmp):
-        if os.path.lexists(path):
-            raise UsageError(f"-o {path}: appeared while predicting; results left at {tmp}")
-        os.rename(tmp, path)
-    else:
-        try:
-            os.link(tmp, path)  # fails if path exists: never replaces it
-        except FileExistsError:
-            raise UsageError(f"-o {path}: appeared while predicting; results left at {tmp}") from None
-        os.unlink(tmp)
-
-
 def write(result, path, kind, columns, writer="command line", replace_for=False):
     """Compute ``result`` (a dask array) on the cluster into ``path``, marked as written by ``writer``."""
     import numpy as np
@@ -115,7 +78,7 @@ def write(result, path, kind, columns, writer="command line", replace_for=False)
         # object stores have no rename: the previous output (checked ours) goes first
         check_replaceable(path, kind, replace_for)
         remove_own(path, kind)
-    tmp = _temporary(path)
+    tmp = temporary_path(path)
     try:
         if kind == "zarr":  # Zarr wants equal chunks (but the last): partitions may differ in size
             result = result.rechunk({0: max(result.chunks[0]) if result.shape[0] else 1})
@@ -151,22 +114,12 @@ def write(result, path, kind, columns, writer="command line", replace_for=False)
             os.rename(tmp + ".npy", tmp)
         if kind not in FILE_KINDS:
             write_marker(tmp, kind, writer, path)
-        _publish(tmp, path, kind, replace_for)
+        publish(tmp, path, kind, replace_for)
         if kind in FILE_KINDS:  # the digest of the file now in place
             write_marker(path, kind, writer, path)
     except BaseException:
-        _remove_ours(tmp, path)
+        remove_temporary(tmp, path)
         raise
-
-
-def _remove_ours(tmp, path):
-    import shutil
-
-    if tmp != path and os.path.lexists(tmp):  # our temporary name only
-        shutil.rmtree(tmp) if os.path.isdir(tmp) else os.unlink(tmp)
-    for suffix in (".npy", ".csv"):
-        if tmp != path and os.path.lexists(tmp + suffix):
-            os.unlink(tmp + suffix)
 
 
 def run(args):

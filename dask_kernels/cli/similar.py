@@ -49,6 +49,7 @@ def run(args):
     from ..similarity import similarity_join
     from ..similarity.banding import MIN_RECALL
     from ..similarity.join import MAX_BUCKET, MIN_PASS_MEMORY, PASS_MEMORY
+    from ._owned import publish, remove_temporary, temporary_path
     from ._paths import exists, existing, is_store, normalize
 
     stores = []
@@ -84,10 +85,16 @@ def run(args):
                                 min_recall=MIN_RECALL if args.min_recall is None else args.min_recall,
                                 X=raw[0], other_X=raw[1], pass_memory=args.pass_memory or PASS_MEMORY)
         t0 = time.perf_counter()
-        future = client.compute(pairs.to_parquet(output, write_index=False, compute=False))
-        if not args.no_progress:
-            wait_futures([future], label="similar")
-        future.result()
+        tmp = temporary_path(output)  # a failed or interrupted join leaves no partial pairs at -o
+        try:
+            future = client.compute(pairs.to_parquet(tmp, write_index=False, compute=False))
+            if not args.no_progress:
+                wait_futures([future], label="similar")
+            future.result()
+            publish(tmp, output, "parquet", False)
+        except BaseException:
+            remove_temporary(tmp, output)
+            raise
         n = len(dd.read_parquet(output))
         seconds = time.perf_counter() - t0
     print(f"{output}: {n} pairs at GMM >= {args.threshold:g} among {stores[0].n_rows} rows"

@@ -85,3 +85,28 @@ def test_pass_memory_takes_a_size_and_refuses_bad_ones(tmp_path, capsys):
         assert "--pass-memory" in err and why in err, err
     line = one_line_error(capsys, ["similar", store, "--threshold", "0.8", "--pass-memory", "512KiB", "-o", out])
     assert "--pass-memory" in line and "at least 1MiB" in line, line
+
+
+def test_an_interrupted_join_leaves_no_pairs_at_the_output(tmp_path, monkeypatch):
+    """The pairs were written straight to -o: an interrupted or failed join left a folder of some
+    of them there, readable as if complete, which the re-run then refused as existing. They are
+    written under a temporary name now, renamed to -o once all are written."""
+    import os
+
+    import dask_kernels._progress as progress
+    from dask_kernels.cli import main
+
+    store = _store(tmp_path)
+    out = tmp_path / "p.parquet"
+
+    def interrupted(futures, **kw):  # Ctrl-C once every part is written
+        for f in futures:
+            f.result()
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(progress, "wait_futures", interrupted)
+    assert main(["similar", store, "--threshold", "0.5", "-o", str(out)]) == 130
+    assert not out.exists() and not [p for p in os.listdir(tmp_path) if "dk-tmp" in p]
+    monkeypatch.undo()
+    assert main(["similar", store, "--threshold", "0.5", "--no-progress", "-o", str(out)]) == 0
+    assert out.is_dir() and not [p for p in os.listdir(tmp_path) if "dk-tmp" in p]
