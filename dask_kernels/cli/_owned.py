@@ -1,16 +1,18 @@
-"""Prediction outputs that name their writer, so a later run may replace what it wrote and nothing else.
+"""Outputs that name their writer, so a later run may replace what it wrote and nothing else.
 
-``predict`` writes a small marker with every output: inside a Zarr or Parquet output folder
+``predict`` (predictions) and ``similar`` (pairs) write a small marker with every output: inside a Zarr or Parquet output folder
 (``_dask_kernels.json``: Parquet and Zarr readers skip names starting with ``_``), and beside a
 ``.npy`` or ``.csv`` file (``.NAME.npy.dask-kernels.json``, with the SHA-256 of the file, since
 a single file has nowhere to keep it). The marker records who wrote the output: a job file (``dask-kernels
 run``) or the command line. An existing output is replaced only when
 
 * its marker is there and valid,
-* the output holds nothing but what ``predict`` writes (a file a user put in the folder, or a
+* it was written by the same command (a folder of predictions is not replaced by pairs, nor
+  the other way round),
+* the output holds nothing but what that command writes (a file a user put in the folder, or a
   ``.npy`` whose bytes changed since it was written, makes it the user's), and
-* the writer matches: the same job file for a job's ``[[outputs]]``; any ``predict`` for
-  ``predict --overwrite``.
+* the writer matches: the same job file for a job's ``[[outputs]]``; any run of the command for
+  ``--overwrite``.
 
 Anything else is refused with a message naming the path, never deleted.
 """
@@ -27,7 +29,8 @@ from ._args import UsageError
 from ._paths import is_url
 
 MARKER = "_dask_kernels.json"
-FORMAT = "dask-kernels-prediction"
+#: the marker's format by the command that writes the output
+FORMATS = {"predict": "dask-kernels-prediction", "similar": "dask-kernels-pairs"}
 VERSION = 1
 MAX_MARKER_BYTES = 64 * 1024  # a marker is a few hundred bytes; a larger file is not ours
 
@@ -70,9 +73,10 @@ def _fs(path):
     return fsspec.filesystem("file"), path
 
 
-def write_marker(tmp, kind, writer, final):
-    """Record ``writer`` for the output being written at ``tmp`` (published later at ``final``)."""
-    record = {"format": FORMAT, "version": VERSION, "kind": kind, "writer": writer}
+def write_marker(tmp, kind, writer, final, command="predict"):
+    """Record ``writer`` for the output of ``command`` being written at ``tmp`` (published later
+    at ``final``)."""
+    record = {"format": FORMATS[command], "version": VERSION, "kind": kind, "writer": writer}
     if kind in FILE_KINDS:
         record["sha256"] = _sha256(tmp)
         marker = _npy_marker(final)
@@ -85,7 +89,7 @@ def write_marker(tmp, kind, writer, final):
         json.dump(record, f)
 
 
-def _read_marker(fs, path):
+def _read_marker(fs, path, command):
     try:
         if fs.size(path) > MAX_MARKER_BYTES:
             return None
@@ -93,52 +97,53 @@ def _read_marker(fs, path):
             record = json.loads(f.read(MAX_MARKER_BYTES + 1))
     except (OSError, ValueError):
         return None
-    if not isinstance(record, dict) or record.get("format") != FORMAT or record.get("version") != VERSION:
+    if not isinstance(record, dict) or record.get("format") != FORMATS[command] or record.get("version") != VERSION:
         return None
     if not isinstance(record.get("writer"), str) or record.get("kind") not in ("zarr", "parquet", *FILE_KINDS):
         return None
     return record
 
 
-def why_not_ours(path, kind, writer=None):
-    """None if ``path`` is a prediction output that may be replaced (by ``writer``, or by any
-    writer when None); otherwise the reason it is not, for the error message."""
+def why_not_ours(path, kind, writer=None, command="predict"):
+    """None if ``path`` is an output of ``command`` that may be replaced (by ``writer``, or by
+    any writer when None); otherwise the reason it is not, for the error message."""
+    by = f"dask-kernels {command}"
     if kind in FILE_KINDS:
         if is_url(path) or not os.path.isfile(path) or os.path.islink(path):
-            return f"it is not a .{kind} file written by dask-kernels predict"
+            return f"it is not a .{kind} file written by {by}"
         fs, _ = _fs(path)
-        record = _read_marker(fs, _npy_marker(path))
+        record = _read_marker(fs, _npy_marker(path), command)
         if record is None or record["kind"] != kind:
-            return "it was not written by dask-kernels predict (no marker beside it)"
+            return f"it was not written by {by} (no marker beside it)"
         if record.get("sha256") != _sha256(path):
-            return "its bytes changed since dask-kernels predict wrote it"
+            return f"its bytes changed since {by} wrote it"
     else:
         fs, p = _fs(path)
         if not fs.isdir(p) or (not is_url(path) and os.path.islink(path)):
-            return f"it is not a {kind} output folder written by dask-kernels predict"
-        record = _read_marker(fs, f"{p.rstrip('/')}/{MARKER}")
+            return f"it is not a {kind} output folder written by {by}"
+        record = _read_marker(fs, f"{p.rstrip('/')}/{MARKER}", command)
         if record is None or record["kind"] != kind:
-            return "it was not written by dask-kernels predict (no marker in it)"
+            return f"it was not written by {by} (no marker in it)"
         root = p.rstrip("/") + "/"
         for entry in fs.find(p, withdirs=False):
             name = entry[len(root):] if entry.startswith(root) else entry
             if not OWN_ENTRIES[kind].match(name):
-                return f"it holds {name!r}, which dask-kernels predict did not write"
+                return f"it holds {name!r}, which {by} did not write"
     if writer is not None and record["writer"] != writer:
         return f"it was written by {record['writer']}, not by {writer}"
     return None
 
 
-def check_replaceable(path, kind, writer=None):
+def check_replaceable(path, kind, writer=None, command="predict"):
     """UsageError unless the existing output at ``path`` may be replaced by ``writer``."""
-    reason = why_not_ours(path, kind, writer)
+    reason = why_not_ours(path, kind, writer, command)
     if reason is not None:
         raise UsageError(f"-o {path}: already exists and {reason}; refusing to replace it "
                          "(choose another name or move it away)")
 
 
 def remove_own(path, kind):
-    """Delete a prediction output that :func:`why_not_ours` accepted (and the marker beside a .npy)."""
+    """Delete an output that :func:`why_not_ours` accepted (and the marker beside a .npy)."""
     if kind in FILE_KINDS:
         os.unlink(path)
         marker = _npy_marker(path)
@@ -160,14 +165,14 @@ def temporary_path(path):
     return os.path.join(folder, f".{base}.dk-tmp-{uuid.uuid4().hex[:8]}")
 
 
-def publish(tmp, path, kind, replace_for):
+def publish(tmp, path, kind, replace_for, command="predict"):
     """Rename ``tmp`` to ``path``. An output that was there is replaced only if it still passes
-    :func:`check_replaceable` (``replace_for`` not False; moved aside, then deleted once the new
-    one is in place); nothing else that appeared there meanwhile is replaced."""
+    :func:`check_replaceable` for ``command`` (``replace_for`` not False; moved aside, then
+    deleted once the new one is in place); nothing else that appeared there meanwhile is replaced."""
     if tmp == path:
         return
     if replace_for is not False and os.path.lexists(path):
-        check_replaceable(path, kind, replace_for)
+        check_replaceable(path, kind, replace_for, command)
         folder, base = os.path.split(path)
         old = os.path.join(folder, f".{base}.dk-old-{uuid.uuid4().hex[:8]}")
         os.rename(path, old)

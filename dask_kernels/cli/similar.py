@@ -18,7 +18,10 @@ def add_arguments(parser):
     parser.add_argument("other", nargs="?", help="a second store of the same map: pairs across the two stores")
     parser.add_argument("--threshold", type=fraction, required=True, help="GMM similarity in (0, 1), e.g. 0.8")
     parser.add_argument("-o", "--output", required=True, help="Parquet dataset (folder) to write the pairs to; "
-                                                               "must not exist")
+                                                               "must not exist (see --overwrite)")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace OUTPUT if it holds pairs written by dask-kernels similar (anything else is "
+                             "refused, never replaced)")
     parser.add_argument("--bands", type=positive_int, help="LSH bands (default: chosen from the threshold)")
     parser.add_argument("--rows", type=positive_int, help="codes per band (with --bands)")
     parser.add_argument("--min-recall", type=fraction, default=None,
@@ -49,7 +52,8 @@ def run(args):
     from ..similarity import similarity_join
     from ..similarity.banding import MIN_RECALL
     from ..similarity.join import MAX_BUCKET, MIN_PASS_MEMORY, PASS_MEMORY
-    from ._owned import publish, remove_temporary, temporary_path
+    from ._owned import check_replaceable, publish, remove_own, remove_temporary, temporary_path, write_marker, \
+        writer_of
     from ._paths import exists, existing, is_store, normalize
 
     stores = []
@@ -78,7 +82,10 @@ def run(args):
            for flag, path in (("--raw", args.raw), ("--other-raw", args.other_raw))]
     output = normalize(args.output)
     if exists(output):
-        raise UsageError(f"-o {args.output}: already exists; choose another path or remove it")
+        if not args.overwrite:
+            raise UsageError(f"-o {args.output}: already exists; choose another path, remove it, or give "
+                             "--overwrite if dask-kernels similar wrote it")
+        check_replaceable(output, "parquet", None, "similar")  # before any work
     with client_for(args) as client:
         pairs = similarity_join(stores[0], args.threshold, stores[1] if len(stores) > 1 else None,
                                 bands=args.bands, rows=args.rows, max_bucket=args.max_bucket or MAX_BUCKET,
@@ -86,12 +93,17 @@ def run(args):
                                 X=raw[0], other_X=raw[1], pass_memory=args.pass_memory or PASS_MEMORY)
         t0 = time.perf_counter()
         tmp = temporary_path(output)  # a failed or interrupted join leaves no partial pairs at -o
+        replace_for = None if args.overwrite else False
+        if tmp == output and args.overwrite and exists(output):  # a URL: no rename, the old pairs (ours) go first
+            check_replaceable(output, "parquet", None, "similar")
+            remove_own(output, "parquet")
         try:
             future = client.compute(pairs.to_parquet(tmp, write_index=False, compute=False))
             if not args.no_progress:
                 wait_futures([future], label="similar")
             future.result()
-            publish(tmp, output, "parquet", False)
+            write_marker(tmp, "parquet", writer_of(None), output, "similar")
+            publish(tmp, output, "parquet", replace_for, "similar")
         except BaseException:
             remove_temporary(tmp, output)
             raise

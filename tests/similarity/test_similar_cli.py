@@ -110,3 +110,44 @@ def test_an_interrupted_join_leaves_no_pairs_at_the_output(tmp_path, monkeypatch
     monkeypatch.undo()
     assert main(["similar", store, "--threshold", "0.5", "--no-progress", "-o", str(out)]) == 0
     assert out.is_dir() and not [p for p in os.listdir(tmp_path) if "dk-tmp" in p]
+
+
+def test_overwrite_replaces_pairs_similar_wrote_and_nothing_else(tmp_path, capsys):
+    """Re-running a search had no --overwrite (predict, train and featurize have one): the
+    user deleted the folder by hand. Now it replaces a folder of pairs that similar wrote; a
+    folder of predictions, one with a file of the user's, or one without the marker is refused."""
+    import os
+
+    import pandas as pd
+
+    from dask_kernels.cli import main
+
+    store = _store(tmp_path)
+    out = tmp_path / "p.parquet"
+    argv = ["similar", store, "--threshold", "0.5", "--no-progress", "-o", str(out)]
+    assert main(argv) == 0
+    first = pd.read_parquet(out)
+    capsys.readouterr()  # the successful run's own lines
+    line = one_line_error(capsys, argv)
+    assert "already exists" in line and "--overwrite" in line
+    assert main(argv + ["--overwrite"]) == 0  # replaced: the same pairs, no temporary or old folder left
+    pd.testing.assert_frame_equal(pd.read_parquet(out), first)
+    assert sorted(os.listdir(tmp_path)) == ["p.parquet", "s.zarr"]
+    capsys.readouterr()
+    (out / "notes.txt").write_text("mine")
+    line = one_line_error(capsys, argv + ["--overwrite"])
+    assert "notes.txt" in line and (out / "notes.txt").exists()
+    mine = tmp_path / "mine.parquet"
+    mine.mkdir()
+    pd.DataFrame({"i": [0]}).to_parquet(mine / "part.0.parquet")
+    line = one_line_error(capsys, ["similar", store, "--threshold", "0.5", "--overwrite", "-o", str(mine)])
+    assert "not written by dask-kernels similar" in line and (mine / "part.0.parquet").exists()
+    predicted = tmp_path / "pred.parquet"
+    np.save(tmp_path / "X.npy", np.random.default_rng(0).random((30, 5)))
+    np.save(tmp_path / "y.npy", np.arange(30) % 2)
+    assert main(["train", str(tmp_path / "X.npy"), "--labels", str(tmp_path / "y.npy"), "--method", "gcws",
+                 "--n-components", "16", "--epochs", "1", "--no-progress", "-o", str(tmp_path / "m.dk")]) == 0
+    assert main(["predict", str(tmp_path / "m.dk"), str(tmp_path / "X.npy"), "-o", str(predicted)]) == 0
+    capsys.readouterr()
+    line = one_line_error(capsys, ["similar", store, "--threshold", "0.5", "--overwrite", "-o", str(predicted)])
+    assert "not written by dask-kernels similar" in line and predicted.is_dir()
