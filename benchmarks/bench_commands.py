@@ -14,8 +14,9 @@ folder, then runs, each as a fresh process (imports, cluster start and stop incl
 and, as the first row, the *floor*: that installation's Python importing NumPy, dask.array, Numba
 and Zarr and calling one cached Numba function, which is what ``featurize`` and ``train`` pay
 before they start on the rows (Numba builds its typing and lowering registries on the first
-call of a cached kernel; ``predict`` and ``score`` of ``.npy`` rows do not import Zarr). A command's figure minus the floor is what the command itself adds; the
-floor moves with the machine (it is what makes one day's figures 1.4x another's).
+call of a cached kernel; ``predict`` and ``score`` of ``.npy`` rows do not import Zarr). A
+command's figure minus the floor is what the command itself adds; the floor moves with the
+machine (it is what makes one day's figures 1.4x another's).
 
 Below ``--cluster-rows`` the commands get no cluster flags, as a user first types them: such an
 input runs in the command's own process. From ``--cluster-rows`` on, ``featurize``, ``train``,

@@ -1,6 +1,7 @@
 """Outputs that name their writer, so a later run may replace what it wrote and nothing else.
 
-``predict`` (predictions) and ``similar`` (pairs) write a small marker with every output: inside a Zarr or Parquet output folder
+``predict`` (predictions) and ``similar`` (pairs) write a small marker with every output:
+inside a Zarr or Parquet output folder
 (``_dask_kernels.json``: Parquet and Zarr readers skip names starting with ``_``), and beside a
 ``.npy`` or ``.csv`` file (``.NAME.npy.dask-kernels.json``, with the SHA-256 of the file, since
 a single file has nowhere to keep it). The marker records who wrote the output: a job file (``dask-kernels
@@ -26,7 +27,7 @@ import re
 import uuid
 
 from ._args import UsageError
-from ._paths import is_url
+from ._paths import exists, is_url
 
 MARKER = "_dask_kernels.json"
 #: the marker's format by the command that writes the output
@@ -155,6 +156,15 @@ def remove_own(path, kind):
 
 
 # -- writing an output under a temporary name, published by one rename ----------------------------
+def clear_in_place(path, kind, replace_for, command="predict"):
+    """Before an output is written in place (``path`` a URL: object stores have no rename, see
+    :func:`temporary_path`), remove the previous output there if it may be replaced
+    (``replace_for`` not False; checked ours now); a local output stays until :func:`publish`."""
+    if is_url(path) and replace_for is not False and exists(path):
+        check_replaceable(path, kind, replace_for, command)
+        remove_own(path, kind)
+
+
 def temporary_path(path):
     """Where an output for ``path`` is written before :func:`publish` renames it into place: a
     hidden sibling of a name of our own, so a failed command leaves no partial output at ``path``

@@ -18,7 +18,7 @@ import os
 from ._args import UsageError
 from ._cluster import add_cluster_arguments, client_for
 from ._inputs import add_input_arguments
-from ._owned import FILE_KINDS, check_replaceable, publish, remove_own, remove_temporary, temporary_path, \
+from ._owned import FILE_KINDS, check_replaceable, clear_in_place, publish, remove_temporary, temporary_path, \
     write_marker, writer_of
 from ._paths import exists, is_url, normalize
 
@@ -74,10 +74,7 @@ def write(result, path, kind, columns, writer="command line", replace_for=False)
     """Compute ``result`` (a dask array) on the cluster into ``path``, marked as written by ``writer``."""
     import numpy as np
 
-    if is_url(path) and replace_for is not False and exists(path):
-        # object stores have no rename: the previous output (checked ours) goes first
-        check_replaceable(path, kind, replace_for)
-        remove_own(path, kind)
+    clear_in_place(path, kind, replace_for)
     tmp = temporary_path(path)
     try:
         if kind == "zarr":  # Zarr wants equal chunks (but the last): partitions may differ in size

@@ -52,7 +52,7 @@ def run(args):
     from ..similarity import similarity_join
     from ..similarity.banding import MIN_RECALL
     from ..similarity.join import MAX_BUCKET, MIN_PASS_MEMORY, PASS_MEMORY
-    from ._owned import check_replaceable, publish, remove_own, remove_temporary, temporary_path, write_marker, \
+    from ._owned import check_replaceable, clear_in_place, publish, remove_temporary, temporary_path, write_marker, \
         writer_of
     from ._paths import exists, existing, is_store, normalize
 
@@ -92,11 +92,9 @@ def run(args):
                                 min_recall=MIN_RECALL if args.min_recall is None else args.min_recall,
                                 X=raw[0], other_X=raw[1], pass_memory=args.pass_memory or PASS_MEMORY)
         t0 = time.perf_counter()
-        tmp = temporary_path(output)  # a failed or interrupted join leaves no partial pairs at -o
         replace_for = None if args.overwrite else False
-        if tmp == output and args.overwrite and exists(output):  # a URL: no rename, the old pairs (ours) go first
-            check_replaceable(output, "parquet", None, "similar")
-            remove_own(output, "parquet")
+        clear_in_place(output, "parquet", replace_for, "similar")
+        tmp = temporary_path(output)  # a failed or interrupted join leaves no partial pairs at -o
         try:
             future = client.compute(pairs.to_parquet(tmp, write_index=False, compute=False))
             if not args.no_progress:
