@@ -5,7 +5,8 @@ at column ``j * 2**bits + X[i, j]``; no expansion), 1 = dense floats ``(n, d)`` 
 float64, each value read as float64: exactly what ``astype`` would give), 2 = CSR
 (``indptr``, ``indices``, ``data``). The first layer ``A`` is stored as (features, m) so the m
 weights of one active column are contiguous: a row's scores are a gather of its active rows of
-``A``. Full model: ``A`` = W^T (m = C classes); bottleneck: ``A`` = V^T (m = r) and
+``A``. Codes and dense rows are read where they are (:func:`_row_hidden`, :func:`_row_update`);
+a CSR row's columns and values are first copied out (:func:`_load_row`). Full model: ``A`` = W^T (m = C classes); bottleneck: ``A`` = V^T (m = r) and
 ``U`` (C, r), scores = U (V z) + c.
 
 L2 decay of ``A`` is a scalar factor ``s`` (true ``A`` = s * stored ``A``) so that a step only
@@ -23,18 +24,8 @@ _MIN_SCALE = 1e-9
 
 
 @njit(nogil=True, cache=True)
-def _load_row(i, mode, X, indptr, indices, data, bits, cols, vals):
-    """Active columns and values of row ``i`` into ``cols``/``vals``; returns their number."""
-    if mode == 0:
-        k = X.shape[1]
-        for j in range(k):
-            cols[j] = (np.int64(j) << bits) + np.int64(X[i, j])
-        return k
-    if mode == 1:
-        d = X.shape[1]
-        for j in range(d):
-            vals[j] = X[i, j]  # cols is preset to 0..d-1
-        return d
+def _load_row(i, indptr, indices, data, cols, vals):
+    """Active columns and values of CSR row ``i`` into ``cols``/``vals``; returns their number."""
     a = indptr[i]
     nnz = indptr[i + 1] - a
     for q in range(nnz):
@@ -100,6 +91,54 @@ def _hidden(nnz, cols, vals, A, h):
 
 
 @njit(nogil=True, cache=True)
+def _column(mode, X, r, j, bits):
+    """Row ``r``'s ``j``-th active column and its value, read in place: column ``j`` with
+    value ``X[r, j]`` for dense rows (mode 1); ``j * 2**bits + X[r, j]`` with value 1 for
+    codes (mode 0)."""
+    if mode == 1:
+        return j, np.float64(X[r, j])
+    return (np.int64(j) << bits) + np.int64(X[r, j]), 1.0
+
+
+@njit(nogil=True, cache=True)
+def _row_hidden(mode, X, r, bits, A, h):
+    """:func:`_hidden` of row ``r`` of dense rows or codes, read in place: the same sums in
+    the same order (so the same bits) without first copying the row's columns and values
+    out; up to 4 outputs advance together, as in :func:`_dots`."""
+    m = A.shape[1]
+    if m > 4:
+        for a in range(m):
+            h[a] = 0.0
+        for j in range(X.shape[1]):
+            col, v = _column(mode, X, r, j, bits)
+            for a in range(m):
+                h[a] += A[col, a] * v
+        return
+    s0 = s1 = s2 = s3 = 0.0
+    if m == 4:
+        for j in range(X.shape[1]):
+            col, v = _column(mode, X, r, j, bits)
+            s0 += A[col, 0] * v
+            s1 += A[col, 1] * v
+            s2 += A[col, 2] * v
+            s3 += A[col, 3] * v
+        h[0], h[1], h[2], h[3] = s0, s1, s2, s3
+        return
+    for j in range(X.shape[1]):
+        col, v = _column(mode, X, r, j, bits)
+        s0 += A[col, 0] * v
+        if m > 1:
+            s1 += A[col, 1] * v
+        if m > 2:
+            s2 += A[col, 2] * v
+    h[0] = s0
+    if m > 1:
+        h[1] = s1
+    if m > 2:
+        h[2] = s2
+
+
+@njit(nogil=True, cache=True)
 def _scores(h, U, c, z):
     C = c.shape[0]
     if U.shape[1] == 0:
@@ -129,6 +168,23 @@ def _softmax_inplace(z):
 
 
 @njit(nogil=True, cache=True)
+def _row_update(mode, X, r, bits, A, acc, gh, S, average):
+    """A[col] += gh * value over the active columns of row ``r`` of dense rows or codes, read
+    in place (and ``acc[col] += S * that`` with averaging): the update of :func:`sgd_block`."""
+    m = A.shape[1]
+    for j in range(X.shape[1]):
+        col, v = _column(mode, X, r, j, bits)
+        if average:
+            for a in range(m):
+                dlt = gh[a] * v
+                A[col, a] += dlt
+                acc[col, a] += S * dlt
+        else:
+            for a in range(m):
+                A[col, a] += gh[a] * v
+
+
+@njit(nogil=True, cache=True)
 def sgd_block(order, at, mode, X, indptr, indices, data, bits, width, y, A, U, c,
               acc, U_sum, c_sum, eta0, invscaling, power_t, alpha, t):
     """One SGD pass over the rows ``order`` of a block, updating ``A``, ``U``, ``c`` in place.
@@ -145,11 +201,8 @@ def sgd_block(order, at, mode, X, indptr, indices, data, bits, width, y, A, U, c
     lowrank = U.shape[1] > 0
     average = acc.shape[0] > 0
     indexed = at.shape[0] > 0
-    cols = np.empty(width, np.int64)
-    vals = np.ones(width)
-    if mode == 1:
-        for j in range(width):
-            cols[j] = j
+    cols = np.empty(width, np.int64)  # a CSR row's active columns and values
+    vals = np.empty(width)
     h = np.empty(m)
     z = np.empty(C)
     gh = np.empty(m)
@@ -158,8 +211,13 @@ def sgd_block(order, at, mode, X, indptr, indices, data, bits, width, y, A, U, c
     loss = 0.0
     for ii in range(order.shape[0]):
         i = order[ii]
-        nnz = _load_row(at[i] if indexed else i, mode, X, indptr, indices, data, bits, cols, vals)
-        _hidden(nnz, cols, vals, A, h)
+        r = at[i] if indexed else i
+        if mode < 2:
+            nnz = X.shape[1]
+            _row_hidden(mode, X, r, bits, A, h)
+        else:
+            nnz = _load_row(r, indptr, indices, data, cols, vals)
+            _hidden(nnz, cols, vals, A, h)
         for a in range(m):
             h[a] *= s
         _scores(h, U, c, z)
@@ -185,7 +243,9 @@ def sgd_block(order, at, mode, X, indptr, indices, data, bits, width, y, A, U, c
         step = eta / s
         for a in range(m):
             gh[a] *= -step
-        if average:
+        if mode < 2:
+            _row_update(mode, X, r, bits, A, acc, gh, S, average)
+        elif average:
             for q in range(nnz):
                 row, arow, v = A[cols[q]], acc[cols[q]], vals[q]
                 for a in range(m):

@@ -89,6 +89,37 @@ def test_codes_equal_one_hot_csr_and_dense(params):
     assert on_codes.n_features_in_ == 32 and on_csr.n_features_in_ == 32 * 16
 
 
+@pytest.mark.parametrize("n_classes", [2, 3, 4, 7])
+@pytest.mark.parametrize("params", [{}, {"rank": 3}, {"average": True}])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_dense_rows_train_bitwise_as_csr_holding_every_entry(n_classes, params, dtype):
+    # dense rows take their own loop (read in place, every column active); it must do the very
+    # sums of the CSR loop in the same order, so a model is the same bits in either form
+    rng = np.random.default_rng(n_classes)
+    X = rng.standard_normal((300, 9)).astype(dtype)
+    y = rng.integers(0, n_classes, 300)
+    n, d = X.shape
+    csr = sp.csr_matrix((X.ravel(), np.tile(np.arange(d), n), np.arange(0, n * d + 1, d)), shape=X.shape)
+    assert csr.nnz == X.size  # every entry stored: the CSR loop visits every column too
+    common = dict(alpha=1e-3, eta0=0.05, max_iter=3, random_state=0, **params)
+    on_dense, on_csr = SoftmaxSGD(**common).fit(X, y), SoftmaxSGD(**common).fit(csr, y)
+    for name in ("weights_", "output_weights_", "intercept_"):
+        np.testing.assert_array_equal(getattr(on_dense, name), getattr(on_csr, name))
+
+
+@pytest.mark.parametrize("n_classes", [2, 3, 4, 7])
+@pytest.mark.parametrize("params", [{}, {"rank": 3}, {"average": True}])
+def test_codes_train_bitwise_as_their_one_hot_csr(n_classes, params):
+    # codes are read in place by the loop dense rows take: the same sums as over their one-hot CSR
+    codes, _ = _gcws_codes()
+    y = np.random.default_rng(n_classes).integers(0, n_classes, codes.shape[0])
+    common = dict(alpha=1e-3, eta0=0.05, max_iter=3, random_state=0, **params)
+    on_codes = SoftmaxSGD(code_bits=4, **common).fit(codes, y)
+    on_csr = SoftmaxSGD(**common).fit(expand_codes(codes, 4), y)
+    for name in ("weights_", "output_weights_", "intercept_"):
+        np.testing.assert_array_equal(getattr(on_codes, name), getattr(on_csr, name))
+
+
 def test_codes_equal_one_hot_csr_through_rescales():
     # eta0 * alpha = 0.5 halves the L2 scale at every step, so the stored weights are rescaled
     # every 30 rows: the code path, which gathers the next row while updating this one, must
