@@ -155,7 +155,13 @@ def _dask_cli():
     return kernels
 
 
-dask_cli = _dask_cli()
+def __getattr__(name: str):
+    """``dask_cli`` (the entry point dask's CLI loads) built when first asked for: importing
+    click for it on every ``dask-kernels`` start cost 20-30 ms."""
+    if name == "dask_cli":
+        globals()["dask_cli"] = command = _dask_cli()
+        return command
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 if __name__ == "__main__":

@@ -82,7 +82,7 @@ _IMPORTED_AFTER = r"""
 import json, sys
 from dask_kernels.cli import main
 WATCH = ("distributed", "dask_kernels.learn.incremental", "sklearn", "scipy.stats", "pandas", "dask_kernels.maps.rff",
-         "dask_kernels.maps.fastfood")
+         "dask_kernels.maps.fastfood", "click")
 for argv in json.loads(sys.argv[1]):
     status = main(argv)
     print(json.dumps([argv[0], status, [m for m in WATCH if m in sys.modules]]), flush=True)
@@ -109,7 +109,8 @@ def test_small_commands_import_neither_distributed_nor_what_they_do_not_use(tmp_
     it SciPy's statistics and pandas, about 1.1 CPU-seconds, half of each command before the
     maps, SoftmaxSGD and KernelModel implemented its estimator API themselves
     (:mod:`dask_kernels._estimator`). Nor do they import the other maps' modules (Fourier maps
-    here): a GCWS spec imports GCWS's alone."""
+    here): a GCWS spec imports GCWS's alone. Nor click: only ``dask kernels`` (dask's own CLI)
+    needs it."""
     rng = np.random.default_rng(0)
     X = rng.random((10_000, 64), dtype=np.float32)
     np.save(tmp_path / "X.npy", X)
@@ -125,6 +126,17 @@ def test_small_commands_import_neither_distributed_nor_what_they_do_not_use(tmp_
                                       ["score", "m.dk", "X.npy", "--labels", "y.npy"],
                                       ["info", "m.dk"], ["info", "s.zarr"]])
     assert used == [["predict", 0, []], ["score", 0, []], ["info", 0, []], ["info", 0, []]]
+
+
+def test_dask_kernels_runs_under_dask_s_own_cli():
+    # the dask_cli entry point is built on first access (click is not imported by dask-kernels)
+    import subprocess
+    import sys
+
+    run = subprocess.run([sys.executable, "-m", "dask", "kernels", "--version"], capture_output=True, text=True,
+                         timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.startswith("dask-kernels ")
 
 
 def test_info_of_a_model_imports_no_dask_array(tmp_path, monkeypatch):
