@@ -5,9 +5,9 @@ at column ``j * 2**bits + X[i, j]``; no expansion), 1 = dense floats ``(n, d)`` 
 float64, each value read as float64: exactly what ``astype`` would give), 2 = CSR
 (``indptr``, ``indices``, ``data``). The first layer ``A`` is stored as (features, m) so the m
 weights of one active column are contiguous: a row's scores are a gather of its active rows of
-``A``. Codes and dense rows are read where they are (:func:`_row_hidden`, :func:`_row_update`);
-a CSR row's columns and values are first copied out (:func:`_load_row`). Full model: ``A`` = W^T (m = C classes); bottleneck: ``A`` = V^T (m = r) and
-``U`` (C, r), scores = U (V z) + c.
+``A``. Full model: ``A`` = W^T (m = C classes); bottleneck: ``A`` = V^T (m = r) and ``U``
+(C, r), scores = U (V z) + c. Codes and dense rows are read where they are (:func:`_row_hidden`,
+:func:`_row_update`); a CSR row's columns and values are first copied out (:func:`_load_row`).
 
 L2 decay of ``A`` is a scalar factor ``s`` (true ``A`` = s * stored ``A``) so that a step only
 touches the row's active columns; averaged SGD keeps the sum of all iterates with the lazy
