@@ -175,10 +175,32 @@ def temporary_path(path):
     return os.path.join(folder, f".{base}.dk-tmp-{uuid.uuid4().hex[:8]}")
 
 
+class OutputAppeared(UsageError):
+    """Something appeared at the output's name while the command ran: it was not replaced, and
+    the message says where the results (and a previous output moved aside) were left."""
+
+
+def _move_to_free_name(src, dst):
+    """Rename ``src`` to ``dst`` only if nothing is there; False (``src`` left as it is) if
+    something is: never replaces anything."""
+    if os.path.isdir(src):
+        if os.path.lexists(dst):
+            return False
+        os.rename(src, dst)
+        return True
+    try:
+        os.link(src, dst)  # fails if dst exists
+    except FileExistsError:
+        return False
+    os.unlink(src)
+    return True
+
+
 def publish(tmp, path, kind, replace_for, command="predict"):
     """Rename ``tmp`` to ``path``. An output that was there is replaced only if it still passes
     :func:`check_replaceable` for ``command`` (``replace_for`` not False; moved aside, then
-    deleted once the new one is in place); nothing else that appeared there meanwhile is replaced."""
+    deleted once the new one is in place); nothing else that appeared there meanwhile is
+    replaced: :class:`OutputAppeared`, the results kept at ``tmp`` (callers keep it)."""
     if tmp == path:
         return
     if replace_for is not False and os.path.lexists(path):
@@ -189,20 +211,14 @@ def publish(tmp, path, kind, replace_for, command="predict"):
         try:
             publish(tmp, path, kind, False)
         except BaseException:
-            os.rename(old, path)  # the previous output back where it was
+            if not _move_to_free_name(old, path):  # the previous output back, unless its name was taken
+                raise OutputAppeared(f"-o {path}: appeared while the command ran; results left at {tmp}, "
+                                     f"the previous output at {old}") from None
             raise
         remove_temporary(old, path)
         return
-    if os.path.isdir(tmp):
-        if os.path.lexists(path):
-            raise UsageError(f"-o {path}: appeared while the command ran; results left at {tmp}")
-        os.rename(tmp, path)
-    else:
-        try:
-            os.link(tmp, path)  # fails if path exists: never replaces it
-        except FileExistsError:
-            raise UsageError(f"-o {path}: appeared while the command ran; results left at {tmp}") from None
-        os.unlink(tmp)
+    if not _move_to_free_name(tmp, path):
+        raise OutputAppeared(f"-o {path}: appeared while the command ran; results left at {tmp}")
 
 
 def remove_temporary(tmp, path):

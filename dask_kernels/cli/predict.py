@@ -18,8 +18,8 @@ import os
 from ._args import UsageError
 from ._cluster import add_cluster_arguments, client_for
 from ._inputs import add_input_arguments
-from ._owned import FILE_KINDS, check_replaceable, clear_in_place, publish, remove_temporary, temporary_path, \
-    write_marker, writer_of
+from ._owned import FILE_KINDS, OutputAppeared, check_replaceable, clear_in_place, publish, remove_temporary, \
+    temporary_path, write_marker, writer_of
 from ._paths import exists, is_url, normalize
 
 help = "predict labels or probabilities of raw rows (or a store) with a saved model; write Zarr, Parquet, .npy or CSV"
@@ -114,6 +114,8 @@ def write(result, path, kind, columns, writer="command line", replace_for=False)
         publish(tmp, path, kind, replace_for)
         if kind in FILE_KINDS:  # the digest of the file now in place
             write_marker(path, kind, writer, path)
+    except OutputAppeared:  # the results stay where the message says
+        raise
     except BaseException:
         remove_temporary(tmp, path)
         raise

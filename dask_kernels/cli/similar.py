@@ -52,8 +52,8 @@ def run(args):
     from ..similarity import similarity_join
     from ..similarity.banding import MIN_RECALL
     from ..similarity.join import MAX_BUCKET, MIN_PASS_MEMORY, PASS_MEMORY
-    from ._owned import check_replaceable, clear_in_place, publish, remove_temporary, temporary_path, write_marker, \
-        writer_of
+    from ._owned import OutputAppeared, check_replaceable, clear_in_place, publish, remove_temporary, temporary_path, \
+        write_marker, writer_of
     from ._paths import exists, existing, is_store, normalize
 
     stores = []
@@ -102,6 +102,8 @@ def run(args):
             future.result()
             write_marker(tmp, "parquet", writer_of(None), output, "similar")
             publish(tmp, output, "parquet", replace_for, "similar")
+        except OutputAppeared:  # the pairs stay where the message says
+            raise
         except BaseException:
             remove_temporary(tmp, output)
             raise
