@@ -25,6 +25,8 @@ import json
 import os
 import re
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from ._args import UsageError
 from ._paths import exists, is_url
@@ -219,6 +221,23 @@ def publish(tmp, path, kind, replace_for, command="predict"):
         return
     if not _move_to_free_name(tmp, path):
         raise OutputAppeared(f"-o {path}: appeared while the command ran; results left at {tmp}")
+
+
+@contextmanager
+def written_aside(path, kind, replace_for, command="predict") -> Iterator[str]:
+    """``with written_aside(path, ...) as tmp:`` the block writes the output at ``tmp`` (a
+    temporary name, :func:`temporary_path`; a URL's previous output is cleared first,
+    :func:`clear_in_place`) and ends with :func:`publish`. If the block fails, what it wrote at
+    ``tmp`` is removed, unless :func:`publish` kept it there for the user (:class:`OutputAppeared`)."""
+    clear_in_place(path, kind, replace_for, command)
+    tmp = temporary_path(path)
+    try:
+        yield tmp
+    except OutputAppeared:  # the results stay where the message says
+        raise
+    except BaseException:
+        remove_temporary(tmp, path)
+        raise
 
 
 def remove_temporary(tmp, path):

@@ -18,8 +18,7 @@ import os
 from ._args import UsageError
 from ._cluster import add_cluster_arguments, client_for
 from ._inputs import add_input_arguments
-from ._owned import FILE_KINDS, OutputAppeared, check_replaceable, clear_in_place, publish, remove_temporary, \
-    temporary_path, write_marker, writer_of
+from ._owned import FILE_KINDS, check_replaceable, publish, write_marker, writer_of, written_aside
 from ._paths import exists, is_url, normalize
 
 help = "predict labels or probabilities of raw rows (or a store) with a saved model; write Zarr, Parquet, .npy or CSV"
@@ -74,9 +73,7 @@ def write(result, path, kind, columns, writer="command line", replace_for=False)
     """Compute ``result`` (a dask array) on the cluster into ``path``, marked as written by ``writer``."""
     import numpy as np
 
-    clear_in_place(path, kind, replace_for)
-    tmp = temporary_path(path)
-    try:
+    with written_aside(path, kind, replace_for) as tmp:
         if kind == "zarr":  # Zarr wants equal chunks (but the last): partitions may differ in size
             result = result.rechunk({0: max(result.chunks[0]) if result.shape[0] else 1})
             if result.dtype.kind == "U":  # class names: Zarr's variable-length UTF-8 strings (specified)
@@ -114,11 +111,6 @@ def write(result, path, kind, columns, writer="command line", replace_for=False)
         publish(tmp, path, kind, replace_for)
         if kind in FILE_KINDS:  # the digest of the file now in place
             write_marker(path, kind, writer, path)
-    except OutputAppeared:  # the results stay where the message says
-        raise
-    except BaseException:
-        remove_temporary(tmp, path)
-        raise
 
 
 def run(args):

@@ -52,8 +52,7 @@ def run(args):
     from ..similarity import similarity_join
     from ..similarity.banding import MIN_RECALL
     from ..similarity.join import MAX_BUCKET, MIN_PASS_MEMORY, PASS_MEMORY
-    from ._owned import OutputAppeared, check_replaceable, clear_in_place, publish, remove_temporary, temporary_path, \
-        write_marker, writer_of
+    from ._owned import check_replaceable, publish, write_marker, writer_of, written_aside
     from ._paths import exists, existing, is_store, normalize
 
     stores = []
@@ -93,20 +92,14 @@ def run(args):
                                 X=raw[0], other_X=raw[1], pass_memory=args.pass_memory or PASS_MEMORY)
         t0 = time.perf_counter()
         replace_for = None if args.overwrite else False
-        clear_in_place(output, "parquet", replace_for, "similar")
-        tmp = temporary_path(output)  # a failed or interrupted join leaves no partial pairs at -o
-        try:
+        # a failed or interrupted join leaves no partial pairs at -o
+        with written_aside(output, "parquet", replace_for, "similar") as tmp:
             future = client.compute(pairs.to_parquet(tmp, write_index=False, compute=False))
             if not args.no_progress:
                 wait_futures([future], label="similar")
             future.result()
             write_marker(tmp, "parquet", writer_of(None), output, "similar")
             publish(tmp, output, "parquet", replace_for, "similar")
-        except OutputAppeared:  # the pairs stay where the message says
-            raise
-        except BaseException:
-            remove_temporary(tmp, output)
-            raise
         n = len(dd.read_parquet(output))
         seconds = time.perf_counter() - t0
     print(f"{output}: {n} pairs at GMM >= {args.threshold:g} among {stores[0].n_rows} rows"
