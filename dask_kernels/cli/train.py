@@ -4,12 +4,15 @@ From a feature store (``dask-kernels train features.zarr -o model.dk``) or from 
 ``.npy`` file (labels from ``--labels y.npy``) or an svmlight/LIBSVM file, featurized block by
 block with ``--method`` (nothing stored). On stderr: progress within each epoch (a bar on a
 terminal, a line at least every 10 s elsewhere) and each epoch's row of the table as soon as the
-epoch ends; on stdout, the whole table at the end. The saved model loads with
+epoch ends; on stdout, the whole table at the end (unless stdout goes where stderr does, a
+terminal or ``> log 2>&1``, which has shown it already). The saved model loads with
 :func:`dask_kernels.load_model`. With ``--scheduler``, ``--scheduler-file`` or ``--workers``
 the blocks are read and featurized on that cluster; without them, in this process.
 """
 
 import argparse
+import os
+import sys
 import warnings
 
 from ._args import UsageError, fraction, make_map, nonnegative_float, parse_params, positive_float, \
@@ -272,6 +275,15 @@ def _classes(est, src):
     return classes
 
 
+def _same_destination(a, b):
+    """Whether streams ``a`` and ``b`` write to the same place (one terminal, or ``> log 2>&1``):
+    there the progress on stderr has already shown the epoch table stdout would repeat."""
+    try:
+        return os.path.sameopenfile(a.fileno(), b.fileno())
+    except (AttributeError, OSError, ValueError):  # not file descriptors (e.g. captured in a test)
+        return False
+
+
 def _train(args):
     from dask_kernels import fit_incremental
 
@@ -281,7 +293,8 @@ def _train(args):
         codes = getattr(src.feature_map, "method", None) == "gcws" and args.estimator in (None, "softmax")
         eta0 = _default_eta0(src, args.source) * (SOFTMAX_ETA_FACTOR if codes else 1.0)
     est = _estimator(args, eta0, src.feature_map)
-    print(f"training {type(est).__name__} on {src.n_rows} rows in {src.n_blocks} blocks"
+    print(f"training {type(est).__name__} on {src.n_rows} rows in {src.n_blocks} "
+          f"block{'' if src.n_blocks == 1 else 's'}"
           + (f" ({src.feature_map.method} features)" if src.feature_map is not None else " (raw rows)"), flush=True)
     for old, new in (("validation", "validation_fraction"), ("patience", "n_iter_no_change")):
         if getattr(args, f"old_{old}") is not None:
@@ -297,9 +310,10 @@ def _train(args):
                             step_blocks=args.step_blocks, progress=not args.no_progress)
     from dask_kernels.learn.report import header, row
 
-    print(header(model.history[0]))  # the whole table, the result, on stdout
-    for r in model.history:
-        print(row(r))
+    if args.no_progress or not _same_destination(sys.stdout, sys.stderr):
+        print(header(model.history[0]))  # the whole table, the result, on stdout
+        for r in model.history:
+            print(row(r))
     path = model.save(args.output, overwrite=args.overwrite)
     print(f"saved {model!r} to {path}")
     return 0

@@ -129,3 +129,25 @@ def test_no_progress_leaves_stderr_quiet_and_the_table_on_stdout(rows, tmp_path,
     std = capsys.readouterr()
     assert std.err == ""
     assert row(load_model(tmp_path / "m.dk").history[-1]) in std.out.splitlines()
+
+
+def test_the_table_is_shown_once_where_stdout_and_stderr_meet(rows, tmp_path):
+    """Into one file (``> log 2>&1``, or one terminal) the progress has already shown the epoch
+    table: it is not repeated; with stdout elsewhere, stdout gets the whole table."""
+    def run(name, **streams):
+        out = subprocess.run([sys.executable, "-m", "dask_kernels.cli", "train", *rows, "--epochs", "2",
+                              "-o", str(tmp_path / f"{name}.dk")], timeout=300, cwd=tmp_path, **streams)
+        assert out.returncode == 0
+        return load_model(tmp_path / f"{name}.dk").history
+
+    with open(tmp_path / "log", "w") as log:
+        history = run("one", stdout=log, stderr=subprocess.STDOUT)
+    lines = (tmp_path / "log").read_text().splitlines()
+    assert lines.count(header(history[0])) == 1 and lines.count(row(history[-1])) == 1, lines
+    assert lines[-1].startswith("saved KernelModel(")
+    with open(tmp_path / "out", "w") as out, open(tmp_path / "err", "w") as err:
+        history = run("two", stdout=out, stderr=err)
+    for name in ("out", "err"):
+        lines = (tmp_path / name).read_text().splitlines()
+        assert lines.count(header(history[0])) == 1 and lines.count(row(history[-1])) == 1, (name, lines)
+    assert "in 6 blocks" in (tmp_path / "out").read_text()
