@@ -92,19 +92,26 @@ def check_table_flags(fmt, columns, label_column, path):
 
 
 def open_table(path, fmt, columns, label_column, block_rows=None, blocksize=64 * 2**20, flag="input",
-               header="auto"):
-    """``(rows, labels or None)`` of a Parquet dataset or CSV file; a file that is not one, a
+               header="auto", named=False):
+    """``(rows, labels or None)`` of a Parquet dataset or CSV file, and with ``named`` the feature
+    columns' names (those the reader picks when ``columns`` is None); a file that is not one, a
     missing or non-numeric column: one UsageError naming ``flag`` and the path."""
     from .. import io
 
+    compressed = fmt == "csv" and str(path).lower().endswith(CSV_COMPRESSED)
+    csv_options = {"compression": "infer"} if compressed else {}
     try:
+        if named and columns is None:
+            from ..io.csv import csv_columns
+            from ..io.parquet import parquet_columns
+
+            columns = (parquet_columns(path, label=label_column) if fmt == "parquet" else
+                       csv_columns(path, label=label_column, header=header, **csv_options))
         if fmt == "parquet":
             got = io.read_parquet(path, columns=columns, label=label_column, block_rows=block_rows)
         else:  # a compressed CSV cannot be cut into byte ranges: one partition per file
-            compressed = str(path).lower().endswith(CSV_COMPRESSED)
             got = io.read_csv(path, columns=columns, label=label_column, header=header,
-                              blocksize=None if compressed else blocksize,
-                              **({"compression": "infer"} if compressed else {}))
+                              blocksize=None if compressed else blocksize, **csv_options)
     except Exception as e:
         why = str(getattr(e, "cli", e)).replace(str(path), "").lstrip(": ") or type(e).__name__
         # the readers' own checks: a column missing or not a number, a damaged Parquet file
@@ -113,7 +120,8 @@ def open_table(path, fmt, columns, label_column, block_rows=None, blocksize=64 *
         # pyarrow's, pandas' and the file system's errors (ArrowInvalid, ParserError, OSError, ...)
         what = "Parquet" if fmt == "parquet" else "CSV"
         raise UsageError(f"{flag} {path}: not readable as {what} rows ({type(e).__name__}: {why})") from None
-    return got if label_column else (got, None)
+    got = got if label_column else (got, None)
+    return got + (columns,) if named else got
 
 
 def labels_for(args, fmt, X, carried, *, source, required):

@@ -71,6 +71,8 @@ def model_summary(path):
         "method": None if fmap is None else fmap.method,
         "params": None if fmap is None else fmap.spec()["params"],
         "n_features_in": None if fmap is None else int(fmap.n_features_in_),
+        "feature_names": None if getattr(model, "feature_names_in_", None) is None else
+        [str(c) for c in model.feature_names_in_],
         "estimator": type(est).__name__,
         "estimator_params": {k: v for k, v in est.get_params(deep=False).items()
                              if isinstance(v, (str, int, float, bool, type(None)))},
@@ -84,6 +86,9 @@ def _print_model(s):
     params = ", ".join(f"{k}={v!r}" for k, v in sorted((s["params"] or {}).items()) if k != "center" or v is None)
     print(f"model: {s['path']}")
     print(f"map: {s['method']}({params}) on {s['n_features_in']} features" if s["method"] else "map: none (raw rows)")
+    if s["feature_names"] is not None:
+        names = s["feature_names"]
+        print("input columns: " + ", ".join(names[:20]) + (f", ... ({len(names)})" if len(names) > 20 else ""))
     est = ", ".join(f"{k}={v!r}" for k, v in sorted(s["estimator_params"].items()))
     print(f"estimator: {s['estimator']}({est})")
     _print_classes(s["classes"])

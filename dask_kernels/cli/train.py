@@ -134,6 +134,8 @@ def _estimator(args, eta0, fmap=None):
 
 
 def _source(args):
+    """``(training source, feature column names or None)`` of ``args.source``: the names of a
+    Parquet/CSV table's feature columns, which the model keeps (predict and score read them by name)."""
     from dask_kernels.learn import ArraySource, StoreSource
 
     from ._center import resolve_center
@@ -156,7 +158,7 @@ def _source(args):
         if store.labels is None:
             raise UsageError(f"source {path}: the store has no labels; featurize it again with --labels y.npy "
                              "(.npy input) or from an svmlight file")
-        return StoreSource(store, block_rows=args.block_rows)
+        return StoreSource(store, block_rows=args.block_rows), None
     fmap = None
     if args.method:
         params = dict(GCWS_DEFAULTS) if args.method == "gcws" else {"n_components": N_COMPONENTS}
@@ -182,18 +184,18 @@ def _source(args):
             from dask_kernels.io import read_npy
 
             fmap = resolve_center(fmap, read_npy(path))  # one pass over the file, in blocks
-        return ArraySource(X, y, fmap, block_rows=args.block_rows)
+        return ArraySource(X, y, fmap, block_rows=args.block_rows), None
     if fmt in TABLES:
         if args.labels:
             raise UsageError(f"--labels is for .npy input: {fmt} labels are a column, use --label-column")
         if not args.label_column:
             raise UsageError(f"source {path}: --label-column NAME is required (the column of labels)")
         kw = {} if args.blocksize is None else {"blocksize": args.blocksize}
-        X, y = open_table(path, fmt, table_columns(args), args.label_column, block_rows=args.block_rows, flag="source",
-                          header=args.header, **kw)
+        X, y, names = open_table(path, fmt, table_columns(args), args.label_column, block_rows=args.block_rows,
+                                 flag="source", header=args.header, named=True, **kw)
         if fmap is not None:
             fmap = resolve_center(fmap, X)
-        return ArraySource(X, y, fmap, block_rows=args.block_rows)
+        return ArraySource(X, y, fmap, block_rows=args.block_rows), names
     if fmt == "zarr":
         raise UsageError(f"source {path}: train reads a feature store, a .npy, Parquet, CSV or svmlight file; "
                          "featurize a Zarr array first (dask-kernels featurize --labels)")
@@ -209,7 +211,7 @@ def _source(args):
                          flag="source")
     if fmap is not None:
         fmap = resolve_center(fmap, parts)
-    return PartitionSource(parts, fmap)
+    return PartitionSource(parts, fmap), None
 
 
 #: Rows expanded at a time for the default eta0 (a store block of 262144 GCWS rows expanded whole
@@ -287,7 +289,7 @@ def _same_destination(a, b):
 def _train(args):
     from dask_kernels import fit_incremental
 
-    src = _source(args)
+    src, names = _source(args)  # names: a table's feature columns, kept by the model
     eta0 = args.eta0
     if eta0 is None:
         codes = getattr(src.feature_map, "method", None) == "gcws" and args.estimator in (None, "softmax")
@@ -308,6 +310,10 @@ def _train(args):
                             metric=args.metric, checkpoint=args.checkpoint, checkpoint_every=args.checkpoint_every,
                             checkpoint_seconds=args.checkpoint_interval, resume=not args.no_resume,
                             step_blocks=args.step_blocks, progress=not args.no_progress)
+    if names is not None:
+        import numpy as np
+
+        model.feature_names_in_ = np.asarray(names, dtype=object)
     from dask_kernels.learn.report import header, row
 
     if args.no_progress or not _same_destination(sys.stdout, sys.stderr):

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .._compat import csv_float_options
-from .tabular import InputChoiceError, from_dataframe
+from .tabular import InputChoiceError, default_columns, from_dataframe
 
 if TYPE_CHECKING:  # names used only in annotations
     import dask.array as da
@@ -68,6 +68,18 @@ def read_csv(path: str, *, columns: list[str] | None = None, label: str | None =
     >>> X.compute().tolist(), y.compute().tolist()
     ([[1.0, 2.0], [3.0, 4.0]], [0, 1])
     """
+    return from_dataframe(_frame(path, header, blocksize, storage_options, kwargs), columns=columns, label=label)
+
+
+def csv_columns(path: str, *, label: str | None = None, header: bool | str = "auto",
+                storage_options: dict | None = None, **kwargs: Any) -> list[str]:
+    """The feature columns :func:`read_csv` reads when none are named (every column but
+    ``label``; a column of text is an error naming it), from the header and a sample of rows."""
+    return default_columns(_frame(path, header, "64MB", storage_options, kwargs), label)
+
+
+def _frame(path, header, blocksize, storage_options, kwargs):
+    """dask's DataFrame of the CSV files, ``header`` resolved (see :func:`read_csv`)."""
     import dask.dataframe as dd
 
     if header not in (True, False, "auto"):
@@ -82,5 +94,4 @@ def read_csv(path: str, *, columns: list[str] | None = None, label: str | None =
         if header is False:
             kwargs = {**kwargs, "header": None, "names": [str(i) for i in range(len(_fields(line)))]}
     # every float exactly as written, on every supported pandas (the caller's kwargs win)
-    ddf = dd.read_csv(path, blocksize=blocksize, storage_options=storage_options, **{**csv_float_options(), **kwargs})
-    return from_dataframe(ddf, columns=columns, label=label)
+    return dd.read_csv(path, blocksize=blocksize, storage_options=storage_options, **{**csv_float_options(), **kwargs})

@@ -320,6 +320,14 @@ def _pick_columns(schema, columns, label, where):
     return columns
 
 
+def parquet_columns(path: str, *, label: str | None = None, storage_options: dict | None = None) -> list[str]:
+    """The feature columns :func:`read_parquet` reads when none are named, from the first file's
+    footer: every numeric column but ``label`` and a stored DataFrame index (a column of text
+    is an error naming it)."""
+    urls = _files(path, storage_options)[1]
+    return _pick_columns(_footer(urls[0], storage_options)[0], None, label, urls[0])
+
+
 def read_parquet(path: str, *, columns: list[str] | None = None, label: str | None = None,
                  block_rows: int | None = None,
                  storage_options: dict | None = None) -> da.Array | tuple[da.Array, da.Array]:

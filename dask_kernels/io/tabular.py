@@ -109,6 +109,21 @@ def _check_numeric(ddf, columns, where):
                              "with columns=[...]")
 
 
+def default_columns(ddf: dd.DataFrame, label: str | None = None) -> list[str]:
+    """The feature columns :func:`from_dataframe` reads when none are named: every column but
+    ``label``, all of which must be numbers (a column of text is an error naming it)."""
+    names = list(ddf.columns)
+    if label is not None and label not in names:
+        raise ValueError(f"label column {label!r} not found (columns: {names[:20]})")
+    other = [c for c in names if c != label and not _is_number(ddf[c].dtype)]
+    if other:
+        raise _non_numeric("DataFrame", other, [ddf[c].dtype for c in other], _first_text(ddf, other[0]))
+    columns = [c for c in names if c != label]
+    if not columns:
+        raise ValueError("the DataFrame has no numeric columns besides the label")
+    return columns
+
+
 def from_dataframe(ddf: dd.DataFrame, *, columns: list[str] | None = None, label: str | None = None,
                    lengths: tuple[int, ...] | None = None) -> da.Array | tuple[da.Array, da.Array]:
     """Numeric columns of a dask DataFrame as dense rows: partitions as blocks, lengths known.
@@ -139,17 +154,12 @@ def from_dataframe(ddf: dd.DataFrame, *, columns: list[str] | None = None, label
     >>> X.chunks, X.compute().tolist()
     (((2, 1), (2,)), [[1.0, 4.0], [2.0, 5.0], [3.0, 6.0]])
     """
-    names = list(ddf.columns)
-    if label is not None and label not in names:
-        raise ValueError(f"label column {label!r} not found (columns: {names[:20]})")
-    if columns is None:
-        other = [c for c in names if c != label and not _is_number(ddf[c].dtype)]
-        if other:
-            raise _non_numeric("DataFrame", other, [ddf[c].dtype for c in other], _first_text(ddf, other[0]))
-        columns = [c for c in names if c != label]
-        if not columns:
-            raise ValueError("the DataFrame has no numeric columns besides the label")
-    columns = list(columns)
+    if label is not None and label not in ddf.columns:
+        raise ValueError(f"label column {label!r} not found (columns: {list(ddf.columns)[:20]})")
+    columns = default_columns(ddf, label) if columns is None else list(columns)
+    missing = [c for c in columns if c not in ddf.columns]
+    if missing:
+        raise ValueError(f"column {missing[0]!r} not found (columns: {list(ddf.columns)[:20]})")
     _check_numeric(ddf, columns + ([label] if label is not None and not _is_text(ddf[label].dtype) else []),
                    "DataFrame")
     if lengths is False:

@@ -50,6 +50,10 @@ class KernelModel(Estimator):
         The estimator's classes (classifiers).
     n_features_in_ : int
         Raw input features.
+    feature_names_in_ : ndarray of str
+        Names of the input columns, in order, when the model was trained on a table whose
+        columns have names (``dask-kernels train`` on a Parquet or CSV file). Kept when saved;
+        ``dask-kernels predict`` and ``score`` read the columns of that name from a table.
 
     Notes
     -----
@@ -315,7 +319,11 @@ def load_model(path: str | os.PathLike, *, max_bytes: int | None = None,
     >>> bool((load_model(path).predict(X) == model.predict(X)).all())
     True
     """
-    return KernelModel(*read_model(path, max_bytes=max_bytes, storage_options=storage_options))
+    fmap, estimator, history, names = read_model(path, max_bytes=max_bytes, storage_options=storage_options)
+    model = KernelModel(fmap, estimator, history)
+    if names is not None:
+        model.feature_names_in_ = np.asarray(names, dtype=object)
+    return model
 
 
 def _raw_block(b, model, method, block_info=None):

@@ -1,7 +1,8 @@
 """The on-disk format of a :class:`~dask_kernels.learn.model.KernelModel`: save, load, path checks.
 
 A saved model is a directory of ``model.json`` (the format marker, the feature map's spec, the
-estimator's class name, parameters and scalar state, the history), ``arrays.npz`` (the
+estimator's class name, parameters and scalar state, the history, the input column names if
+known), ``arrays.npz`` (the
 estimator's learned arrays, no pickle) and, for maps with fitted arrays, ``feature_map.npz``
 (the sidecar). Locally it is written beside its path and renamed into place; on an fsspec URL
 the files are uploaded with ``model.json`` last. Loading never runs code from the files and
@@ -69,6 +70,7 @@ def save_model(model: Any, path: str | os.PathLike, overwrite: bool = False,
         "feature_map": None if model.feature_map is None else model.feature_map.spec(),
         "estimator": {"class": name, "params": json_params(model.estimator), "state": state},
         "history": list(model.history or []),
+        "feature_names": _names_json(getattr(model, "feature_names_in_", None)),
         "versions": versions(),  # said again when loaded under others (dask_kernels._versions)
     }
     path = os.fspath(path)
@@ -98,6 +100,24 @@ def save_model(model: Any, path: str | os.PathLike, overwrite: bool = False,
         shutil.rmtree(tmp, ignore_errors=True)  # ours: made by mkdtemp above
         raise
     return path
+
+
+def _names_json(names):
+    """``feature_names_in_`` as model.json holds it: a list of str, or None."""
+    return None if names is None else [str(n) for n in names]
+
+
+def _check_names(names, n_features, where):
+    """model.json's ``feature_names``: None, or one distinct string per input column."""
+    if names is None:
+        return None
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise ValueError(f"{where}: feature_names must be a list of strings or null")
+    if n_features is not None and len(names) != n_features:
+        raise ValueError(f"{where}: feature_names has {len(names)} names for {n_features} input features")
+    if len(set(names)) != len(names):
+        raise ValueError(f"{where}: feature_names holds a name twice")
+    return names
 
 
 def _write_files(folder, feature_map, arrays, meta):
@@ -268,8 +288,8 @@ def _remove_model_dir(path):
 
 
 def read_model(path: str | os.PathLike, *, max_bytes: int | None = None,
-               storage_options: dict | None = None) -> tuple[Any, Any, list]:
-    """``(feature map, estimator, history)`` of the model saved at ``path``, every field and
+               storage_options: dict | None = None) -> tuple[Any, Any, list, list | None]:
+    """``(feature map, estimator, history, feature names or None)`` of the model saved at ``path``, every field and
     array checked: :func:`~dask_kernels.learn.model.load_model` (which documents the checks,
     the parameters and the errors)."""
     path = os.fspath(path)
@@ -300,6 +320,7 @@ def read_model(path: str | os.PathLike, *, max_bytes: int | None = None,
         state = est_meta["state"]
         history = meta["history"]
         spec = meta["feature_map"]
+        names = meta.get("feature_names")  # absent in models saved before it was kept
     except KeyError as e:
         raise ValueError(f"{where}: missing key {e.args[0]!r}") from None
     except (TypeError, AttributeError) as e:
@@ -328,4 +349,5 @@ def read_model(path: str | os.PathLike, *, max_bytes: int | None = None,
         if n_in is not None and n_in != width:
             raise ValueError(f"{where}: the estimator was trained on {n_in} features, the feature map "
                              f"gives {width}")
-    return fmap, estimator, history
+    n_raw = int(fmap.n_features_in_) if fmap is not None else getattr(estimator, "n_features_in_", None)
+    return fmap, estimator, history, _check_names(names, n_raw, where)

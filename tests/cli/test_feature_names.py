@@ -1,0 +1,130 @@
+"""A model trained on a Parquet or CSV table keeps its input columns' names and reads them by name.
+
+Before, the model kept no names: ``predict`` and ``score`` read a table's numeric columns by
+position. A test file whose columns come in another order was scored on the wrong columns
+without a word, and a test file that still held the label column (of class names) was refused.
+"""
+
+import json
+import logging
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dask_kernels import load_model
+from dask_kernels.cli import main
+
+from _cli import one_line_error
+
+pytest.importorskip("pyarrow")
+
+FEATURES = ["a", "b", "c", "d"]
+
+
+@pytest.fixture(scope="module")
+def tables(tmp_path_factory):
+    d = tmp_path_factory.mktemp("names")
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(600, 4)) * [1.0, 3.0, 0.5, 2.0] + [0.0, 5.0, -1.0, 0.0]  # columns in their own units
+    names = np.array(["low", "high"])[(X[:, 0] * X[:, 1] > 0).astype(int)]
+    df = pd.DataFrame(X, columns=FEATURES).assign(kind=names)
+    df.iloc[:400].to_csv(d / "train.csv", index=False)
+    df.iloc[:400].to_parquet(d / "train.parquet")
+    test = df.iloc[400:]
+    test.to_csv(d / "test.csv", index=False)
+    # the same rows: columns in another order, the labels first, and a column the model never saw
+    shuffled = test[["kind", "d", "b", "a", "c"]].assign(note="x")
+    shuffled.to_csv(d / "shuffled.csv", index=False)
+    shuffled.to_parquet(d / "shuffled.parquet")
+    test[["a", "b", "d"]].to_csv(d / "missing.csv", index=False)
+    return d, X
+
+
+def _ok(capsys, argv):
+    assert main(argv) == 0, capsys.readouterr().err
+    return capsys.readouterr().out
+
+
+@pytest.fixture(scope="module", params=["csv", "parquet"])
+def model(request, tables, tmp_path_factory):
+    d, _ = tables
+    out = tmp_path_factory.mktemp("model") / "m.dk"
+    assert main(["train", str(d / f"train.{request.param}"), "--label-column", "kind", "--method", "gcws",
+                 "--n-components", "64", "--epochs", "2", "--no-progress", "-o", str(out)]) == 0
+    return out, request.param
+
+
+def test_the_model_keeps_the_names_and_info_shows_them(model, capsys):
+    path, _ = model
+    m = load_model(path)
+    assert list(m.feature_names_in_) == FEATURES
+    assert "input columns: a, b, c, d" in _ok(capsys, ["info", str(path)])
+
+
+def test_predict_and_score_read_the_trained_columns_by_name(model, tables, capsys):
+    path, fmt = model
+    d, X = tables
+    expected = load_model(path).predict(X[400:])
+    for name in ("test.csv", f"shuffled.{fmt}"):
+        out = d / f"p-{name}-{fmt}.npy"
+        _ok(capsys, ["predict", str(path), str(d / name), "-o", str(out)])
+        np.testing.assert_array_equal(np.load(out, allow_pickle=True), expected)
+    scored = [_ok(capsys, ["score", str(path), str(d / name), "--label-column", "kind"]).split()[-1]
+              for name in ("test.csv", f"shuffled.{fmt}")]
+    assert scored[0] == scored[1]
+
+
+def test_a_missing_trained_column_is_named(model, tables, capsys):
+    path, _ = model
+    d, _ = tables
+    err = one_line_error(capsys, ["predict", str(path), str(d / "missing.csv"), "-o", str(d / "never.npy")])
+    assert "column 'c' not found" in err and "trained on columns a,b,c,d" in err and "--columns" in err
+    assert not (d / "never.npy").exists()
+
+
+def test_columns_given_are_read_as_given_with_a_warning(model, tables, capsys, caplog):
+    path, _ = model
+    d, X = tables
+    out = d / "given.npy"
+    with caplog.at_level(logging.WARNING, logger="dask_kernels"):
+        _ok(capsys, ["predict", str(path), str(d / "shuffled.csv"), "--columns", "d,b,a,c", "-o", str(out)])
+    assert "the model was trained on columns a,b,c,d" in caplog.text
+    np.testing.assert_array_equal(np.load(out, allow_pickle=True), load_model(path).predict(X[400:, [3, 1, 0, 2]]))
+    out.unlink()
+
+
+def test_a_model_without_names_loads_and_reads_by_position(model, tables, tmp_path, capsys):
+    path, _ = model
+    d, X = tables
+    import shutil
+
+    old = tmp_path / "old.dk"
+    shutil.copytree(path, old)
+    meta = json.loads((old / "model.json").read_text())
+    del meta["feature_names"]  # as models saved before the names were kept
+    (old / "model.json").write_text(json.dumps(meta))
+    m = load_model(old)
+    assert not hasattr(m, "feature_names_in_")
+    out = tmp_path / "p.npy"
+    _ok(capsys, ["predict", str(old), str(d / "test.csv"), "--label-column", "kind", "-o", str(out)])
+    np.testing.assert_array_equal(np.load(out, allow_pickle=True), m.predict(X[400:]))
+
+
+@pytest.mark.parametrize("names, why", [
+    ("a", "must be a list of strings"),
+    (["a", 1, "c", "d"], "must be a list of strings"),
+    (["a", "b", "c"], "3 names for 4 input features"),
+    (["a", "b", "a", "d"], "holds a name twice"),
+])
+def test_malformed_names_are_refused_on_load(model, tmp_path, names, why):
+    path, _ = model
+    import shutil
+
+    bad = tmp_path / "bad.dk"
+    shutil.copytree(path, bad)
+    meta = json.loads((bad / "model.json").read_text())
+    meta["feature_names"] = names
+    (bad / "model.json").write_text(json.dumps(meta))
+    with pytest.raises(ValueError, match=why):
+        load_model(bad)
