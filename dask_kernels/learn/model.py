@@ -53,7 +53,8 @@ class KernelModel(Estimator):
     feature_names_in_ : ndarray of str
         Names of the input columns, in order, when the model was trained on a table whose
         columns have names (``dask-kernels train`` on a Parquet or CSV file). Kept when saved;
-        ``dask-kernels predict`` and ``score`` read the columns of that name from a table.
+        ``dask-kernels predict`` and ``score`` read the columns of that name from a table, and
+        the methods from a pandas or dask DataFrame.
 
     Notes
     -----
@@ -156,7 +157,7 @@ class KernelModel(Estimator):
         fn = getattr(self.estimator, method)
         from ..io.tabular import as_rows  # dask DataFrames -> dask arrays of known lengths
 
-        X, _ = as_rows(X)
+        X, _ = as_rows(self._by_name(X))
         if _is_store(X):
             return self._apply_store(fn, X, width, dtype)
         if hasattr(X, "dask") and hasattr(X, "map_blocks"):
@@ -168,6 +169,17 @@ class KernelModel(Estimator):
             return fn(self.features(X))
         outs = [fn(self.features(X[a:b], a)) for a, b in row_bounds(n, PREDICT_BLOCK_ROWS)]
         return np.concatenate(outs)
+
+    def _by_name(self, X):
+        """A DataFrame's columns the model was trained on, by name, in order (``feature_names_in_``)."""
+        names = getattr(self, "feature_names_in_", None)
+        if names is None or not hasattr(X, "columns"):
+            return X
+        names = [str(n) for n in names]
+        missing = [n for n in names if n not in X.columns]
+        if missing:
+            raise ValueError(f"the rows have no column {missing[0]!r}; the model was trained on columns {names}")
+        return X[names]
 
     def _out_meta(self, fn, sample_block, width, dtype):
         # a 1-row evaluation on a made-up row gives the result's dtype and width (e.g. the

@@ -128,3 +128,18 @@ def test_malformed_names_are_refused_on_load(model, tmp_path, names, why):
     (bad / "model.json").write_text(json.dumps(meta))
     with pytest.raises(ValueError, match=why):
         load_model(bad)
+
+
+def test_the_methods_read_a_dataframe_by_name(model, tables):
+    import dask.dataframe as dd
+
+    path, _ = model
+    d, X = tables
+    m = load_model(path)
+    expected = m.predict(X[400:])
+    frame = pd.read_csv(d / "shuffled.csv")  # other order, the labels and a text column beside
+    np.testing.assert_array_equal(m.predict(frame), expected)
+    np.testing.assert_array_equal(m.predict(dd.from_pandas(frame, npartitions=3)).compute(), expected)
+    np.testing.assert_allclose(m.predict_proba(frame), m.predict_proba(X[400:]))
+    with pytest.raises(ValueError, match="no column 'c'; the model was trained on columns"):
+        m.predict(frame.drop(columns="c"))
