@@ -1,16 +1,11 @@
 """A saved model applied lazily to rows named on the command line (computed on the cluster)."""
 
-import logging
-
 import dask
 import dask.array as da
 import numpy as np
 
 from ._args import UsageError
-from ._inputs import TABLES, open_rows, table_columns
-from ._paths import existing, input_format
-
-logger = logging.getLogger(__name__)
+from ._inputs import columns_by_name, open_rows, table_columns
 
 
 def _apply_part(model, method, part):
@@ -46,19 +41,17 @@ def open_for_model(model, path, args, flag="input"):
     n_features = args.n_features
     if n_features is None and model.feature_map is not None:
         n_features = int(model.feature_map.n_features_in_)
-    columns, trained = table_columns(args), getattr(model, "feature_names_in_", None)
-    if trained is not None and input_format(existing(path, flag), args.format, flag) in TABLES:
-        trained = [str(c) for c in trained]
-        if columns is None:  # a table: its columns of those names, in that order, whatever else it holds
-            columns = trained
-        elif columns != trained:
-            logger.warning("--columns %s: the model was trained on columns %s", ",".join(columns), ",".join(trained))
+    trained = getattr(model, "feature_names_in_", None)
+    trained = None if trained is None else [str(c) for c in trained]
+    # a table: the columns of those names, in that order, whatever else it holds
+    given = table_columns(args)
+    columns = columns_by_name(path, args.format, given, trained, "model", flag)
     try:
         fmt, X, labels = open_rows(path, args.format, n_features=n_features, zero_based=args.zero_based,
                                    blocksize=args.blocksize, columns=columns, label_column=args.label_column,
                                    flag=flag, header=args.header)
     except UsageError as e:
-        if columns is not trained or "not found" not in str(e) or "label column" in str(e):
+        if given is not None or columns is None or "not found" not in str(e) or "label column" in str(e):
             raise
         raise UsageError(f"{e}; the model was trained on columns {','.join(trained)} and reads them by name: "
                          "name the input's columns with --columns") from None

@@ -1,7 +1,11 @@
 """Rows and labels named on the command line, opened lazily (nothing is read until computed)."""
 
+import logging
+
 from ._args import UsageError, positive_int
 from ._paths import CSV_COMPRESSED, compressed_error, existing, input_format, is_url
+
+logger = logging.getLogger(__name__)
 
 
 def add_table_arguments(parser):
@@ -43,9 +47,24 @@ def table_columns(args):
     return names
 
 
+def columns_by_name(path, fmt, given, names, owner, flag="input"):
+    """The feature columns to read from ``path``: ``given`` (``--columns``), else, for a Parquet
+    or CSV input, ``names``, the input columns ``owner`` (a model, a store) was made from, which
+    it reads by name (None: none known, the table's default columns)."""
+    if names is None or input_format(existing(path, flag), fmt, flag) not in TABLES:
+        return given
+    names = [str(c) for c in names]
+    if given is None:
+        return names
+    if given != names:
+        logger.warning("--columns %s: the %s was made from columns %s", ",".join(given), owner, ",".join(names))
+    return given
+
+
 def open_rows(path, fmt="auto", *, n_features=None, zero_based=False, blocksize=64 * 2**20, block_rows=None,
-              columns=None, label_column=None, flag="input", header="auto"):
-    """``(format, rows, labels)``, lazily; ``path`` normalized.
+              columns=None, label_column=None, flag="input", header="auto", named=False):
+    """``(format, rows, labels)``, lazily; ``path`` normalized; with ``named`` also the names of
+    a Parquet/CSV input's feature columns (None for other inputs).
 
     ``rows`` is a dask array (.npy, Zarr, Parquet, CSV), SparsePartitions (svmlight) or, for a
     feature store, the FeatureStore. ``labels`` are those the input carries (svmlight, a store,
@@ -62,16 +81,16 @@ def open_rows(path, fmt="auto", *, n_features=None, zero_based=False, blocksize=
         from ..pipeline import open_store
 
         store = open_store(path)
-        return fmt, store, store.labels
+        return (fmt, store, store.labels) + ((None,) if named else ())
     if fmt == "npy":
         if is_url(path):
             raise UsageError(f"{flag} {path}: .npy input must be a local file (use a Zarr array for URLs)")
         open_npy(path, flag, ndim=2)  # a damaged file fails here, naming it, before any cluster work
-        return fmt, io.read_npy(path, block_rows=block_rows), None
+        return (fmt, io.read_npy(path, block_rows=block_rows), None) + ((None,) if named else ())
     if fmt == "zarr":
-        return fmt, io.read_zarr(path, block_rows=block_rows), None
+        return (fmt, io.read_zarr(path, block_rows=block_rows), None) + ((None,) if named else ())
     if fmt in TABLES:
-        return (fmt,) + open_table(path, fmt, columns, label_column, block_rows, blocksize, flag, header)
+        return (fmt,) + open_table(path, fmt, columns, label_column, block_rows, blocksize, flag, header, named)
     try:
         X = io.read_svmlight(path, n_features=n_features, blocksize=blocksize, zero_based=zero_based)
     except Exception as e:  # a compressed file fails in many ways (even unpicklable worker errors)
@@ -79,7 +98,7 @@ def open_rows(path, fmt="auto", *, n_features=None, zero_based=False, blocksize=
         if err is None:
             raise
         raise err from None
-    return fmt, X, X.labels
+    return (fmt, X, X.labels) + ((None,) if named else ())
 
 
 TABLES = ("parquet", "csv")

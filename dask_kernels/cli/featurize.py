@@ -9,7 +9,7 @@ import warnings
 
 from ._args import UsageError, check_width, make_map, parse_params, positive_int
 from ._cluster import add_cluster_arguments, client_for, start_worker_server, starts_local_cluster
-from ._inputs import add_input_arguments, labels_for, open_rows, table_columns
+from ._inputs import add_input_arguments, columns_by_name, labels_for, open_rows, table_columns
 from ._paths import existing, output_store
 
 help = "featurize .npy, Zarr, Parquet, CSV or svmlight rows into a resumable Zarr feature store"
@@ -102,18 +102,22 @@ def block_rows(args):
     return args.block_rows
 
 
-def read_input(args):
-    """``(rows, labels)``, lazily: a dask array or SparsePartitions, and the labels to store beside
-    them (``--labels``, or a Parquet/CSV ``--label-column``; svmlight rows carry their own, which
-    :func:`~dask_kernels.featurize` reads from them: None here)."""
-    fmt, X, carried = open_rows(args.input, args.format, n_features=args.n_features, zero_based=args.zero_based,
-                                blocksize=args.blocksize, block_rows=block_rows(args), columns=table_columns(args),
-                                label_column=args.label_column, header=args.header)
+def read_input(args, stored_names=None):
+    """``(rows, labels, names)``, lazily: a dask array or SparsePartitions, the labels to store
+    beside them (``--labels``, or a Parquet/CSV ``--label-column``; svmlight rows carry their own,
+    which :func:`~dask_kernels.featurize` reads from them: None here) and a Parquet/CSV input's
+    feature column names (else None). ``stored_names``: the input columns of the store appended
+    to, which a table's columns are read by (unless ``--columns``)."""
+    columns = columns_by_name(args.input, args.format, table_columns(args), stored_names, "store")
+    fmt, X, carried, names = open_rows(args.input, args.format, n_features=args.n_features,
+                                       zero_based=args.zero_based, blocksize=args.blocksize,
+                                       block_rows=block_rows(args), columns=columns, label_column=args.label_column,
+                                       header=args.header, named=True)
     if fmt == "store":
         raise UsageError(f"input {args.input}: is a feature store; featurize raw rows (.npy, Zarr array, Parquet, "
                          "CSV, svmlight)")
     labels = labels_for(args, fmt, X, carried, source=f"input {args.input}", required=False)
-    return X, None if fmt == "svmlight" else labels
+    return X, None if fmt == "svmlight" else labels, names
 
 
 def fit_here(fmap, X, block_rows):
@@ -177,12 +181,16 @@ def run(args):
     fmap = build_map(args)
     if args.n_features is not None:  # svmlight's stated width: known now, so refused now
         check_width(fmap, args.n_features, "--n-features")
-    stored_map = None
+    stored_map = stored_names = None
     if args.append:  # the store's map, fixed by its first rows (None: these rows create the store)
         method, params = explicit_map(args)
         stored_map = append_map(output, params, method=method)
+        if stored_map is not None:
+            from ..pipeline import open_store
+
+            stored_names = open_store(output).feature_names
     with client_for(args, prepare=_prepare_client):
-        X, labels = read_input(args)
+        X, labels, names = read_input(args, stored_names)
         if X.shape[0] == 0:  # before a map is fitted on nothing (its message names no file)
             raise UsageError(f"input {args.input}: has no rows (an empty file?): nothing to featurize")
         fmap = stored_map if stored_map is not None else resolve_center(fmap, X)
@@ -191,10 +199,10 @@ def run(args):
             fmap = fit_here(fmap, X, block_rows(args))
         store = featurize(X, fmap, labels=labels, store=output, block_rows=block_rows(args),
                           overwrite=args.overwrite, mode="append" if args.append else "write",
-                          progress=not args.no_progress)
+                          progress=not args.no_progress, feature_names=names)
         seconds = time.perf_counter() - t0
     stats = store.run_stats
     print(f"{store.path}: {store.n_rows} rows x {store.features.shape[1]} {store.features.dtype} "
-          f"({store.spec['method']}), {store.n_blocks} blocks: {stats['computed']} computed, "
+          f"({store.spec['method']}), {store.n_blocks} block{'' if store.n_blocks == 1 else 's'}: {stats['computed']} computed, "
           f"{stats['skipped']} already done; {seconds:.1f} s")
     return 0

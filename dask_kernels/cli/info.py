@@ -23,6 +23,11 @@ def add_arguments(parser):
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of lines")
 
 
+def _print_names(names):
+    if names is not None:
+        print("input columns: " + ", ".join(names[:20]) + (f", ... ({len(names)})" if len(names) > 20 else ""))
+
+
 def _print_classes(classes):
     if classes is not None:
         shown = ", ".join(map(str, classes[:20])) + (", ..." if len(classes) > 20 else "")
@@ -43,6 +48,7 @@ def summary(store, verify=False):
         "complete": bool(store.complete),
         "columns": [c for c in ("labels", "qid", "row_ids") if getattr(store, c, None) is not None],
         "classes": None if getattr(store, "classes", None) is None else store.classes.tolist(),  # label names
+        "feature_names": store.feature_names,
         "format": store.format,
         "package_version": store.package_version,
         "method": store.spec.get("method"),
@@ -86,9 +92,7 @@ def _print_model(s):
     params = ", ".join(f"{k}={v!r}" for k, v in sorted((s["params"] or {}).items()) if k != "center" or v is None)
     print(f"model: {s['path']}")
     print(f"map: {s['method']}({params}) on {s['n_features_in']} features" if s["method"] else "map: none (raw rows)")
-    if s["feature_names"] is not None:
-        names = s["feature_names"]
-        print("input columns: " + ", ".join(names[:20]) + (f", ... ({len(names)})" if len(names) > 20 else ""))
+    _print_names(s["feature_names"])
     est = ", ".join(f"{k}={v!r}" for k, v in sorted(s["estimator_params"].items()))
     print(f"estimator: {s['estimator']}({est})")
     _print_classes(s["classes"])
@@ -134,10 +138,12 @@ def run(args):
     if s["segments"]:
         print(f"blocks: {s['blocks']}, {s['blocks_done']} done, in {len(s['segments'])} segments (appended):")
         for n, seg in enumerate(s["segments"]):
-            print(f"  segment {n}: {seg['rows']} rows, {seg['blocks']} blocks of {seg['block_rows']} rows")
+            print(f"  segment {n}: {seg['rows']} rows, {seg['blocks']} block{'' if seg['blocks'] == 1 else 's'} "
+                  f"of {seg['block_rows']} rows")
     else:
         print(f"blocks: {s['blocks']} of {s['block_rows']} rows, {s['blocks_done']} done")
     print(f"columns: {', '.join(s['columns']) or 'none'}")
+    _print_names(s["feature_names"])
     _print_classes(s["classes"])
     print(f"spec: {s['method']}({params})")
     print(f"complete: {'yes' if s['complete'] else 'no (re-run the same featurize command to finish it)'}")

@@ -158,7 +158,7 @@ def _source(args):
         if store.labels is None:
             raise UsageError(f"source {path}: the store has no labels; featurize it again with --labels y.npy "
                              "(.npy input) or from an svmlight file")
-        return StoreSource(store, block_rows=args.block_rows), None
+        return StoreSource(store, block_rows=args.block_rows), store.feature_names
     fmap = None
     if args.method:
         params = dict(GCWS_DEFAULTS) if args.method == "gcws" else {"n_components": N_COMPONENTS}

@@ -164,7 +164,9 @@ def fit_incremental(estimator: Any, source: Any, y: Any = None, *, feature_map: 
         (accuracy, error, log_loss, erp / mse, r2 / inertia), ``metric`` (the one the schedule
         decides on), ``baseline`` (its value for the model the epoch started from, which the
         schedule compared with), ``action`` ("first", "keep", "halve", "revert") and ``stop``
-        (early stopping ended the run after this epoch).
+        (early stopping ended the run after this epoch). Its ``feature_names_in_`` are the
+        input's column names when the source has them (a store that kept them, a dask
+        DataFrame).
 
     Examples
     --------
@@ -184,7 +186,13 @@ def fit_incremental(estimator: Any, source: Any, y: Any = None, *, feature_map: 
     run = _Run(estimator, source, y, feature_map, TrainConfig.from_options(config, options))
     with run.feed:
         _train(run)
-    return KernelModel(run.src.feature_map, estimator, run.state.history)
+    model = KernelModel(run.src.feature_map, estimator, run.state.history)
+    names = getattr(source, "feature_names", None)  # a store's input columns (featurize kept them)
+    if names is None and hasattr(source, "columns") and hasattr(source, "dask"):  # a dask DataFrame's
+        names = [str(c) for c in source.columns]
+    if names is not None:
+        model.feature_names_in_ = np.asarray(names, dtype=object)
+    return model
 
 
 def _train(run: _Run) -> None:

@@ -14,7 +14,7 @@ if TYPE_CHECKING:  # names used only in annotations
     from ..maps.base import FeatureMap
 
 
-def append_target(path, storage_options, fmap, columns, classes=None):
+def append_target(path, storage_options, fmap, columns, classes=None, feature_names=None):
     """The attributes of the store rows are appended to (None: no store yet, the first rows
     create it). Refuses a store whose spec or columns differ, whose labels are class names
     where the new rows' are numbers (or the reverse), or which is unfinished. A segment may
@@ -36,6 +36,10 @@ def append_target(path, storage_options, fmap, columns, classes=None):
         what = ("class names", "numbers") if classes is None else ("numbers", "class names")
         raise ValueError(f"{path}: the store's labels are {what[0]}, the appended rows' are {what[1]}; every "
                          "segment's labels must be of the same kind")
+    stored = info["fingerprint"].get("feature_names")
+    if stored is not None and feature_names is not None and list(feature_names) != stored:
+        raise ValueError(f"{path}: the store's rows have input columns {stored}, the appended rows {list(feature_names)}; "
+                         "select the appended rows' columns in the store's order (e.g. ddf[open_store(path).feature_names])")
     if g.attrs.get("complete") is not True:
         raise ValueError(f"{path}: the store's first rows are not finished; re-run the featurize that created it "
                          "before appending")

@@ -25,7 +25,7 @@ from ..io.dense import MappedFile, file_identity, from_array, mapped, read_mappe
 from ..io.sparse import SparsePartitions, from_sparse
 from ..sidecar import graph_arrays, map_arrays, write_group
 from ..io._layers import name_input_error, read_together, row_label_pairs
-from ..io.tabular import as_rows
+from ..io.tabular import as_rows, is_dataframe
 from ..labels import Encoded, encode, is_class_names
 from .creation import create_store
 from .layout import MAX_SHARD_BLOCKS, STORE_FORMAT, open_checked
@@ -35,7 +35,8 @@ from .records import FIELD, mark_complete, read_records, record_ok, set_incomple
 from .segments import add_segment, segment_path
 from .store import BlockReader, open_store
 from .append import append_target
-from .fingerprint import differences, fingerprint_hash, input_fingerprint, job_fingerprint, job_key, stable_part
+from .fingerprint import (check_feature_names, differences, fingerprint_hash, input_fingerprint, job_fingerprint,
+                          job_key, stable_part)
 from .tasks import (featurize_dense_chunk, transform_chunk, transform_part, verify_block, write_blocks,
                     write_dense_chunk, write_shard)
 
@@ -167,7 +168,7 @@ _UNSET = object()
 def featurize(X: Any, feature_map: FeatureMap, *, labels: Any = None, row_ids: Any = None, store: str | None = None,
               block_rows: int | None = None, compressors: Any = "auto", overwrite: bool = False, progress: bool = True,
               storage_options: dict | None = None, shards: int | str | None = "auto", mode: str = "write",
-              chunks: int | None = _UNSET) -> da.Array | FeatureStore:
+              feature_names: Any = None, chunks: int | None = _UNSET) -> da.Array | FeatureStore:
     """Featurize rows on Dask: a lazy dask array, or a resumable Zarr feature store.
 
     Parameters
@@ -233,6 +234,10 @@ def featurize(X: Any, feature_map: FeatureMap, *, labels: Any = None, row_ids: A
         must be those of the store (refused, naming what differs). :func:`open_store` and
         training see the rows of every finished segment after the first rows, in the order
         they were appended. A changed input file is a new input: a new segment.
+    feature_names : sequence of str, optional
+        Names of the input's columns, in order, kept by the store (``FeatureStore.feature_names``)
+        and by the models trained on it, which then read a table's columns by name. Default: a
+        dask DataFrame's columns, else none. Appending rows named otherwise is refused.
     chunks : int, optional
         Deprecated alias of ``block_rows`` (FutureWarning; removed in the next release).
 
@@ -283,6 +288,8 @@ def featurize(X: Any, feature_map: FeatureMap, *, labels: Any = None, row_ids: A
     from ..maps.base import fits_on_all_rows
 
     lazy = store is None and not fits_on_all_rows(feature_map)
+    if feature_names is None and is_dataframe(X):
+        feature_names = [str(c) for c in X.columns]
     X, labels = as_rows(X, None if store is None else labels, lengths=not lazy)
     kind, src = _as_source(X, block_rows, lazy=lazy)
     fmap = _fitted(feature_map, kind, src)
@@ -293,6 +300,7 @@ def featurize(X: Any, feature_map: FeatureMap, *, labels: Any = None, row_ids: A
     if store is None:
         return _lazy(kind, src, spec_json, width, out_dtype, arrays, kernel_plan)
     n_rows = int(src.shape[0])
+    feature_names = check_feature_names(feature_names, int(src.shape[1]), "featurize")
 
     columns, classes, held = {}, None, []  # held: in-memory columns' shared keys, kept until the tasks ran
     from_source = kind == "sparse" and labels is None and src.has_labels
@@ -318,7 +326,7 @@ def featurize(X: Any, feature_map: FeatureMap, *, labels: Any = None, row_ids: A
     if mode == "append":
         if overwrite:
             raise ValueError("mode='append' adds rows to a store: it cannot be combined with overwrite=True")
-        root = append_target(store, storage_options, fmap, columns, classes)
+        root = append_target(store, storage_options, fmap, columns, classes, feature_names)
         if root is not None and block_rows is None:
             block_rows = root["block_rows"]  # the segments' blocks are like the first ones
     if block_rows is None:
@@ -327,7 +335,7 @@ def featurize(X: Any, feature_map: FeatureMap, *, labels: Any = None, row_ids: A
         else:
             block_rows = -(-n_rows // max(1, src.n_partitions)) if n_rows else 1
     block_rows = max(1, int(block_rows))
-    fp = job_fingerprint(fmap.spec(), input_fingerprint(kind, src), block_rows, columns, classes)
+    fp = job_fingerprint(fmap.spec(), input_fingerprint(kind, src), block_rows, columns, classes, feature_names)
     fp_sha = fingerprint_hash(fp)
     from .._version import __version__
     from ..rng import RNG_SCHEME
@@ -338,7 +346,8 @@ def featurize(X: Any, feature_map: FeatureMap, *, labels: Any = None, row_ids: A
     if root is not None and root["fingerprint_sha256"] != fp_sha:  # a new input: a new segment
         seg = segment_path(store, "seg-" + fp_sha[:16], storage_options, create=True)
         part = featurize(X, fmap, labels=labels if classes is None else Encoded(labels, classes), row_ids=row_ids, store=seg, block_rows=block_rows,
-                         compressors=compressors, progress=progress, storage_options=storage_options, shards=shards)
+                         compressors=compressors, progress=progress, storage_options=storage_options, shards=shards,
+                         feature_names=feature_names)
         add_segment(store, storage_options, root["lease"], "seg-" + fp_sha[:16])
         fs = open_store(store, storage_options=storage_options)
         fs.run_stats = dict(part.run_stats, segment=seg)

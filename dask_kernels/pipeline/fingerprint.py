@@ -48,11 +48,27 @@ def input_fingerprint(kind, source):
             "dtype": source.dtype.str}
 
 
-def job_fingerprint(spec, input_fp, block_rows, columns, classes=None):
+def job_fingerprint(spec, input_fp, block_rows, columns, classes=None, feature_names=None):
     fp = {"spec": spec, "input": input_fp, "block_rows": int(block_rows), "columns": sorted(columns)}
     if classes is not None:  # labels stored as codes into these class names (store format 5)
         fp["classes"] = [str(c) for c in classes]
+    if feature_names is not None:  # the input's column names (absent: as before they were kept)
+        fp["feature_names"] = [str(c) for c in feature_names]
     return fp
+
+
+def check_feature_names(names, n_features, where):
+    """``names`` as a list: one distinct string per input column (None stays None)."""
+    if names is None:
+        return None
+    if isinstance(names, str) or not all(isinstance(n, str) for n in names):
+        raise ValueError(f"{where}: feature names must be a list of strings")
+    names = list(names)
+    if len(names) != n_features:
+        raise ValueError(f"{where}: {len(names)} feature names for {n_features} input columns")
+    if len(set(names)) != len(names):
+        raise ValueError(f"{where}: a feature name is given twice")
+    return names
 
 
 #: input fingerprint keys that describe what the input is, not its current content

@@ -56,6 +56,11 @@ store is format 5 (sharded or not, with segments or not) so that versions that d
 refuse it instead of reading codes as labels. Each appended segment keeps its own names (a new
 segment may bring a new class); reading gives the names back.
 
+The names of the input's columns, when known (``featurize(feature_names=...)``, a dask
+DataFrame, a table read by the command line), are kept the same way
+(``fingerprint["feature_names"]``). No format change: a version that does not know them reads
+the features as they are, by position, which is what they are.
+
 Format 1 stores (done as one byte per block, no checksums) still open for reading, unverified;
 featurize does not resume them (``overwrite=True`` replaces them).
 """
@@ -74,6 +79,7 @@ from .._compat import zarr_sync
 from ..blocks import block_bounds
 from ..labels import check_classes, decode
 from ._digest import digest
+from .fingerprint import check_feature_names
 from .layout import COLUMNS, open_checked
 from .location import StoreError, open_group
 from .records import DONE, FIELD, RECORD_FIELDS, read_records, record_ok
@@ -214,6 +220,9 @@ class FeatureStore:
         codes, see :mod:`dask_kernels.labels`).
     classes : ndarray of str or None
         The sorted class names of a store whose labels are class names (every segment's).
+    feature_names : list of str or None
+        Names of the input's columns, in order (``featurize(feature_names=...)``, a dask
+        DataFrame's columns, or the table ``dask-kernels featurize`` read), else None.
     spec : dict
         Spec of the map that wrote the store; ``feature_map`` rebuilds it.
     complete : bool
@@ -277,6 +286,8 @@ class FeatureStore:
                 self._check_segment(seg, entry)
         self._own_blocks = self.n_blocks
         self.classes = self._reader.classes
+        self.feature_names = check_feature_names(self.fingerprint.get("feature_names"),
+                                                 int(self.spec.get("n_features_in", -1)), f"{path}: fingerprint")
         if self.segments:
             self._join_segments()
 

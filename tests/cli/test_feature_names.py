@@ -37,6 +37,7 @@ def tables(tmp_path_factory):
     shuffled = test[["kind", "d", "b", "a", "c"]].assign(note="x")
     shuffled.to_csv(d / "shuffled.csv", index=False)
     shuffled.to_parquet(d / "shuffled.parquet")
+    test[["kind", "d", "b", "a", "c"]].to_csv(d / "reordered.csv", index=False)  # numbers only, in another order
     test[["a", "b", "d"]].to_csv(d / "missing.csv", index=False)
     return d, X
 
@@ -89,7 +90,7 @@ def test_columns_given_are_read_as_given_with_a_warning(model, tables, capsys, c
     out = d / "given.npy"
     with caplog.at_level(logging.WARNING, logger="dask_kernels"):
         _ok(capsys, ["predict", str(path), str(d / "shuffled.csv"), "--columns", "d,b,a,c", "-o", str(out)])
-    assert "the model was trained on columns a,b,c,d" in caplog.text
+    assert "the model was made from columns a,b,c,d" in caplog.text
     np.testing.assert_array_equal(np.load(out, allow_pickle=True), load_model(path).predict(X[400:, [3, 1, 0, 2]]))
     out.unlink()
 
@@ -143,3 +144,55 @@ def test_the_methods_read_a_dataframe_by_name(model, tables):
     np.testing.assert_allclose(m.predict_proba(frame), m.predict_proba(X[400:]))
     with pytest.raises(ValueError, match="no column 'c'; the model was trained on columns"):
         m.predict(frame.drop(columns="c"))
+
+
+def test_a_store_keeps_the_names_for_the_models_trained_on_it(tables, tmp_path, capsys):
+    d, X = tables
+    store, out = tmp_path / "s.zarr", tmp_path / "m.dk"
+    _ok(capsys, ["featurize", str(d / "train.csv"), str(store), "--label-column", "kind", "--method", "gcws",
+                 "--param", "n_components=64", "--no-progress"])
+    assert "input columns: a, b, c, d" in _ok(capsys, ["info", str(store)])
+    _ok(capsys, ["train", str(store), "--epochs", "2", "--no-progress", "-o", str(out)])
+    m = load_model(out)
+    assert list(m.feature_names_in_) == FEATURES
+    _ok(capsys, ["predict", str(out), str(d / "shuffled.csv"), "-o", str(tmp_path / "p.npy")])
+    np.testing.assert_array_equal(np.load(tmp_path / "p.npy", allow_pickle=True), m.predict(X[400:]))
+
+
+def test_appended_rows_are_read_by_the_store_names(tables, tmp_path, capsys):
+    """A day's table with its columns in another order is appended as the store's columns; before,
+    its rows were featurized from the wrong columns without a word."""
+    from dask_kernels import open_store
+
+    d, _ = tables
+    common = ["--label-column", "kind", "--method", "gcws", "--param", "n_components=64", "--no-progress"]
+    _ok(capsys, ["featurize", str(d / "train.csv"), str(tmp_path / "s.zarr"), *common])
+    _ok(capsys, ["featurize", str(d / "reordered.csv"), str(tmp_path / "s.zarr"), "--append", *common])
+    _ok(capsys, ["featurize", str(d / "train.csv"), str(tmp_path / "t.zarr"), *common])
+    _ok(capsys, ["featurize", str(d / "test.csv"), str(tmp_path / "t.zarr"), "--append", *common])
+    got, want = open_store(str(tmp_path / "s.zarr")), open_store(str(tmp_path / "t.zarr"))
+    assert got.n_rows == want.n_rows == 600
+    np.testing.assert_array_equal(got.features.compute(), want.features.compute())
+    np.testing.assert_array_equal(got.labels.compute(), want.labels.compute())
+
+
+def test_the_python_api_keeps_a_dataframes_names(tables, tmp_path):
+    import dask.dataframe as dd
+
+    from dask_kernels import GCWS, SoftmaxSGD, featurize, fit_incremental, open_store
+
+    d, X = tables
+    frame = pd.read_csv(d / "train.csv")
+    gcws = GCWS(n_components=32).fit(frame[FEATURES].to_numpy())
+    path = str(tmp_path / "s.zarr")
+    store = featurize(dd.from_pandas(frame[FEATURES], npartitions=2), gcws, labels=frame["kind"].to_numpy(),
+                      store=path, progress=False)
+    assert store.feature_names == FEATURES and open_store(path).feature_names == FEATURES
+    model = fit_incremental(SoftmaxSGD(code_bits=8, eta0=0.01), open_store(path), epochs=1, progress=False)
+    assert list(model.feature_names_in_) == FEATURES
+    other = dd.from_pandas(frame[["b", "a", "c", "d"]], npartitions=1)
+    with pytest.raises(ValueError, match=r"input columns \['a', 'b', 'c', 'd'\], the appended rows \['b', 'a'"):
+        featurize(other, gcws, labels=frame["kind"].to_numpy(), store=path, mode="append", progress=False)
+    with pytest.raises(ValueError, match="3 feature names for 4 input columns"):
+        featurize(X[:50], gcws, store=str(tmp_path / "n.zarr"), feature_names=["a", "b", "c"], progress=False)
+    assert featurize(X[:50], gcws, store=str(tmp_path / "u.zarr"), progress=False).feature_names is None

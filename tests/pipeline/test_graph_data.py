@@ -134,7 +134,7 @@ def test_cli_read_path_graph_holds_no_labels(tmp_path, write_graphs):
         args = build_parser().parse_args(["featurize", xp, str(d / "f.zarr"), "--labels", yp,
                                           "--block-rows", str(n // BLOCKS)])
         tracemalloc.start()
-        X, labels = read_input(args)
+        X, labels, _ = read_input(args)
         _, peak = tracemalloc.get_traced_memory()
         tracemalloc.stop()
         assert peak < n * 8 / 10, peak  # the labels are 8 bytes a row: not read here
