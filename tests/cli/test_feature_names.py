@@ -196,3 +196,18 @@ def test_the_python_api_keeps_a_dataframes_names(tables, tmp_path):
     with pytest.raises(ValueError, match="3 feature names for 4 input columns"):
         featurize(X[:50], gcws, store=str(tmp_path / "n.zarr"), feature_names=["a", "b", "c"], progress=False)
     assert featurize(X[:50], gcws, store=str(tmp_path / "u.zarr"), progress=False).feature_names is None
+
+
+def test_fit_incremental_keeps_a_dask_dataframes_names(tables):
+    import dask.dataframe as dd
+
+    from dask_kernels import GCWS, SoftmaxSGD, fit_incremental
+
+    d, X = tables
+    frame = pd.read_csv(d / "train.csv")
+    gcws = GCWS(n_components=32).fit(frame[FEATURES].to_numpy())
+    model = fit_incremental(SoftmaxSGD(code_bits=8, eta0=0.01), dd.from_pandas(frame[FEATURES], npartitions=2),
+                            dd.from_pandas(frame["kind"], npartitions=2), feature_map=gcws, epochs=1, progress=False)
+    assert list(model.feature_names_in_) == FEATURES
+    shuffled = pd.read_csv(d / "shuffled.csv")
+    np.testing.assert_array_equal(model.predict(shuffled), model.predict(X[400:]))
