@@ -81,6 +81,13 @@ def is_dataframe(X):
     return mod.startswith(("dask.dataframe", "dask_expr")) and hasattr(X, "npartitions")
 
 
+def column_names(X) -> list[str] | None:
+    """The column names of a pandas or dask DataFrame, as strings; None for anything else."""
+    if not hasattr(X, "columns") or not (is_dataframe(X) or (type(X).__module__ or "").startswith("pandas")):
+        return None
+    return [str(c) for c in X.columns]
+
+
 def partition_lengths(*frames):
     """Rows per partition of each dask DataFrame or Series (a list of tuples), computed together:
     one pass over the data (dask DataFrames do not know them; frames taken from the same

@@ -165,8 +165,8 @@ def fit_incremental(estimator: Any, source: Any, y: Any = None, *, feature_map: 
         decides on), ``baseline`` (its value for the model the epoch started from, which the
         schedule compared with), ``action`` ("first", "keep", "halve", "revert") and ``stop``
         (early stopping ended the run after this epoch). Its ``feature_names_in_`` are the
-        input's column names when the source has them (a store that kept them, a dask
-        DataFrame).
+        input's column names when the source has them (a store that kept them, a pandas or
+        dask DataFrame).
 
     Examples
     --------
@@ -187,9 +187,10 @@ def fit_incremental(estimator: Any, source: Any, y: Any = None, *, feature_map: 
     with run.feed:
         _train(run)
     model = KernelModel(run.src.feature_map, estimator, run.state.history)
+    from ..io.tabular import column_names
+
     names = getattr(source, "feature_names", None)  # a store's input columns (featurize kept them)
-    if names is None and hasattr(source, "columns") and hasattr(source, "dask"):  # a dask DataFrame's
-        names = [str(c) for c in source.columns]
+    names = column_names(source) if names is None else names  # a DataFrame's
     if names is not None:
         model.feature_names_in_ = np.asarray(names, dtype=object)
     return model

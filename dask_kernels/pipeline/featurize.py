@@ -25,7 +25,7 @@ from ..io.dense import MappedFile, file_identity, from_array, mapped, read_mappe
 from ..io.sparse import SparsePartitions, from_sparse
 from ..sidecar import graph_arrays, map_arrays, write_group
 from ..io._layers import name_input_error, read_together, row_label_pairs
-from ..io.tabular import as_rows, is_dataframe
+from ..io.tabular import as_rows, column_names
 from ..labels import Encoded, encode, is_class_names
 from .creation import create_store
 from .layout import MAX_SHARD_BLOCKS, STORE_FORMAT, open_checked
@@ -237,7 +237,7 @@ def featurize(X: Any, feature_map: FeatureMap, *, labels: Any = None, row_ids: A
     feature_names : sequence of str, optional
         Names of the input's columns, in order, kept by the store (``FeatureStore.feature_names``)
         and by the models trained on it, which then read a table's columns by name. Default: a
-        dask DataFrame's columns, else none. Appending rows named otherwise is refused.
+        pandas or dask DataFrame's columns, else none. Appending rows named otherwise is refused.
     chunks : int, optional
         Deprecated alias of ``block_rows`` (FutureWarning; removed in the next release).
 
@@ -288,8 +288,8 @@ def featurize(X: Any, feature_map: FeatureMap, *, labels: Any = None, row_ids: A
     from ..maps.base import fits_on_all_rows
 
     lazy = store is None and not fits_on_all_rows(feature_map)
-    if feature_names is None and is_dataframe(X):
-        feature_names = [str(c) for c in X.columns]
+    if feature_names is None:
+        feature_names = column_names(X)
     X, labels = as_rows(X, None if store is None else labels, lengths=not lazy)
     kind, src = _as_source(X, block_rows, lazy=lazy)
     fmap = _fitted(feature_map, kind, src)

@@ -196,6 +196,7 @@ def test_the_python_api_keeps_a_dataframes_names(tables, tmp_path):
     with pytest.raises(ValueError, match="3 feature names for 4 input columns"):
         featurize(X[:50], gcws, store=str(tmp_path / "n.zarr"), feature_names=["a", "b", "c"], progress=False)
     assert featurize(X[:50], gcws, store=str(tmp_path / "u.zarr"), progress=False).feature_names is None
+    assert featurize(frame[FEATURES], gcws, store=str(tmp_path / "p.zarr"), progress=False).feature_names == FEATURES
 
 
 def test_fit_incremental_keeps_a_dask_dataframes_names(tables):
