@@ -41,11 +41,9 @@ def open_for_model(model, path, args, flag="input"):
     n_features = args.n_features
     if n_features is None and model.feature_map is not None:
         n_features = int(model.feature_map.n_features_in_)
-    trained = getattr(model, "feature_names_in_", None)
-    trained = None if trained is None else [str(c) for c in trained]
-    # a table: the columns of those names, in that order, whatever else it holds
+    # a table: the columns of the names the model was trained on, in that order, whatever else it holds
     given = table_columns(args)
-    columns = columns_by_name(path, args.format, given, trained, "model", flag)
+    columns = columns_by_name(path, args.format, given, getattr(model, "feature_names_in_", None), "model", flag)
     try:
         fmt, X, labels = open_rows(path, args.format, n_features=n_features, zero_based=args.zero_based,
                                    blocksize=args.blocksize, columns=columns, label_column=args.label_column,
@@ -53,7 +51,7 @@ def open_for_model(model, path, args, flag="input"):
     except UsageError as e:
         if given is not None or columns is None or "not found" not in str(e) or "label column" in str(e):
             raise
-        raise UsageError(f"{e}; the model was trained on columns {','.join(trained)} and reads them by name: "
+        raise UsageError(f"{e}; the model was trained on columns {','.join(columns)} and reads them by name: "
                          "name the input's columns with --columns") from None
     return X, labels
 

@@ -188,7 +188,7 @@ def run(args):
         if stored_map is not None:
             from ..pipeline import open_store
 
-            stored_names = open_store(output).feature_names
+            stored_names = open_store(output, verify=False).feature_names  # attributes only
     with client_for(args, prepare=_prepare_client):
         X, labels, names = read_input(args, stored_names)
         if X.shape[0] == 0:  # before a map is fitted on nothing (its message names no file)

@@ -310,11 +310,10 @@ def _train(args):
                             metric=args.metric, checkpoint=args.checkpoint, checkpoint_every=args.checkpoint_every,
                             checkpoint_seconds=args.checkpoint_interval, resume=not args.no_resume,
                             step_blocks=args.step_blocks, progress=not args.no_progress)
-    if names is not None:
-        import numpy as np
-
-        model.feature_names_in_ = np.asarray(names, dtype=object)
+    from dask_kernels.learn.model import with_feature_names
     from dask_kernels.learn.report import header, row
+
+    with_feature_names(model, names)
 
     if args.no_progress or not _same_destination(sys.stdout, sys.stderr):
         print(header(model.history[0]))  # the whole table, the result, on stdout

@@ -181,19 +181,15 @@ def fit_incremental(estimator: Any, source: Any, y: Any = None, *, feature_map: 
     >>> len(model.history) <= 3 and model.score(X, y) > 0.8
     True
     """
-    from .model import KernelModel
+    from ..io.tabular import column_names
+    from .model import KernelModel, with_feature_names
 
     run = _Run(estimator, source, y, feature_map, TrainConfig.from_options(config, options))
     with run.feed:
         _train(run)
-    model = KernelModel(run.src.feature_map, estimator, run.state.history)
-    from ..io.tabular import column_names
-
     names = getattr(source, "feature_names", None)  # a store's input columns (featurize kept them)
     names = column_names(source) if names is None else names  # a DataFrame's
-    if names is not None:
-        model.feature_names_in_ = np.asarray(names, dtype=object)
-    return model
+    return with_feature_names(KernelModel(run.src.feature_map, estimator, run.state.history), names)
 
 
 def _train(run: _Run) -> None:

@@ -332,9 +332,14 @@ def load_model(path: str | os.PathLike, *, max_bytes: int | None = None,
     True
     """
     fmap, estimator, history, names = read_model(path, max_bytes=max_bytes, storage_options=storage_options)
-    model = KernelModel(fmap, estimator, history)
+    return with_feature_names(KernelModel(fmap, estimator, history), names)
+
+
+def with_feature_names(model: KernelModel, names: Any) -> KernelModel:
+    """``model`` with ``feature_names_in_`` set to ``names``, the input's column names (None:
+    unchanged)."""
     if names is not None:
-        model.feature_names_in_ = np.asarray(names, dtype=object)
+        model.feature_names_in_ = np.asarray([str(n) for n in names], dtype=object)
     return model
 
 

@@ -19,6 +19,7 @@ import tempfile
 from typing import Any
 
 from .._versions import check_saved, estimator_class, versions
+from ..pipeline.fingerprint import check_feature_names
 from ..pipeline.location import filesystem, local_path, refuse_nesting
 from ..maps.spec import from_spec
 from ..sidecar import model_arrays, save_model_arrays
@@ -105,19 +106,6 @@ def save_model(model: Any, path: str | os.PathLike, overwrite: bool = False,
 def _names_json(names):
     """``feature_names_in_`` as model.json holds it: a list of str, or None."""
     return None if names is None else [str(n) for n in names]
-
-
-def _check_names(names, n_features, where):
-    """model.json's ``feature_names``: None, or one distinct string per input column."""
-    if names is None:
-        return None
-    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
-        raise ValueError(f"{where}: feature_names must be a list of strings or null")
-    if n_features is not None and len(names) != n_features:
-        raise ValueError(f"{where}: feature_names has {len(names)} names for {n_features} input features")
-    if len(set(names)) != len(names):
-        raise ValueError(f"{where}: feature_names holds a name twice")
-    return names
 
 
 def _write_files(folder, feature_map, arrays, meta):
@@ -350,4 +338,4 @@ def read_model(path: str | os.PathLike, *, max_bytes: int | None = None,
             raise ValueError(f"{where}: the estimator was trained on {n_in} features, the feature map "
                              f"gives {width}")
     n_raw = int(fmap.n_features_in_) if fmap is not None else getattr(estimator, "n_features_in_", None)
-    return fmap, estimator, history, _check_names(names, n_raw, where)
+    return fmap, estimator, history, check_feature_names(names, n_raw, f"{where}: feature_names")

@@ -58,13 +58,16 @@ def job_fingerprint(spec, input_fp, block_rows, columns, classes=None, feature_n
 
 
 def check_feature_names(names, n_features, where):
-    """``names`` as a list: one distinct string per input column (None stays None)."""
+    """``names`` as a list: one distinct string per input column (None stays None; an unknown
+    ``n_features``, None, is not compared). For featurize's argument, a store's fingerprint and
+    a saved model's ``feature_names``."""
     if names is None:
         return None
-    if isinstance(names, str) or not all(isinstance(n, str) for n in names):
+    listed = None if isinstance(names, (str, bytes, dict)) or not hasattr(names, "__iter__") else list(names)
+    if listed is None or not all(isinstance(n, str) for n in listed):
         raise ValueError(f"{where}: feature names must be a list of strings")
-    names = list(names)
-    if len(names) != n_features:
+    names = listed
+    if n_features is not None and len(names) != n_features:
         raise ValueError(f"{where}: {len(names)} feature names for {n_features} input columns")
     if len(set(names)) != len(names):
         raise ValueError(f"{where}: a feature name is given twice")

@@ -287,7 +287,7 @@ class FeatureStore:
         self._own_blocks = self.n_blocks
         self.classes = self._reader.classes
         self.feature_names = check_feature_names(self.fingerprint.get("feature_names"),
-                                                 int(self.spec.get("n_features_in", -1)), f"{path}: fingerprint")
+                                                 self.spec.get("n_features_in"), f"{path}: fingerprint")
         if self.segments:
             self._join_segments()
 

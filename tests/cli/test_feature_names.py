@@ -115,8 +115,10 @@ def test_a_model_without_names_loads_and_reads_by_position(model, tables, tmp_pa
 @pytest.mark.parametrize("names, why", [
     ("a", "must be a list of strings"),
     (["a", 1, "c", "d"], "must be a list of strings"),
-    (["a", "b", "c"], "3 names for 4 input features"),
-    (["a", "b", "a", "d"], "holds a name twice"),
+    ({"a": 1, "b": 2, "c": 3, "d": 4}, "must be a list of strings"),
+    (4, "must be a list of strings"),
+    (["a", "b", "c"], "3 feature names for 4 input columns"),
+    (["a", "b", "a", "d"], "a feature name is given twice"),
 ])
 def test_malformed_names_are_refused_on_load(model, tmp_path, names, why):
     path, _ = model
