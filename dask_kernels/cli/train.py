@@ -2,7 +2,8 @@
 
 From a feature store (``dask-kernels train features.zarr -o model.dk``) or from raw rows in a
 ``.npy`` file (labels from ``--labels y.npy``) or an svmlight/LIBSVM file, featurized block by
-block with ``--method`` (nothing stored). On stderr: progress within each epoch (a bar on a
+block with ``--method`` (nothing stored; by default GCWS, the default recipe; ``--method raw``
+trains on the rows as they are). On stderr: progress within each epoch (a bar on a
 terminal, a line at least every 10 s elsewhere) and each epoch's row of the table as soon as the
 epoch ends; on stdout, the whole table at the end (unless stdout goes where stderr does, a
 terminal or ``> log 2>&1``, which has shown it already). The saved model loads with
@@ -29,6 +30,8 @@ ESTIMATORS = ("sgd", "sgd-hinge", "perceptron", "multinomial-nb", "bernoulli-nb"
 #: --method gcws without --n-components / --param bits: k and b of the default recipe (chosen on
 #: validation splits of six real datasets: docs/guide/training.md, "The default recipe on real data")
 GCWS_DEFAULTS = {"n_components": 2048, "bits": 4}
+#: the map of raw input without --method; RAW trains on the rows as they are
+DEFAULT_METHOD, RAW = "gcws", "raw"
 #: the other maps' k without --n-components
 N_COMPONENTS = 256
 #: the default learning rate of SoftmaxSGD on GCWS codes, times 1 / (mean squared row norm) = 1 / k
@@ -53,8 +56,9 @@ def add_arguments(parser):
                         help="svmlight and CSV: bytes per partition (default 64 MiB); one training block per "
                              "partition")
     add_table_arguments(parser)
-    parser.add_argument("--method", help="feature map for raw input (e.g. gcws, rff, nrff, fastfood); "
-                        "omit to train on the raw rows")
+    parser.add_argument("--method", help=f"feature map for raw input (default {DEFAULT_METHOD}: the default recipe, "
+                        "inputs scaled per feature; also rff, nrff, fastfood, ...; raw: a linear model on the "
+                        "rows as they are)")
     parser.add_argument("--n-components", type=positive_int, default=None,
                         help=f"k for --method (default {GCWS_DEFAULTS['n_components']} for gcws, with bits="
                              f"{GCWS_DEFAULTS['bits']} unless --param bits is given; {N_COMPONENTS} for other maps)")
@@ -160,15 +164,17 @@ def _source(args):
                              "(.npy input) or from an svmlight file")
         return StoreSource(store, block_rows=args.block_rows), store.feature_names
     fmap = None
-    if args.method:
-        params = dict(GCWS_DEFAULTS) if args.method == "gcws" else {"n_components": N_COMPONENTS}
+    method = args.method or DEFAULT_METHOD
+    if method != RAW:
+        params = dict(GCWS_DEFAULTS) if method == "gcws" else {"n_components": N_COMPONENTS}
         if args.n_components is not None:
             params["n_components"] = args.n_components
         params["seed"] = args.seed
         params.update(parse_params(args.param))
-        fmap = make_map(args.method, params)
-    elif args.param:
-        raise UsageError("--param needs --method (the map it parameterizes)")
+        fmap = make_map(method, params)
+    elif args.param or args.n_components is not None:
+        raise UsageError(f"{'--param' if args.param else '--n-components'}: --method raw trains on the rows as "
+                         "they are, with no map to parameterize; drop it, or name a map with --method")
     if args.header != "auto" and fmt != "csv":
         raise UsageError(f"--{'no-' if args.header is False else ''}header: for CSV input, not {fmt} ({path})")
     if fmt == "npy":
@@ -180,6 +186,7 @@ def _source(args):
 
         X = open_npy(path, "source", ndim=2)
         y = load_labels(args.labels, X.shape[0])
+        _check_rows(X.shape[0], path)
         if fmap is not None:
             from dask_kernels.io import read_npy
 
@@ -193,6 +200,7 @@ def _source(args):
         kw = {} if args.blocksize is None else {"blocksize": args.blocksize}
         X, y, names = open_table(path, fmt, table_columns(args), args.label_column, block_rows=args.block_rows,
                                  flag="source", header=args.header, named=True, **kw)
+        _check_rows(X.shape[0], path)
         if fmap is not None:
             fmap = resolve_center(fmap, X)
         return ArraySource(X, y, fmap, block_rows=args.block_rows), names
@@ -209,9 +217,17 @@ def _source(args):
     kw = {} if args.blocksize is None else {"blocksize": args.blocksize}
     _, parts, _ = open_rows(path, "svmlight", n_features=args.n_features, zero_based=args.zero_based, **kw,
                          flag="source")
+    _check_rows(sum(parts.row_counts), path)
     if fmap is not None:
         fmap = resolve_center(fmap, parts)
     return PartitionSource(parts, fmap), None
+
+
+def _check_rows(n_rows, path):
+    """Refuse input of no rows, naming it, before a map is fitted on nothing (whose message names
+    no file); ``n_rows`` may be unknown (NaN: a CSV's partitions are counted as they are read)."""
+    if n_rows == 0:
+        raise UsageError(f"source {path}: has no rows (an empty file?): nothing to train on")
 
 
 #: Rows expanded at a time for the default eta0 (a store block of 262144 GCWS rows expanded whole

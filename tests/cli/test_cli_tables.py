@@ -173,7 +173,7 @@ def test_train_step_blocks_reaches_fit_incremental(data, capsys):
     # --step-blocks 2 cuts the same rows into half as many partial_fit calls: another model than
     # --step-blocks 1 (the default), the one fit_incremental(step_blocks=2) gives
     d, X, y = data
-    common = ["--epochs", "1", "--validation-fraction", "0", "--block-rows", "50", "--eta0", "0.1"]
+    common = ["--method", "raw", "--epochs", "1", "--validation-fraction", "0", "--block-rows", "50", "--eta0", "0.1"]
     for k in (1, 2):
         _ok(capsys, ["train", str(d / "X.npy"), "--labels", str(d / "y.npy"), "-o", str(d / f"s{k}.dk"),
                      "--step-blocks", str(k)] + common)

@@ -25,8 +25,8 @@ def test_train_from_npy_and_svmlight(tmp_path, capsys):
     assert model.score(X, y) > 0.8
 
     dump_svmlight_file(X, y, str(tmp_path / "d.svm"))
-    rc = main(["train", str(tmp_path / "d.svm"), "--zero-based", "--estimator", "sgd-hinge", "--epochs", "2",
-               "-o", str(tmp_path / "raw.dk")])
+    rc = main(["train", str(tmp_path / "d.svm"), "--zero-based", "--method", "raw", "--estimator", "sgd-hinge",
+               "--epochs", "2", "-o", str(tmp_path / "raw.dk")])
     assert rc == 0 and load_model(tmp_path / "raw.dk").feature_map is None
 
 
@@ -38,8 +38,8 @@ def test_train_runs_on_the_named_scheduler(tmp_path, capsys):
     with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, protocol="tcp://",
                       dashboard_address=":0") as lc:
         before = lc.scheduler.transition_counter
-        rc = main(["train", str(tmp_path / "d.svm"), "--zero-based", "--blocksize", "4000", "--epochs", "1",
-                   "-o", str(tmp_path / "m.dk"), "--scheduler", lc.scheduler_address])
+        rc = main(["train", str(tmp_path / "d.svm"), "--zero-based", "--method", "raw", "--blocksize", "4000",
+                   "--epochs", "1", "-o", str(tmp_path / "m.dk"), "--scheduler", lc.scheduler_address])
         assert rc == 0 and lc.scheduler.transition_counter > before  # the blocks were read there
     assert load_model(tmp_path / "m.dk").estimator.n_features_in_ == 64
     rc = main(["train", str(tmp_path / "d.svm"), "-o", str(tmp_path / "n.dk"), "--scheduler", "127.0.0.1:1"])

@@ -136,8 +136,8 @@ def test_cli_default_learner_is_softmax_on_codes_and_sgd_on_floats(stored, tmp_p
     rc = main(["train", str(tmp_path / "X.npy"), "--labels", str(tmp_path / "y.npy"), "--method", "rff",
                "--n-components", "16", "--epochs", "1", "-o", str(tmp_path / "f.dk")])
     assert rc == 0 and "training SGDClassifier" in capsys.readouterr().out
-    rc = main(["train", str(tmp_path / "X.npy"), "--labels", str(tmp_path / "y.npy"), "--rank", "2",
-               "-o", str(tmp_path / "r.dk")])
+    rc = main(["train", str(tmp_path / "X.npy"), "--labels", str(tmp_path / "y.npy"), "--method", "raw",
+               "--rank", "2", "-o", str(tmp_path / "r.dk")])
     assert rc != 0 and "--rank is a parameter of --estimator softmax, not of sgd" in capsys.readouterr().err
 
 
