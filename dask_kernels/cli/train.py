@@ -32,6 +32,15 @@ ESTIMATORS = ("sgd", "sgd-hinge", "perceptron", "multinomial-nb", "bernoulli-nb"
 GCWS_DEFAULTS = {"n_components": 2048, "bits": 4}
 #: the map of raw input without --method; RAW trains on the rows as they are
 DEFAULT_METHOD, RAW = "gcws", "raw"
+#: without --validation-fraction, inputs of at least HOLDOUT_MIN_ROWS rows hold HOLDOUT_FRACTION out
+#: for the schedule and early stopping; smaller ones train on every row. A held-out set of fewer
+#: than 10,000 rows measures accuracy near 90 % to +-0.3 points (one standard error), as much as
+#: the changes between epochs the schedule acts on. On validation splits of 12 real datasets of
+#: 106-12,000 training rows, 20 epochs on every row were as accurate or more on 10 (up to 11 points
+#: on Glass) and less on 2 (breast cancer 0.4, Pima 3.7 points): docs/guide/training.md
+HOLDOUT_MIN_ROWS, HOLDOUT_FRACTION = 100_000, 0.1
+#: --epochs without it: with a held-out set (early stopping may end sooner) / without one
+EPOCHS_HOLDOUT, EPOCHS_ALL_ROWS = 10, 20
 #: the other maps' k without --n-components
 N_COMPONENTS = 256
 #: the default learning rate of SoftmaxSGD on GCWS codes, times 1 / (mean squared row norm) = 1 / k
@@ -75,16 +84,22 @@ def add_arguments(parser):
     parser.add_argument("--eta0", type=positive_float, default=None,
                         help="initial learning rate (default: 1 / mean squared row norm of the first block; "
                              f"{SOFTMAX_ETA_FACTOR:g} times that for softmax on GCWS codes, i.e. {SOFTMAX_ETA_FACTOR:g} / k)")
-    parser.add_argument("--epochs", type=positive_int, default=10)
-    parser.add_argument("--validation-fraction", type=fraction, default=0.1,
-                        help="held-out fraction (default 0.1; 0: none)")
+    parser.add_argument("--epochs", type=positive_int, default=None,
+                        help=f"passes over the rows (default {EPOCHS_HOLDOUT} with a held-out set, early stopping "
+                             f"may end sooner; {EPOCHS_ALL_ROWS} without one)")
+    parser.add_argument("--validation-fraction", type=fraction, default=None,
+                        help=f"fraction of the rows held out for the schedule and early stopping (default "
+                             f"{HOLDOUT_FRACTION} on inputs of {HOLDOUT_MIN_ROWS:,} rows or more; on smaller ones 0: "
+                             "every row trains, no early stopping)")
     parser.add_argument("--n-iter-no-change", type=positive_int, default=3,
                         help="stop after this many epochs without a new best held-out score (default 3)")
     parser.add_argument("--min-epochs", type=positive_int, default=5,
                         help="never stop early before this many epochs (default 5: see docs/guide/training.md)")
     parser.add_argument("--metric", choices=METRICS, default="auto",
                         help="held-out metric the schedule and early stopping decide on (default auto: erp for "
-                             "probabilistic classifiers, error for other classifiers, mse for regressors)")
+                             "probabilistic classifiers, error for other classifiers, mse for regressors); naming "
+                             f"one holds {HOLDOUT_FRACTION} out on inputs of any size unless --validation-fraction "
+                             "says otherwise")
     # deprecated spellings (one release): same meaning, a FutureWarning when used
     parser.add_argument("--validation", type=fraction, default=None, dest="old_validation", help=argparse.SUPPRESS)
     parser.add_argument("--patience", type=positive_int, default=None, dest="old_patience", help=argparse.SUPPRESS)
@@ -260,6 +275,9 @@ def run(args):
 
     from ._malloc import release_large_blocks
 
+    if args.validation_fraction == 0 and args.metric != "auto":
+        raise UsageError(f"--metric {args.metric}: the schedule decides on held-out rows, and "
+                         "--validation-fraction 0 holds none out; drop one of them")
     check_model_path(args.output, args.overwrite)  # before training, not after it
     release_large_blocks()  # the steps (a block's features each) come and go: see _malloc
     if args.scheduler or args.scheduler_file or args.workers:
@@ -302,6 +320,15 @@ def _same_destination(a, b):
         return False
 
 
+def _schedule(args, n_rows):
+    """``(held-out fraction, epochs)``: the options given, else the defaults for ``n_rows`` rows
+    (a ``--metric`` named asks for held-out rows to decide on)."""
+    fraction = args.validation_fraction
+    if fraction is None:
+        fraction = HOLDOUT_FRACTION if n_rows >= HOLDOUT_MIN_ROWS or args.metric != "auto" else 0.0
+    return fraction, args.epochs or (EPOCHS_HOLDOUT if fraction else EPOCHS_ALL_ROWS)
+
+
 def _train(args):
     from dask_kernels import fit_incremental
 
@@ -311,17 +338,20 @@ def _train(args):
         codes = getattr(src.feature_map, "method", None) == "gcws" and args.estimator in (None, "softmax")
         eta0 = _default_eta0(src, args.source) * (SOFTMAX_ETA_FACTOR if codes else 1.0)
     est = _estimator(args, eta0, src.feature_map)
-    print(f"training {type(est).__name__} on {src.n_rows} rows in {src.n_blocks} "
-          f"block{'' if src.n_blocks == 1 else 's'}"
-          + (f" ({src.feature_map.method} features)" if src.feature_map is not None else " (raw rows)"), flush=True)
     for old, new in (("validation", "validation_fraction"), ("patience", "n_iter_no_change")):
         if getattr(args, f"old_{old}") is not None:
             warnings.warn(f"--{old} is deprecated and will be removed in the next release: use "
                           f"--{new.replace('_', '-')}", FutureWarning, stacklevel=2)
             setattr(args, new, getattr(args, f"old_{old}"))
+    fraction, epochs = _schedule(args, src.n_rows)
+    print(f"training {type(est).__name__} on {src.n_rows} rows in {src.n_blocks} "
+          f"block{'' if src.n_blocks == 1 else 's'}"
+          + (f" ({src.feature_map.method} features)" if src.feature_map is not None else " (raw rows)")
+          + f", {epochs} epoch{'' if epochs == 1 else 's'}, "
+          + (f"{fraction:g} held out" if fraction else "every row trains (no held-out set)"), flush=True)
     classes = _classes(est, src)
-    model = fit_incremental(est, src, classes=classes, epochs=args.epochs,
-                            validation_fraction=args.validation_fraction or None,
+    model = fit_incremental(est, src, classes=classes, epochs=epochs,
+                            validation_fraction=fraction or None,
                             seed=args.seed, n_iter_no_change=args.n_iter_no_change, min_epochs=args.min_epochs,
                             metric=args.metric, checkpoint=args.checkpoint, checkpoint_every=args.checkpoint_every,
                             checkpoint_seconds=args.checkpoint_interval, resume=not args.no_resume,

@@ -46,7 +46,7 @@ def rows(tmp_path):
 
 def test_each_epoch_row_reaches_a_pipe_before_the_next_epoch_starts(rows, tmp_path):
     out = subprocess.run([sys.executable, "-c", CHILD, "train", *rows, "--epochs", "3", "--eta0", "0.05",
-                          "-o", str(tmp_path / "m.dk")],
+                          "--validation-fraction", "0.1", "-o", str(tmp_path / "m.dk")],
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300, cwd=tmp_path)
     assert out.returncode == 0, out.stdout
     lines = out.stdout.splitlines()

@@ -129,7 +129,7 @@ def test_a_regression_target_is_not_trained_as_classes(files, tmp_path, capsys):
     assert "the labels are continuous (60 distinct values" in line and "--estimator sgd-regressor" in line, line
     assert not (tmp_path / "m.dk").exists()
     assert main(["train", str(files / "X.npy"), "--labels", str(tmp_path / "target.npy"), "-o",
-                 str(tmp_path / "m.dk"), "--estimator", "sgd-regressor", "--epochs", "1"]) == 0
+                 str(tmp_path / "m.dk"), "--estimator", "sgd-regressor", "--epochs", "1", "--validation-fraction", "0.1"]) == 0
     assert "r2" in capsys.readouterr().out
 
 

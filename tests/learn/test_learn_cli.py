@@ -15,7 +15,7 @@ def test_train_from_npy_and_svmlight(tmp_path, capsys):
     out = tmp_path / "model.dk"
     rc = main(["train", str(tmp_path / "X.npy"), "--labels", str(tmp_path / "y.npy"),
                "--method", "gcws", "--n-components", "64", "--param", "bits=6",
-               "--epochs", "3", "--block-rows", "200", "-o", str(out)])
+               "--epochs", "3", "--block-rows", "200", "--validation-fraction", "0.1", "-o", str(out)])
     assert rc == 0
     text = capsys.readouterr().out
     assert "accuracy" in text and "erp" in text and "saved KernelModel(gcws" in text
