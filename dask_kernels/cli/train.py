@@ -36,8 +36,9 @@ DEFAULT_METHOD, RAW = "gcws", "raw"
 #: for the schedule and early stopping; smaller ones train on every row. A held-out set of fewer
 #: than 10,000 rows measures accuracy near 90 % to +-0.3 points (one standard error), as much as
 #: the changes between epochs the schedule acts on. On validation splits of 12 real datasets of
-#: 106-12,000 training rows, 20 epochs on every row were as accurate or more on 10 (up to 11 points
-#: on Glass) and less on 2 (breast cancer 0.4, Pima 3.7 points): docs/guide/training.md
+#: 106-12,000 training rows (benchmarks/sweep_recipe.py), 20 epochs on every row were as accurate
+#: or more on 9 (Glass +9.4 points) and less on 3 (wine 1.2, Satellite 1.6, Pima 2.6): the table
+#: is in docs/guide/training.md
 HOLDOUT_MIN_ROWS, HOLDOUT_FRACTION = 100_000, 0.1
 #: --epochs without it: with a held-out set (early stopping may end sooner) / without one
 EPOCHS_HOLDOUT, EPOCHS_ALL_ROWS = 10, 20
