@@ -100,7 +100,10 @@ class Server:
                 assert line.startswith("exit"), line
                 return int(line.split()[1])
             except queue.Empty:
-                os.killpg(pid, signal.SIGKILL)
+                try:
+                    os.killpg(pid, signal.SIGKILL)
+                except ProcessLookupError:  # the job ended (and was reaped) as the wait did: its exit line follows
+                    pass
         return int(self.expect("exit", 180).split()[1])
 
     def close(self):
