@@ -123,6 +123,9 @@ def default_columns(ddf: dd.DataFrame, label: str | None = None) -> list[str]:
     if label is not None and label not in names:
         raise ValueError(f"label column {label!r} not found (columns: {names[:20]})")
     other = [c for c in names if c != label and not _is_number(ddf[c].dtype)]
+    if other and ddf.head(1, npartitions=-1, compute=True).empty:
+        # no row to infer a type from (a CSV of its header alone): text is the readers' guess
+        raise ValueError("the DataFrame has no rows (a file of a header alone?): nothing to read")
     if other:
         raise _non_numeric("DataFrame", other, [ddf[c].dtype for c in other], _first_text(ddf, other[0]))
     columns = [c for c in names if c != label]

@@ -26,3 +26,15 @@ def test_an_empty_svmlight_file_is_named_by_featurize_and_train(tmp_path, capsys
                                       "--n-features", "5"])
     assert "empty.svm" in message and "has no rows" in message and "object at 0x" not in message
     assert sorted(os.listdir(tmp_path)) == ["empty.svm"]
+
+
+def test_a_csv_of_its_header_alone_is_said_to_have_no_rows(tmp_path, capsys):
+    # its columns, typed from no rows, were called text: "columns 'a' (string), 'b' (string) are not numeric"
+    (tmp_path / "empty.csv").write_text("a,b,y\n")
+    message = one_line_error(capsys, ["featurize", str(tmp_path / "empty.csv"), str(tmp_path / "s.zarr"),
+                                      "--label-column", "y"])
+    assert "empty.csv" in message and "has no rows" in message and "not numeric" not in message
+    message = one_line_error(capsys, ["train", str(tmp_path / "empty.csv"), "-o", str(tmp_path / "m.dk"),
+                                      "--label-column", "y"])
+    assert "empty.csv" in message and "has no rows" in message and "not numeric" not in message
+    assert sorted(os.listdir(tmp_path)) == ["empty.csv"]
