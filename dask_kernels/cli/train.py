@@ -44,6 +44,10 @@ HOLDOUT_MIN_ROWS, HOLDOUT_FRACTION = 100_000, 0.1
 EPOCHS_HOLDOUT, EPOCHS_ALL_ROWS = 10, 20
 #: the other maps' k without --n-components
 N_COMPONENTS = 256
+#: the Gaussian maps' bandwidth without --param gamma (or sigma): scikit-learn's "scale",
+#: 1 / (d var X) learned from the rows. Their own default, gamma=1.0, assumes features of unit
+#: scale: on raw UCI, digit and MNIST rows RFF scored near chance with it (docs/guide/training.md)
+GAUSSIAN_METHODS, GAUSSIAN_GAMMA = ("rff", "nrff", "fastfood"), "scale"
 #: the default learning rate of SoftmaxSGD on GCWS codes, times 1 / (mean squared row norm) = 1 / k
 #: (same measurement as GCWS_DEFAULTS; 1 / k underfit in 10 epochs)
 SOFTMAX_ETA_FACTOR = 4.0
@@ -67,8 +71,8 @@ def add_arguments(parser):
                              "partition")
     add_table_arguments(parser)
     parser.add_argument("--method", help=f"feature map for raw input (default {DEFAULT_METHOD}: the default recipe, "
-                        "inputs scaled per feature; also rff, nrff, fastfood, ...; raw: a linear model on the "
-                        "rows as they are)")
+                        "inputs scaled per feature; also rff, nrff, fastfood (with gamma=\"scale\" unless --param "
+                        "gamma or sigma is given), nystroem, core; raw: a linear model on the rows as they are)")
     parser.add_argument("--n-components", type=positive_int, default=None,
                         help=f"k for --method (default {GCWS_DEFAULTS['n_components']} for gcws, with bits="
                              f"{GCWS_DEFAULTS['bits']} unless --param bits is given; {N_COMPONENTS} for other maps)")
@@ -186,7 +190,10 @@ def _source(args):
         if args.n_components is not None:
             params["n_components"] = args.n_components
         params["seed"] = args.seed
-        params.update(parse_params(args.param))
+        given = parse_params(args.param)
+        if method in GAUSSIAN_METHODS and not {"gamma", "sigma"} & set(given):
+            params["gamma"] = GAUSSIAN_GAMMA
+        params.update(given)
         fmap = make_map(method, params)
     elif args.param or args.n_components is not None:
         raise UsageError(f"{'--param' if args.param else '--n-components'}: --method raw trains on the rows as "
