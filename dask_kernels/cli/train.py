@@ -248,9 +248,13 @@ def _source(args):
 
 def _check_rows(n_rows, path):
     """Refuse input of no rows, naming it, before a map is fitted on nothing (whose message names
-    no file); ``n_rows`` may be unknown (NaN: a CSV's partitions are counted as they are read)."""
+    no file)."""
     if n_rows == 0:
-        raise UsageError(f"source {path}: has no rows (an empty file?): nothing to train on")
+        raise _no_rows(path)
+
+
+def _no_rows(path):
+    return UsageError(f"source {path}: has no rows (an empty file?): nothing to train on")
 
 
 #: Rows expanded at a time for the default eta0 (a store block of 262144 GCWS rows expanded whole
@@ -275,7 +279,7 @@ def _default_eta0(src, name):
                              np.square(np.asarray(F, np.float64)).sum(axis=1))
             sq = np.concatenate(parts)
             return float(1.0 / max(float(np.mean(sq)), 1e-12))
-    raise UsageError(f"{name}: has no rows (an empty file?): nothing to train on")
+    raise _no_rows(name)  # a store of no rows (raw input was refused by _check_rows)
 
 
 def run(args):
