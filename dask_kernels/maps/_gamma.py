@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import numbers
 
+import dask
+
 from .._params import StrOptions
 from ._exactsum import block_sums, exact_variance, merge_sums
 from ._fourier import POSITIVE_FINITE
 from ._partitioned import is_dask, is_partitions, n_features_of
-from ._scaling import reduce_checked
+from ._scaling import SCALE_MAX, apply_scale, reduce_checked
 
 #: The constraint of a ``gamma`` that may be learned.
 GAMMA_CONSTRAINT = [POSITIVE_FINITE, StrOptions({"scale"})]
@@ -54,12 +56,22 @@ def gamma_of_sums(sums, n_rows, n_features, unit, who):
     return gamma
 
 
-def fit_gamma(X, unit, who):
+def scaled_gamma_sums(X, unit, scaling):
+    """:func:`gamma_sums` of a validated block after ``apply_scale(X, *scaling)`` (None: as it is)."""
+    return gamma_sums(X if scaling is None else apply_scale(X, *scaling), unit)
+
+
+def fit_gamma(X, unit, who, scaling=None):
     """``(gamma, n_rows, n_features)`` of a validated block, or of a dask array or
-    SparsePartitions read once on the active scheduler (the same value for any chunking)."""
+    SparsePartitions read once on the active scheduler (the same value for any chunking).
+    ``scaling``: ``(shift or None, factor)`` applied to each block of the dask input first (a
+    block in memory comes scaled)."""
     if not (is_dask(X) or is_partitions(X)):
         return gamma_of_sums(gamma_sums(X, unit), X.shape[0], X.shape[1], unit, who), X.shape[0], X.shape[1]
-    sums, n, d = reduce_checked(X, gamma_sums, merge_sums, None, f"{who} gamma='scale'", unit)
+    max_abs = None
+    if scaling is not None:  # one task holds the vectors, not every block's task
+        scaling, max_abs = dask.delayed(scaling, pure=True, traverse=False), SCALE_MAX
+    sums, n, d = reduce_checked(X, scaled_gamma_sums, merge_sums, max_abs, f"{who} gamma='scale'", unit, scaling)
     return gamma_of_sums(sums, n, d, unit, who), n, d
 
 
@@ -78,7 +90,7 @@ class ScaleGamma:
     def fits_partitioned(self) -> bool:
         """With gamma="scale", ``featurize`` and ``fit_incremental`` fit an unfitted clone on
         all rows (one pass for the variance) rather than on the first block."""
-        return is_scale(self.gamma)
+        return is_scale(self.gamma) or getattr(super(), "fits_partitioned", False)
 
     def _gamma(self):
         """The gamma in use: the parameter, or the fitted one ("scale"; None before ``fit``)."""
@@ -92,32 +104,47 @@ class ScaleGamma:
                              f"{self.kernel!r} needs a numeric gamma")
 
     def fit(self, X, y=None):
-        """Validate parameters and input; with ``gamma="scale"``, learn gamma from all rows.
+        """Validate parameters and input, and learn what the map learns from the rows (gamma with
+        ``gamma="scale"``, the input scaling with a ``scale``).
 
         Parameters
         ----------
         X : array-like, sparse matrix, dask array or SparsePartitions of shape (n_samples, n_features)
-            With ``gamma="scale"``, dask arrays and partitioned sparse input are read once,
-            block by block, on the active Dask scheduler; the fitted gamma does not depend on
-            the chunking.
+            With ``gamma="scale"`` or a ``scale``, dask arrays and partitioned sparse input are
+            read block by block on the active Dask scheduler (once per statistic: the scale's,
+            then the variance of the scaled rows); the fitted state does not depend on the
+            chunking.
         y : ignored
 
         Returns
         -------
         self
         """
-        if not ((is_dask(X) or is_partitions(X)) and is_scale(self.gamma)):
+        if not ((is_dask(X) or is_partitions(X)) and self.fits_partitioned):
             return super().fit(X, y)
         self._validate_params()
         self._validate_params_extra()
-        self._check_width(n_features_of(X))
-        self.gamma_, _, d = fit_gamma(X, self._unit_rows, type(self).__name__)
+        d = n_features_of(X)
+        self._check_width(d)
+        if int(X.shape[0]) == 0:
+            raise ValueError(f"Found array with 0 sample(s) (shape=(0, {d})) while a minimum of 1 is required.")
+        self.n_features_in_ = d
+        self._fit_partitioned(X)
         if hasattr(self, "feature_names_in_"):
             del self.feature_names_in_
-        self.n_features_in_ = d
         self._fit(None)  # the rest of the fit learns nothing from the rows
         self.is_fitted_ = True
         return self
+
+    def _input_scaling(self):
+        """``(shift or None, factor)`` applied to the rows before the variance (see
+        :class:`._scaling.LearnedScale`); None: the rows as they are."""
+        return None
+
+    def _fit_partitioned(self, X):
+        """Learn gamma ("scale") from all rows of a dask array or SparsePartitions."""
+        if is_scale(self.gamma):
+            self.gamma_ = fit_gamma(X, self._unit_rows, type(self).__name__, self._input_scaling())[0]
 
     def _validate_params_extra(self):
         super()._validate_params_extra()

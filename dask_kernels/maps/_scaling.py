@@ -28,9 +28,12 @@ import logging
 
 import numpy as np
 import scipy.sparse as sp
+from numba import njit
 
+from .._params import StrOptions
 from ..blocks import validate_block
-from ._partitioned import delayed_blocks, n_features_of, reduce_blocks
+from ._bounds import MAX_CENTERED_FEATURES, refuse_above
+from ._partitioned import delayed_blocks, is_partitions, n_features_of, reduce_blocks
 
 #: Largest ``|x|`` accepted with a scale rule, and the bound its results are clipped to, so that
 #: ``x - shift`` and the kernel's logarithms stay finite (the same bound as GCWS's center).
@@ -186,3 +189,172 @@ def state_to_stats(state, n_features, key):
     if rule == "minmax" and np.any(stats[0] > stats[1]):
         raise ValueError(f"{key}: min > max at entry {int(np.flatnonzero(stats[0] > stats[1])[0])}")
     return rule, tuple(stats)
+
+
+
+@njit(nogil=True, cache=True)
+def _scale_dense_rows(X, shift, factor, bound, out):
+    for i in range(X.shape[0]):
+        for j in range(X.shape[1]):
+            v = (np.float64(X[i, j]) - shift[j]) * factor[j]
+            out[i, j] = min(max(v, -bound), bound)
+    return out
+
+
+def scale_dense(X, shift, factor, bound, dtype):
+    """:func:`apply_scale` of a dense validated block clipped to ``bound``, rounded once to
+    ``dtype`` (the same values as ``apply_scale(...).clip(...).astype(dtype)``), in one pass
+    and without the float64 copy."""
+    shift = np.zeros(X.shape[1]) if shift is None else shift
+    bound = min(float(bound), float(np.finfo(dtype).max))
+    return _scale_dense_rows(X, shift, factor, bound, np.empty(X.shape, dtype=dtype))
+
+
+# -- the ``scale`` parameter, shared by GCWS and the Gaussian maps ------------------------------
+
+def scale_rule(scale, sparse, n_features):
+    """The rule a ``scale`` parameter resolves to for this input (None: no scaling). "auto" on
+    dense input stays "auto" (:func:`resolve` decides by the density of the rows); on sparse
+    input it is "maxabs" up to ``MAX_CENTERED_FEATURES`` columns, beyond them no scaling (the
+    statistics would not fit the spec)."""
+    if scale != "auto":
+        return scale
+    if not sparse:
+        return "auto"
+    return "maxabs" if n_features <= MAX_CENTERED_FEATURES else None
+
+
+def fitted_scale(rule, X):
+    """The fitted ``scale_`` of a validated block under ``rule`` (None: no scaling)."""
+    return None if rule is None else stats_to_state(*resolve(rule, block_stats(X, rule)))
+
+
+def fitted_scale_partitioned(rule, X, who):
+    """``(scale_, n_rows, n_features)`` of all rows of a dask array or SparsePartitions under
+    ``rule`` (not None), read once; ``who`` names the map in errors."""
+    stats, n, d = reduce_checked(X, block_stats, merge_stats, SCALE_MAX, f"{who} scale", rule)
+    return stats_to_state(*resolve(rule, stats)), n, d
+
+
+def refuse_wide_scale(who, scale, n_features):
+    """An explicit rule on more than ``MAX_CENTERED_FEATURES`` columns: ValueError (a bound)."""
+    if scale in ("minmax", "maxabs"):
+        refuse_above(int(n_features), MAX_CENTERED_FEATURES,
+                     f"{who}: n_features_in={{value:,}} with scale={scale!r}: more than the bound of {{bound:,}} input "
+                     "features with a scale (its statistics are dense vectors kept in the spec); use scale='auto' or "
+                     "None for wide sparse input")
+
+
+def check_scale_state(scale, state, n_features):
+    """Check a spec's ``state['scale']`` for the ``scale`` parameter (not None): present, and None
+    or statistics of ``n_features`` columns under the parameter's rule; ValueError naming the key."""
+    if "scale" not in state:
+        raise ValueError(f"feature-map spec['state']: missing 'scale' (spec['params']['scale'] is {scale!r})")
+    if state["scale"] is None:
+        return
+    rule, _ = state_to_stats(state["scale"], int(n_features), "feature-map spec['state']['scale']")
+    if scale != "auto" and rule != scale:
+        raise ValueError(f"feature-map spec['state']['scale']: rule {rule!r} but spec['params']['scale'] is {scale!r}")
+
+
+# -- the ``scale`` parameter of the Gaussian maps (RFF, NRFF, Fastfood) --------------------------
+
+#: The constraint of their ``scale`` parameter.
+SCALE_CONSTRAINT = {"scale": [None, StrOptions({"auto", "minmax", "maxabs"})]}
+
+
+class LearnedScale:
+    """Mixin of RFF, NRFF and Fastfood: per-feature scaling learned in ``fit`` (``scale=``).
+
+    The map's :meth:`validate_block` returns the rows scaled (``x' = (x - shift) * factor``), so
+    every caller of the contract (``transform``, stores, learners, saved models) feeds the
+    features scaled rows. Raw input may then be as large as ``SCALE_MAX``; scaled values beyond
+    the map's own arithmetic bound (``max_abs_features``) are clipped to it (a projection that
+    large gives a cosine of no information anyway). ``gamma="scale"`` is learned from the scaled
+    rows (:class:`._gamma.ScaleGamma` asks :meth:`_input_scaling`).
+
+    ``scale=None`` (the classes' default, as scikit-learn's ``RBFSampler``, which leaves scaling
+    to a ``StandardScaler`` before it) keeps specs exactly as they were before this parameter:
+    no ``scale`` in the params, no ``scale`` in the state.
+    """
+
+    _spec_omitted = {"scale": None}
+
+    @property
+    def fits_partitioned(self) -> bool:
+        """With a scale, ``featurize`` and ``fit_incremental`` fit an unfitted clone on all rows."""
+        return self.scale is not None or super().fits_partitioned
+
+    @property
+    def max_abs_input(self) -> float | None:
+        """``SCALE_MAX`` (2**1022) with a scale, else ``max_abs_features``."""
+        return SCALE_MAX if getattr(self, "scale_", self.scale) is not None else self.max_abs_features
+
+    def _check_width(self, n_features):
+        super()._check_width(n_features)
+        refuse_wide_scale(type(self).__name__, self.scale, n_features)
+
+    def _rule(self, sparse, n_features):
+        if sparse and self.scale == "minmax":  # as scikit-learn's MinMaxScaler
+            raise ValueError(f"{type(self).__name__}: scale='minmax' shifts every column, which would turn the "
+                             "zeros of sparse input into nonzeros and densify it; use scale='maxabs' (or 'auto', "
+                             "which is 'maxabs' for sparse input)")
+        return scale_rule(self.scale, sparse, n_features)
+
+    def _input_scaling(self):
+        """``(shift or None, factor)`` of the fitted scale, or None."""
+        return fitted_shift_factor(getattr(self, "scale_", None), self.n_features_in_)
+
+    def fit(self, X, y=None):
+        self.__dict__.pop("scale_", None)  # a refit must not see the last fit's scaling in validate_block
+        return super().fit(X, y)
+
+    def _fit_partitioned(self, X):
+        """The scale statistics of all rows of a dask array or SparsePartitions (one pass), then
+        what the other mixins learn from all rows."""
+        rule = self._rule(is_partitions(X) or sp.issparse(getattr(X, "_meta", None)), n_features_of(X))
+        self.scale_ = None if rule is None else fitted_scale_partitioned(rule, X, type(self).__name__)[0]
+        super()._fit_partitioned(X)
+
+    def _fit(self, X):
+        if X is not None:  # None: _fit_partitioned learned the scale
+            self.scale_ = fitted_scale(self._rule(sp.issparse(X), X.shape[1]), X)
+            if self.scale_ is not None:  # float64, as the pass over dask input scales each block
+                X = apply_scale(X, *self._input_scaling())
+        super()._fit(X)
+
+    def _scaled(self, X):
+        """A validated raw block scaled, clipped to ``max_abs_features`` (X itself without a
+        scale): CSR (maxabs) stays CSR in float64; dense rows come in the map's ``dtype``, which
+        the features compute in, in one pass."""
+        sf = self._input_scaling()
+        if sf is None:
+            return X
+        bound = min(SCALE_MAX, self.max_abs_features or SCALE_MAX)
+        if sp.issparse(X) and sf[0] is None:
+            X = apply_scale(X, *sf)
+            np.clip(X.data, -bound, bound, out=X.data)
+            return X
+        return scale_dense(X.toarray() if sp.issparse(X) else X, *sf, bound, np.dtype(self.dtype))
+
+    def validate_block(self, X, row_offset=0, row_numbers=None):
+        """The input check of :meth:`FeatureMap.validate_block` on the raw rows, then the fitted
+        scaling: what ``transform_block`` takes."""
+        return self._scaled(super().validate_block(X, row_offset, row_numbers))
+
+    def _fitted_state(self):
+        state = super()._fitted_state()
+        if self.scale is not None:  # scale=None: specs stay as they were
+            state["scale"] = self.scale_
+        return state
+
+    def _validate_state(self, state):
+        rest = dict(state)
+        if self.scale is not None:
+            check_scale_state(self.scale, rest, self.n_features_in_)
+            del rest["scale"]
+        super()._validate_state(rest)
+
+    def _set_fitted_state(self, state):
+        super()._set_fitted_state(state)
+        self.scale_ = state.get("scale")

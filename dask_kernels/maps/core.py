@@ -38,11 +38,11 @@ from .._estimator import check_is_fitted
 from .._params import Interval, ParameterConstraints, StrOptions
 
 from ..rng import bits, index_key, normal_of_key, register_stream, stream_key
-from ._bounds import MAX_CENTERED_FEATURES, components_interval, refuse_above
+from ._bounds import MAX_CENTERED_FEATURES, components_interval
 from ._parallel import N_JOBS_CONSTRAINT
 from ._partitioned import is_dask, is_partitions, n_features_of
-from ._scaling import SCALE_MAX, apply_scale, block_stats, fitted_shift_factor, merge_stats, reduce_checked
-from ._scaling import state_to_stats, stats_to_state
+from ._scaling import (SCALE_MAX, apply_scale, fitted_scale, fitted_scale_partitioned, fitted_shift_factor,
+                       refuse_wide_scale, state_to_stats)
 from .base import FeatureMap
 from .._docstrings import fill_doc
 
@@ -262,11 +262,7 @@ class CoRE(FeatureMap):
         return self.scale == "maxabs" or (self.scale == "auto" and n_features <= MAX_CENTERED_FEATURES)
 
     def _check_width(self, n_features):
-        if self.scale == "maxabs":
-            refuse_above(int(n_features), MAX_CENTERED_FEATURES,
-                         "CoRE: n_features_in={value:,} with scale='maxabs': more than the bound of {bound:,} input "
-                         "features with a scale (its statistics are a dense vector kept in the spec); use "
-                         "scale='auto' or None for wide sparse input")
+        refuse_wide_scale("CoRE", self.scale, n_features)
 
     def fit(self, X: Any, y: Any = None) -> CoRE:
         """Validate parameters and input, and learn the scale statistics.
@@ -287,16 +283,15 @@ class CoRE(FeatureMap):
         self._validate_params()
         self._validate_params_extra()
         self._check_width(n_features_of(X))
-        stats, _, d = reduce_checked(X, block_stats, merge_stats, SCALE_MAX, "CoRE scale", "maxabs")
+        self.scale_, _, d = fitted_scale_partitioned("maxabs", X, "CoRE")
         if hasattr(self, "feature_names_in_"):
             del self.feature_names_in_
         self.n_features_in_ = d
-        self.scale_ = stats_to_state("maxabs", stats)
         self.is_fitted_ = True
         return self
 
     def _fit(self, X):
-        self.scale_ = stats_to_state("maxabs", block_stats(X, "maxabs")) if self._scales(X.shape[1]) else None
+        self.scale_ = fitted_scale("maxabs" if self._scales(X.shape[1]) else None, X)
 
     def _factor(self):
         sf = fitted_shift_factor(getattr(self, "scale_", None), self.n_features_in_)

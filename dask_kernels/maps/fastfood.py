@@ -38,6 +38,7 @@ from ._fourier import COMMON_CONSTRAINTS, POSITIVE_FINITE, FloatFeatures, cached
 from ._subset import FEATURE_IDS_CONSTRAINT, FeatureIds, phases_of
 from ._fwht import fwht_gathered_at, fwht_interleaved, fwht_row, fwht_scaled_at, scaled_vector
 from ._gamma import GAMMA_CONSTRAINT, ScaleGamma
+from ._scaling import SCALE_CONSTRAINT, LearnedScale
 from .base import FeatureMap
 from .._docstrings import fill_doc
 
@@ -339,7 +340,7 @@ def padded_dim(n_features):
 
 
 @fill_doc
-class Fastfood(FeatureIds, ScaleGamma, FloatFeatures, FeatureMap):
+class Fastfood(FeatureIds, LearnedScale, ScaleGamma, FloatFeatures, FeatureMap):
     """Fastfood random features for the Gaussian (or a Matern-type) kernel, O(k log d) per row.
 
     Output feature j < k = ``n_components`` is ``sqrt(2 / k) * cos((V x)_j + b_j)`` where V
@@ -377,6 +378,7 @@ class Fastfood(FeatureIds, ScaleGamma, FloatFeatures, FeatureMap):
         normalization ``sqrt(2 / n_components)``. The cost is that of the distinct blocks the
         ids touch (each O(d log d) per row), so choose whole blocks: random feature selection
         (:func:`dask_kernels.select_features`) does.
+    %(input_scale)s
 
     Attributes
     ----------
@@ -387,7 +389,7 @@ class Fastfood(FeatureIds, ScaleGamma, FloatFeatures, FeatureMap):
     Notes
     -----
     A row's features are bitwise identical whatever the block it is in, and for dense and CSR
-    input of the same values. Input must be finite with ``|x| <= max_abs_input``
+    input of the same values. Input must be finite with ``|x| <= max_abs_features``
     (``finfo(dtype).max / (4 d^2 max(1, max|G|) max(1, max|scale|))``, computed from the map's
     tables: about 2e31 for float32, d = 1024, sigma = 1), beyond which the transform may
     overflow; other values raise ``ValueError`` naming the row and column. The padded width d is
@@ -428,6 +430,7 @@ class Fastfood(FeatureIds, ScaleGamma, FloatFeatures, FeatureMap):
         "radial": [StrOptions({"gaussian", "matern"})],
         "matern_t": [Interval(numbers.Integral, 1, None, closed="left")],
         **FEATURE_IDS_CONSTRAINT,
+        **SCALE_CONSTRAINT,
     })
 
     def __init__(
@@ -442,6 +445,7 @@ class Fastfood(FeatureIds, ScaleGamma, FloatFeatures, FeatureMap):
         dtype: str = "float32",
         n_jobs: int | None = None,
         feature_ids: npt.ArrayLike | None = None,
+        scale: str | None = None,
     ) -> None:
         self.n_components = n_components
         self.gamma = gamma
@@ -452,6 +456,7 @@ class Fastfood(FeatureIds, ScaleGamma, FloatFeatures, FeatureMap):
         self.dtype = dtype
         self.n_jobs = n_jobs
         self.feature_ids = feature_ids
+        self.scale = scale
 
     def _validate_params_extra(self):
         super()._validate_params_extra()
@@ -466,6 +471,7 @@ class Fastfood(FeatureIds, ScaleGamma, FloatFeatures, FeatureMap):
         return 1.0 / math.sqrt(2.0 * self._gamma())
 
     def _check_width(self, n_features):
+        super()._check_width(n_features)  # the scale's bound
         refuse_above(padded_dim(n_features), MAX_PADDED_DIM,
                      f"Fastfood: n_features_in={int(n_features):,} pads every row to {{value:,}} values, more than "
                      "the bound of {bound:,} (a row costs two Hadamard transforms of that length per block of "
@@ -484,8 +490,8 @@ class Fastfood(FeatureIds, ScaleGamma, FloatFeatures, FeatureMap):
         return padded_dim(self.n_features_in_)
 
     @property
-    def max_abs_input(self):
-        """Largest accepted ``|x|``: ``finfo(dtype).max / (4 d^2 max(1, max|G|) max(1, max|scale|))``
+    def max_abs_features(self):
+        """Largest ``|x|`` the features take (``max_abs_input`` without ``scale``): ``finfo(dtype).max / (4 d^2 max(1, max|G|) max(1, max|scale|))``
         (d the padded width), which bounds every intermediate of ``V x`` (two unnormalized
         Hadamard transforms, the Gaussian diagonal and the scaling)."""
         if self._gamma() is None and self.sigma is None:  # gamma="scale" before fit: any finite value

@@ -39,8 +39,8 @@ from ._gcws_kernels import (  # noqa: F401  (the kernels and their constants, re
     _gcws_dense, _hash_params, _parameter_table, code_dtype)
 from ._parallel import N_JOBS_CONSTRAINT
 from ._partitioned import is_dask, is_partitions, n_features_of
-from ._scaling import (SCALE_MAX, apply_scale, block_stats, fitted_shift_factor, merge_stats, reduce_checked, resolve,
-                       state_to_stats, stats_to_state)
+from ._scaling import (apply_scale, check_scale_state, fitted_scale, fitted_scale_partitioned, fitted_shift_factor,
+                       refuse_wide_scale, scale_rule)
 from .base import FeatureMap
 from .._docstrings import fill_doc
 
@@ -240,14 +240,8 @@ class GCWS(FeatureMap):
         return self.scale is not None and self.center is None and self.sampler == "icws"
 
     def _scale_rule(self, sparse, n_features):
-        """The rule ``scale`` resolves to for this input (None: no scaling)."""
-        if self.scale is None or self.center is not None:
-            return None
-        if self.scale != "auto":
-            return self.scale
-        if not sparse:
-            return "auto"  # "minmax" or "maxabs" by the density of the rows (_scaling.resolve)
-        return "maxabs" if n_features <= MAX_CENTERED_FEATURES else None
+        """The rule ``scale`` resolves to for this input (None: no scaling; a center replaces it)."""
+        return None if self.scale is None or self.center is not None else scale_rule(self.scale, sparse, n_features)
 
     def _validate_params_extra(self):
         if self.center is not None and self.scale not in (None, "auto"):
@@ -260,11 +254,8 @@ class GCWS(FeatureMap):
 
     def _check_width(self, n_features):
         d, k = int(n_features), int(self.n_components)
-        if self.center is None and self.scale in ("minmax", "maxabs"):
-            refuse_above(d, MAX_CENTERED_FEATURES,
-                         f"GCWS: n_features_in={{value:,}} with scale={self.scale!r}: more than the bound of "
-                         "{bound:,} input features with a scale (its statistics are dense vectors kept in the "
-                         "spec); use scale='auto' or None for wide sparse input")
+        if self.center is None:
+            refuse_wide_scale("GCWS", self.scale, d)
         if self.center is not None:
             what = "'mean'" if isinstance(self.center, str) else "a vector"
             refuse_above(d, MAX_CENTERED_FEATURES,
@@ -284,14 +275,7 @@ class GCWS(FeatureMap):
         keys = {"center", "dart_scheme", "dart_scale"} if self.sampler == "dart" else {"center"}
         if self.scale is not None:
             keys.add("scale")
-            if "scale" not in state:
-                raise ValueError(f"feature-map spec['state']: missing 'scale' (spec['params']['scale'] is "
-                                 f"{self.scale!r})")
-            if state["scale"] is not None:
-                rule, _ = state_to_stats(state["scale"], int(self.n_features_in_), "feature-map spec['state']['scale']")
-                if self.scale != "auto" and rule != self.scale:
-                    raise ValueError(f"feature-map spec['state']['scale']: rule {rule!r} but spec['params']['scale'] "
-                                     f"is {self.scale!r}")
+            check_scale_state(self.scale, state, self.n_features_in_)
         if "center" not in state or set(state) - keys:
             raise ValueError(f"feature-map spec['state']: expected the keys {sorted(keys)}, got {sorted(state)}")
         c = state["center"]
@@ -336,18 +320,17 @@ class GCWS(FeatureMap):
             if n == 0:
                 raise ValueError(f"Found array with 0 sample(s) (shape=(0, {d})) while a minimum of 1 is required.")
         else:
-            stats, n, d = reduce_checked(X, block_stats, merge_stats, SCALE_MAX, "GCWS scale", rule)
+            stats, n, d = fitted_scale_partitioned(rule, X, "GCWS")
         if hasattr(self, "feature_names_in_"):
             del self.feature_names_in_
         self.n_features_in_ = d
         self.center_, self.dart_scale_ = None, None
-        self.scale_ = None if rule is None else stats_to_state(*resolve(rule, stats))
+        self.scale_ = stats
         self.is_fitted_ = True
         return self
 
     def _fit(self, X):
-        rule = self._scale_rule(sp.issparse(X), X.shape[1])
-        self.scale_ = None if rule is None else stats_to_state(*resolve(rule, block_stats(X, rule)))
+        self.scale_ = fitted_scale(self._scale_rule(sp.issparse(X), X.shape[1]), X)
         if self.scale_ is not None:
             X = apply_scale(X, *self._shift_factor())
         if self.center is None:

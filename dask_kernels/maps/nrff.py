@@ -29,6 +29,7 @@ from ._fourier import GemmRowBlocks, cached_table, product_on_blas, projection_t
 from ._parallel import row_blocks
 from ._subset import FEATURE_IDS_CONSTRAINT, FeatureIds, normal_columns, phases_of
 from ._gamma import GAMMA_CONSTRAINT, ScaleGamma
+from ._scaling import SCALE_CONSTRAINT, LearnedScale
 from .base import FeatureMap
 from .._docstrings import fill_doc
 from ..rng import register_stream
@@ -142,7 +143,7 @@ def _input_norms(X):
 
 
 @fill_doc
-class NRFF(GemmRowBlocks, FeatureIds, ScaleGamma, FloatFeatures, FeatureMap):
+class NRFF(GemmRowBlocks, FeatureIds, LearnedScale, ScaleGamma, FloatFeatures, FeatureMap):
     """Normalized random Fourier features for ``exp(-gamma (1 - rho))``, rho = cosine similarity.
 
     Each row ``x`` is scaled to ``u = x / ||x||``; features ``X_j = cos(sqrt(gamma) r_j . u + w_j)``
@@ -170,6 +171,7 @@ class NRFF(GemmRowBlocks, FeatureIds, ScaleGamma, FloatFeatures, FeatureMap):
         Before the final normalization, feature ``feature_ids[c]`` is column
         ``feature_ids[c]`` of any wider map with the same parameters; the output row is then
         normalized over the chosen features.
+    %(input_scale)s
 
     Attributes
     ----------
@@ -181,7 +183,7 @@ class NRFF(GemmRowBlocks, FeatureIds, ScaleGamma, FloatFeatures, FeatureMap):
     ``exp(-gamma (1 - rho))`` for nonzero rows. An all-zero input row is mapped as ``u = 0``
     (features ``cos(w_j)``, normalized), so its kernel with a nonzero row is ``exp(-gamma / 2)``
     (see :func:`dask_kernels.exact.rbf.cosine_rbf_kernel`).
-    Input must be finite with ``|x| <= max_abs_input``: the projection is computed before the
+    Input must be finite with ``|x| <= max_abs_features``: the projection is computed before the
     normalization, so ``w . x`` must not overflow (``finfo(dtype).max / (2 d w_max (1 + d eps))``,
     2.5e34 for float32, d = 784, gamma = 1), nor the squared norm
     (``sqrt(finfo(float64).max / d) / 2``, 2.4e152 at d = 784); other values raise ``ValueError``
@@ -218,23 +220,27 @@ class NRFF(GemmRowBlocks, FeatureIds, ScaleGamma, FloatFeatures, FeatureMap):
         **COMMON_CONSTRAINTS,
         "gamma": GAMMA_CONSTRAINT,
         **FEATURE_IDS_CONSTRAINT,
+        **SCALE_CONSTRAINT,
     })
 
     def __init__(self, *, n_components: int = 100, gamma: float = 1.0, seed: int = 0, dtype: str = "float32",
-                 n_jobs: int | None = None, feature_ids: npt.ArrayLike | None = None) -> None:
+                 n_jobs: int | None = None, feature_ids: npt.ArrayLike | None = None,
+                 scale: str | None = None) -> None:
         self.n_components = n_components
         self.gamma = gamma
         self.seed = seed
         self.dtype = dtype
         self.n_jobs = n_jobs
         self.feature_ids = feature_ids
+        self.scale = scale
 
     def _check_width(self, n_features):
+        super()._check_width(n_features)  # the scale's bound
         check_projection("NRFF", n_features, int(self.n_components))
 
     @property
-    def max_abs_input(self):
-        """Largest accepted ``|x|``: the smaller of ``finfo(dtype).max / (2 d w_max (1 + d eps))``,
+    def max_abs_features(self):
+        """Largest ``|x|`` the features take (``max_abs_input`` without ``scale``): the smaller of ``finfo(dtype).max / (2 d w_max (1 + d eps))``,
         ``w_max = sqrt(gamma) 8.66`` (the projection), and ``sqrt(finfo(float64).max / d) / 2``
         (the squared norm, summed in float64)."""
         d = int(self.n_features_in_)

@@ -32,6 +32,7 @@ from ._bounds import check_projection, refuse_above
 from ._sparse import MAX_NONZEROS, SparseFrequencies, sparse_support, sparse_values
 from ._subset import FEATURE_IDS_CONSTRAINT, FeatureIds, cauchy_columns, normal_columns, phases_of
 from ._gamma import GAMMA_CONSTRAINT, ScaleGamma
+from ._scaling import SCALE_CONSTRAINT, LearnedScale
 from .base import FeatureMap
 from .._docstrings import fill_doc
 from ..rng import register_stream
@@ -62,7 +63,7 @@ def projection(X, W, dtype, out=None):
 
 
 @fill_doc
-class RFF(GemmRowBlocks, FeatureIds, ScaleGamma, FloatFeatures, FeatureMap):
+class RFF(GemmRowBlocks, FeatureIds, LearnedScale, ScaleGamma, FloatFeatures, FeatureMap):
     """Random Fourier features for ``exp(-gamma ||x - y||^2)`` or ``exp(-gamma ||x - y||_1)``.
 
     ``z_j(x) = sqrt(2 / k) * cos(w_j . x + b_j)`` for j < k = ``n_components``, with
@@ -89,6 +90,7 @@ class RFF(GemmRowBlocks, FeatureIds, ScaleGamma, FloatFeatures, FeatureMap):
         ``feature_ids[c]`` is column ``feature_ids[c]`` of any wider map with the same
         parameters, up to the normalization ``sqrt(2 / n_components)``. Random feature
         selection (:func:`dask_kernels.select_features`) returns such maps.
+    %(input_scale)s
     density : float in (0, 1], default=1.0
         Sparse random features (May 2017, section 5.2): with ``density < 1`` each ``w_j`` is
         nonzero on ``m = max(1, round(density * n_features_in))`` inputs drawn uniformly at
@@ -117,7 +119,7 @@ class RFF(GemmRowBlocks, FeatureIds, ScaleGamma, FloatFeatures, FeatureMap):
     The projection is a BLAS matrix product, whose rounding may depend on the block shape: a
     row's features agree across chunkings to about 1e-6 relative to ``|w . x|`` in float32
     (tests use ``atol = 1e-5 * (1 + max |w . x + b|) * sqrt(2 / k)``), and exactly between dense and CSR input only
-    up to the same rounding. Input must be finite with ``|x| <= max_abs_input``
+    up to the same rounding. Input must be finite with ``|x| <= max_abs_features``
     (``finfo(dtype).max / (2 d w_max (1 + d eps))``, beyond which ``w . x`` may overflow: 1.8e34
     for float32, d = 784, gamma = 1; 3.8e19 for the Laplacian kernel); other values raise
     ``ValueError`` naming the row and column. The (d, k) frequency matrix is computed once per process from the
@@ -156,6 +158,7 @@ class RFF(GemmRowBlocks, FeatureIds, ScaleGamma, FloatFeatures, FeatureMap):
         "gamma": GAMMA_CONSTRAINT,
         "kernel": [StrOptions({"rbf", "laplacian"})],
         **FEATURE_IDS_CONSTRAINT,
+        **SCALE_CONSTRAINT,
         "density": [Interval(numbers.Real, 0, 1, closed="right")],
     })
     _optional_params = {"feature_ids": None, "density": 1.0}
@@ -171,6 +174,7 @@ class RFF(GemmRowBlocks, FeatureIds, ScaleGamma, FloatFeatures, FeatureMap):
         n_jobs: int | None = None,
         feature_ids: npt.ArrayLike | None = None,
         density: float = 1.0,
+        scale: str | None = None,
     ) -> None:
         self.n_components = n_components
         self.gamma = gamma
@@ -180,8 +184,10 @@ class RFF(GemmRowBlocks, FeatureIds, ScaleGamma, FloatFeatures, FeatureMap):
         self.n_jobs = n_jobs
         self.feature_ids = feature_ids
         self.density = density
+        self.scale = scale
 
     def _check_width(self, n_features):
+        super()._check_width(n_features)  # the scale's bound
         k = int(self.n_components)
         if float(self.density) >= 1.0:
             check_projection("RFF", n_features, k)
@@ -200,8 +206,8 @@ class RFF(GemmRowBlocks, FeatureIds, ScaleGamma, FloatFeatures, FeatureMap):
         return self._nonzeros(int(self.n_features_in_))
 
     @property
-    def max_abs_input(self):
-        """Largest accepted ``|x|``: ``finfo(dtype).max / (2 d w_max (1 + d eps))``, so ``w . x``
+    def max_abs_features(self):
+        """Largest ``|x|`` the features take (``max_abs_input`` without ``scale``): ``finfo(dtype).max / (2 d w_max (1 + d eps))``, so ``w . x``
         cannot overflow; ``w_max`` = ``sqrt(2 gamma) 8.66`` (rbf) or ``gamma 5.7e15`` (laplacian)."""
         gamma = self._gamma()
         if gamma is None:  # gamma="scale" before fit: any finite value (the statistics bound their own)

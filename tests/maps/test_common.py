@@ -28,9 +28,11 @@ from dask_kernels.sidecar import map_arrays
 # method -> instances that together reach each map's distinct code paths (kernels, dtypes, outputs)
 CASES = {
     "gcws": [GCWS(n_components=8), GCWS(n_components=5, bits=12, output="onehot")],
-    "rff": [RFF(n_components=8), RFF(n_components=8, kernel="laplacian", dtype="float64")],
-    "nrff": [NRFF(n_components=8)],
-    "fastfood": [Fastfood(n_components=8), Fastfood(n_components=8, radial="matern", dtype="float64")],
+    "rff": [RFF(n_components=8), RFF(n_components=8, kernel="laplacian", dtype="float64"),
+            RFF(n_components=8, scale="auto")],
+    "nrff": [NRFF(n_components=8), NRFF(n_components=8, scale="auto")],
+    "fastfood": [Fastfood(n_components=8), Fastfood(n_components=8, radial="matern", dtype="float64"),
+                 Fastfood(n_components=8, scale="maxabs")],
     "nystroem": [
         Nystroem(n_components=8),
         Nystroem(n_components=8, kernel="rbf", dtype="float64"),
