@@ -14,11 +14,12 @@ For each dataset (training rows / untouched test rows) it prints test accuracy a
   depended on the input's size (10 epochs, the schedule and early stopping deciding on 10 % of
   the rows held out), and ``cli gcws k=256``: the defaults before that (k = 256, b = 8, eta0 = 1 / k,
   10 % held out);
-* ``--gaussian`` adds ``cli rff``, ``cli nrff`` and ``cli fastfood`` (``train --method M`` with its
-  defaults there: inputs scaled as GCWS's are, ``scale="auto"``, and the bandwidth learned from the
-  scaled rows, ``gamma="scale"``), each with ``--param scale=null`` (``noscale``: the rows in their
-  units, the command's default before input scaling) and with ``--param scale=null --param
-  gamma=1.0`` (``gamma=1``: the maps' own defaults);
+* ``--maps`` adds ``cli rff``, ``cli nrff``, ``cli fastfood`` and ``cli nystroem`` (``train
+  --method M`` with its defaults there: inputs scaled as GCWS's are, ``scale="auto"``, and for
+  the first three the bandwidth learned from the scaled rows, ``gamma="scale"``; Nystroem's GMM
+  kernel has none), each with ``--param scale=null`` (``noscale``: the rows in their units, the
+  command's default before input scaling), and the first three with ``--param scale=null
+  --param gamma=1.0`` (``gamma=1``: the maps' own defaults);
 * ``rff+sgd``: scikit-learn ``make_pipeline(StandardScaler(), RBFSampler(n_components=2048,
   random_state=0), SGDClassifier(random_state=0))``;
 * ``rff(scale)+sgd``: the same with ``RBFSampler(gamma="scale")`` (gamma = 1 / (d var X), here
@@ -209,9 +210,9 @@ def main():
     ap.add_argument("--letter", default=None, help="LetterRecognition.rda of r-cran-mlbench (default: in --mlbench)")
     ap.add_argument("--variants", action="store_true",
                     help="also the previous defaults (10 %% held out; k = 256, b = 8, eta0 = 1 / k)")
-    ap.add_argument("--gaussian", action="store_true",
-                    help="also train --method rff, nrff and fastfood: their defaults there, unscaled, and "
-                         "unscaled with gamma=1.0")
+    ap.add_argument("--maps", action="store_true",
+                    help="also train --method rff, nrff, fastfood and nystroem: their defaults there, unscaled, "
+                         "and (the first three) unscaled with gamma=1.0")
     ap.add_argument("--exact-rows", type=int, default=4000, help="exact SVMs on at most this many training rows")
     ap.add_argument("--no-peers", action="store_true",
                     help="only the CLI runs (the peers do not depend on this project's defaults)")
@@ -225,11 +226,12 @@ def main():
         runs["cli gcws held out"] = ("--validation-fraction", "0.1")
         runs["cli gcws k=256"] = ("--n-components", "256", "--param", "bits=8", "--eta0", str(1 / 256),
                                   "--validation-fraction", "0.1")
-    if args.gaussian:
-        for m in ("rff", "nrff", "fastfood"):
+    if args.maps:
+        for m in ("rff", "nrff", "fastfood", "nystroem"):
             runs[f"cli {m}"] = ("--method", m)
             runs[f"cli {m} noscale"] = ("--method", m, "--param", "scale=null")
-            runs[f"cli {m} gamma=1"] = ("--method", m, "--param", "scale=null", "--param", "gamma=1.0")
+            if m != "nystroem":
+                runs[f"cli {m} gamma=1"] = ("--method", m, "--param", "scale=null", "--param", "gamma=1.0")
     print(f"load average: {open('/proc/loadavg').read().split()[:3]}")
     print(f"{'dataset (train/test)':<24} {'method':<18} {'accuracy':>8} {'seconds':>8}")
     for name in args.datasets.split(","):

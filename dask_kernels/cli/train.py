@@ -48,10 +48,11 @@ N_COMPONENTS = 256
 #: 1 / (d var X) learned from the rows. Their own default, gamma=1.0, assumes features of unit
 #: scale: on raw UCI, digit and MNIST rows RFF scored near chance with it (docs/guide/training.md)
 GAUSSIAN_METHODS, GAUSSIAN_GAMMA = ("rff", "nrff", "fastfood"), "scale"
-#: their input scaling without --param scale: GCWS's default rule (each column's range onto
-#: [-1, 1], or divided by its largest |x| for mostly-zero rows); the maps' own default, None,
-#: leaves columns in their units, which decide the kernel (docs/guide/training.md)
-GAUSSIAN_SCALE = "auto"
+#: the input scaling of these maps and of Nystroem without --param scale: GCWS's default rule
+#: (each column's range onto [-1, 1], or divided by its largest |x| for mostly-zero rows); the
+#: maps' own default, None, leaves columns in their units, which decide the kernel
+#: (docs/guide/training.md)
+SCALED_METHODS, DEFAULT_SCALE = GAUSSIAN_METHODS + ("nystroem",), "auto"
 #: the default learning rate of SoftmaxSGD on GCWS codes, times 1 / (mean squared row norm) = 1 / k
 #: (same measurement as GCWS_DEFAULTS; 1 / k underfit in 10 epochs)
 SOFTMAX_ETA_FACTOR = 4.0
@@ -76,8 +77,8 @@ def add_arguments(parser):
     add_table_arguments(parser)
     parser.add_argument("--method", help=f"feature map for raw input (default {DEFAULT_METHOD}: the default recipe, "
                         "inputs scaled per feature; also rff, nrff, fastfood (inputs scaled as gcws's unless --param "
-                        "scale=null, and gamma=\"scale\" unless --param gamma or sigma is given), nystroem, core; "
-                        "raw: a linear model on the rows as they are)")
+                        "scale=null, and gamma=\"scale\" unless --param gamma or sigma is given), nystroem (inputs "
+                        "scaled too), core; raw: a linear model on the rows as they are)")
     parser.add_argument("--n-components", type=positive_int, default=None,
                         help=f"k for --method (default {GCWS_DEFAULTS['n_components']} for gcws, with bits="
                              f"{GCWS_DEFAULTS['bits']} unless --param bits is given; {N_COMPONENTS} for other maps)")
@@ -198,8 +199,8 @@ def _source(args):
         given = parse_params(args.param)
         if method in GAUSSIAN_METHODS and not {"gamma", "sigma"} & set(given):
             params["gamma"] = GAUSSIAN_GAMMA
-        if method in GAUSSIAN_METHODS:
-            params["scale"] = GAUSSIAN_SCALE
+        if method in SCALED_METHODS:
+            params["scale"] = DEFAULT_SCALE
         params.update(given)
         fmap = make_map(method, params)
     elif args.param or args.n_components is not None:

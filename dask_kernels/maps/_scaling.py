@@ -257,6 +257,31 @@ def check_scale_state(scale, state, n_features):
         raise ValueError(f"feature-map spec['state']['scale']: rule {rule!r} but spec['params']['scale'] is {scale!r}")
 
 
+def input_scaling(fmap):
+    """``(shift or None, factor)`` of a map's fitted ``scale_`` (None: no scaling), computed
+    once per fitted state (the state's lists are parsed again only when ``scale_`` changes)."""
+    state = getattr(fmap, "scale_", None)
+    cached = fmap.__dict__.get("_scaling_of")
+    if cached is None or cached[0] is not state:
+        cached = (state, fitted_shift_factor(state, fmap.n_features_in_))
+        fmap._scaling_of = cached
+    return cached[1]
+
+
+def scaled_block(X, scaling, bound, dtype):
+    """A validated raw block through ``scaling`` (``(shift or None, factor)``; None: X itself),
+    clipped to ``bound``: CSR without a shift stays CSR (float64, zeros stay zeros), other
+    input comes dense in ``dtype`` (:func:`scale_dense`)."""
+    if scaling is None:
+        return X
+    shift, factor = scaling
+    if sp.issparse(X) and shift is None:
+        X = apply_scale(X, None, factor)
+        np.clip(X.data, -bound, bound, out=X.data)
+        return X
+    return scale_dense(X.toarray() if sp.issparse(X) else X, shift, factor, bound, dtype)
+
+
 # -- the ``scale`` parameter of the Gaussian maps (RFF, NRFF, Fastfood) --------------------------
 
 #: The constraint of their ``scale`` parameter.
@@ -303,7 +328,7 @@ class LearnedScale:
 
     def _input_scaling(self):
         """``(shift or None, factor)`` of the fitted scale, or None."""
-        return fitted_shift_factor(getattr(self, "scale_", None), self.n_features_in_)
+        return input_scaling(self)
 
     def fit(self, X, y=None):
         self.__dict__.pop("scale_", None)  # a refit must not see the last fit's scaling in validate_block
@@ -324,18 +349,10 @@ class LearnedScale:
         super()._fit(X)
 
     def _scaled(self, X):
-        """A validated raw block scaled, clipped to ``max_abs_features`` (X itself without a
-        scale): CSR (maxabs) stays CSR in float64; dense rows come in the map's ``dtype``, which
-        the features compute in, in one pass."""
-        sf = self._input_scaling()
-        if sf is None:
-            return X
+        """A validated raw block scaled (:func:`scaled_block`), clipped to ``max_abs_features``,
+        dense rows in the map's ``dtype``, which the features compute in."""
         bound = min(SCALE_MAX, self.max_abs_features or SCALE_MAX)
-        if sp.issparse(X) and sf[0] is None:
-            X = apply_scale(X, *sf)
-            np.clip(X.data, -bound, bound, out=X.data)
-            return X
-        return scale_dense(X.toarray() if sp.issparse(X) else X, *sf, bound, np.dtype(self.dtype))
+        return scaled_block(X, self._input_scaling(), bound, np.dtype(self.dtype))
 
     def validate_block(self, X, row_offset=0, row_numbers=None):
         """The input check of :meth:`FeatureMap.validate_block` on the raw rows, then the fitted

@@ -30,6 +30,8 @@ from __future__ import annotations
 
 import functools
 import numbers
+
+import dask
 from typing import Any
 
 import numpy as np
@@ -40,10 +42,12 @@ from ..blocks import as_block, check_finite_rows
 from ..exact.pairwise import KERNELS, gmm_split, kernel_block, row_sq_norms, unit_rows
 from ..rng import rank_array, register_stream, uniform
 from ..sidecar import manifest
-from ._bounds import MAX_LANDMARKS, components_interval
-from ._partitioned import is_dask, is_partitions, reduce_blocks
+from ._bounds import MAX_CENTERED_FEATURES, MAX_LANDMARKS, components_interval
+from ._partitioned import is_dask, is_partitions, n_features_of, reduce_blocks
 from ._fourier import COMMON_CONSTRAINTS, cached_table
 from ._gamma import GAMMA_CONSTRAINT, fit_gamma, gamma_of_sums, gamma_sums, is_scale
+from ._scaling import (SCALE_CONSTRAINT, SCALE_MAX, apply_scale, check_scale_state, fitted_scale,
+                       fitted_scale_partitioned, input_scaling, refuse_wide_scale, scale_rule, scaled_block)
 from ._exactsum import merge_sums
 from .base import FeatureMap
 from .._docstrings import fill_doc
@@ -82,8 +86,10 @@ def _check_sign(X, row_offset=0, row_numbers=None):
                          "negative entry (use kernel='gmm', which sign-splits)")
 
 
-def sample_part(X: Any, row_offset: int, seed: int, s: int, kernel: str) -> tuple[np.ndarray, np.ndarray, Any] | None:
-    """The ``s`` rows of one partition with the smallest rank: (ranks, global row ids, rows).
+def sample_part(X: Any, row_offset: int, seed: int, s: int, kernel: str,
+                scaling: tuple | None = None) -> tuple[np.ndarray, np.ndarray, Any] | None:
+    """The ``s`` rows of one partition with the smallest rank: (ranks, global row ids, rows),
+    the rows through ``scaling`` (``(shift or None, factor)`` of the fitted scale) when given.
 
     Validates the partition (finite; nonnegative for min-max), naming global rows.
     """
@@ -96,6 +102,7 @@ def sample_part(X: Any, row_offset: int, seed: int, s: int, kernel: str) -> tupl
         if X.ndim != 2:
             raise ValueError(f"expected 2-d rows, got shape {X.shape}")
     check_finite_rows(X, row_offset)
+    X = scaled_block(X, scaling, SCALE_MAX, np.float64)
     if kernel == "minmax":
         _check_sign(X, row_offset)
     n = X.shape[0]
@@ -123,11 +130,11 @@ def _merge_many(s, *parts):
     return merge_samples([p for p in parts if p is not None], s)
 
 
-def _sample_sums_part(X, row_offset, seed, s, kernel, unit):
+def _sample_sums_part(X, row_offset, seed, s, kernel, scaling, unit):
     """:func:`sample_part` and the exact sums behind ``gamma="scale"`` of one partition."""
-    sample = sample_part(X, row_offset, seed, s, kernel)  # validates the rows
+    sample = sample_part(X, row_offset, seed, s, kernel, scaling)  # validates the rows
     X = as_block(X, (np.float64,)) if sp.issparse(X) else np.ascontiguousarray(X, dtype=np.float64)
-    return sample, gamma_sums(X, unit)
+    return sample, gamma_sums(X if scaling is None else apply_scale(X, *scaling), unit)
 
 
 def _merge_sample_sums(s, *parts):
@@ -135,14 +142,18 @@ def _merge_sample_sums(s, *parts):
     return _merge_many(s, *[p[0] for p in parts]), merge_sums(*[p[1] for p in parts])
 
 
-def sample_partitioned(X: Any, seed: int, s: int, kernel: str, unit: bool | None = None) -> tuple[Any, int, int]:
+def sample_partitioned(X: Any, seed: int, s: int, kernel: str, unit: bool | None = None,
+                       scaling: tuple | None = None) -> tuple[Any, int, int]:
     """Merge tree of :func:`sample_part` over a dask array or SparsePartitions; returns
     ``(sample, n_rows, n_features)``, computed on the active scheduler. With ``unit`` (a bool),
-    in the same pass, the exact sums of ``gamma="scale"``: ``((sample, sums), n_rows, n_features)``."""
+    in the same pass, the exact sums of ``gamma="scale"``: ``((sample, sums), n_rows, n_features)``.
+    ``scaling``: the fitted scale, applied to every block first."""
+    if scaling is not None:  # one task holds the vectors, not every block's task
+        scaling = dask.delayed(scaling, pure=True, traverse=False)
     if unit is None:
-        return reduce_blocks(X, sample_part, functools.partial(_merge_many, s), int(seed), s, kernel)
+        return reduce_blocks(X, sample_part, functools.partial(_merge_many, s), int(seed), s, kernel, scaling)
     return reduce_blocks(X, _sample_sums_part, functools.partial(_merge_sample_sums, s), int(seed), s, kernel,
-                         bool(unit))
+                         scaling, bool(unit))
 
 
 def kmeanspp(C: Any, m: int, kernel: str, gamma: float | None, seed: int) -> np.ndarray:
@@ -183,7 +194,7 @@ def kmeanspp(C: Any, m: int, kernel: str, gamma: float | None, seed: int) -> np.
 
 
 #: the keys of a fitted Nystroem's spec state
-STATE_KEYS = ("gamma", "n_landmarks", "rank", "landmarks_format", "landmarks_nnz", "sidecar")
+STATE_KEYS = ("gamma", "n_landmarks", "rank", "landmarks_format", "landmarks_nnz", "sidecar", "scale")
 
 
 @fill_doc
@@ -220,12 +231,24 @@ class Nystroem(FeatureMap):
         Output dtype, and the precision of the kernel block (rbf, cosine_rbf) and of the product
         with the normalization (float32 uses SGEMM).
     %(n_jobs)s
+    scale : {"auto", "minmax", "maxabs"} or None, default=None
+        Per-feature input scaling learned in ``fit`` from all training rows, the rules of
+        GCWS's and RFF's ``scale`` (GMM and the Gaussian kernels are not invariant to per-feature
+        offsets and units): "minmax" maps each column's training range onto [-1, 1] (dense
+        input; refused on sparse input and with ``kernel="minmax"``); "maxabs" divides each
+        column by its largest ``|x|``; "auto" is "minmax" for dense input with more than half of
+        its entries nonzero, else "maxabs", and "maxabs" for ``kernel="minmax"``. The landmarks
+        are scaled rows, :meth:`validate_block` scales every row it checks (raw values up to
+        ``2**1022``), and ``gamma="scale"`` is learned from the scaled rows. On a dask array the
+        statistics take one more pass. None: no scaling, the map of specs without ``scale``.
 
     Attributes
     ----------
     n_features_in_ : int
     n_output_features_ : int
         Number of landmarks, ``min(n_components, n_rows)``.
+    scale_ : dict or None
+        The fitted scaling (see :class:`~dask_kernels.RFF`); None without scaling.
     output_dtype_ : numpy.dtype
     gamma_ : float or None
         The bandwidth used.
@@ -285,11 +308,14 @@ class Nystroem(FeatureMap):
         "kernel": [StrOptions(set(KERNELS))],
         "gamma": [None, *GAMMA_CONSTRAINT],
         "landmarks": [StrOptions({"uniform", "kmeans++"})],
+        **SCALE_CONSTRAINT,
     })
+    #: specs written before scaling existed have no ``scale``: they rebuild the unscaled map
+    _spec_omitted = {"scale": None}
 
     def __init__(self, *, n_components: int = 100, kernel: str = "gmm", gamma: float | None = None,
                  landmarks: str = "uniform", seed: int = 0, dtype: str = "float32",
-                 n_jobs: int | None = None) -> None:
+                 n_jobs: int | None = None, scale: str | None = None) -> None:
         self.n_components = n_components
         self.n_jobs = n_jobs
         self.kernel = kernel
@@ -297,6 +323,7 @@ class Nystroem(FeatureMap):
         self.landmarks = landmarks
         self.seed = seed
         self.dtype = dtype
+        self.scale = scale
 
     # -- parameters -------------------------------------------------------------------------------
     def _validate_params_extra(self):
@@ -305,6 +332,32 @@ class Nystroem(FeatureMap):
         if is_scale(self.gamma) and self.kernel not in ("rbf", "cosine_rbf"):
             raise ValueError(f"gamma='scale' is scikit-learn's rule for the Gaussian kernel (rbf, and cosine_rbf "
                              f"on unit rows); kernel={self.kernel!r} needs a numeric gamma or None")
+        if self.kernel == "minmax" and self.scale == "minmax":
+            raise ValueError("kernel='minmax' needs nonnegative rows and scale='minmax' maps every column onto "
+                             "[-1, 1]: use scale='maxabs' (or 'auto', which is 'maxabs' for this kernel), or "
+                             "kernel='gmm'")
+
+    def _scale_rule(self, sparse, n_features):
+        """The rule ``scale`` resolves to for this input (None: no scaling): as the Fourier maps',
+        and "maxabs" for ``kernel="minmax"`` (signs kept)."""
+        if self.scale is None:
+            return None
+        if sparse and self.scale == "minmax":  # as scikit-learn's MinMaxScaler
+            raise ValueError("Nystroem: scale='minmax' shifts every column, which would turn the zeros of sparse "
+                             "input into nonzeros and densify it; use scale='maxabs' (or 'auto', which is 'maxabs' "
+                             "for sparse input)")
+        if self.kernel == "minmax" and self.scale == "auto":
+            return "maxabs" if not sparse or n_features <= MAX_CENTERED_FEATURES else None
+        return scale_rule(self.scale, sparse, n_features)
+
+    def _check_width(self, n_features):
+        refuse_wide_scale("Nystroem", self.scale, n_features)
+
+    @property
+    def max_abs_input(self) -> float | None:
+        """None (any finite value) without a scale; with one ``2**1022`` (``SCALE_MAX``), so that
+        ``x - shift`` is finite (the scaled values are clipped to it)."""
+        return SCALE_MAX if getattr(self, "scale_", self.scale) is not None else None
 
     def _resolved_gamma(self, d):
         if self.kernel in ("gmm", "minmax"):
@@ -341,12 +394,17 @@ class Nystroem(FeatureMap):
         -------
         self
         """
+        self.__dict__.pop("scale_", None)  # a refit must not see the last fit's scaling in validate_block
         if not (is_dask(X) or is_partitions(X)):
             return super().fit(X, y)
         self._validate_params()
         self._validate_params_extra()
+        self.n_features_in_ = d = n_features_of(X)
+        self._check_width(d)
+        rule = self._scale_rule(is_partitions(X) or sp.issparse(getattr(X, "_meta", None)), d)
+        self.scale_ = None if rule is None else fitted_scale_partitioned(rule, X, "Nystroem")[0]
         unit = self.kernel == "cosine_rbf" if is_scale(self.gamma) else None
-        sample, n, d = sample_partitioned(X, self.seed, self._sample_size(), self.kernel, unit)
+        sample, n, d = sample_partitioned(X, self.seed, self._sample_size(), self.kernel, unit, input_scaling(self))
         if unit is not None:
             sample, sums = sample
             if sample is not None:
@@ -363,6 +421,9 @@ class Nystroem(FeatureMap):
         return self
 
     def _fit(self, X):
+        self.scale_ = fitted_scale(self._scale_rule(sp.issparse(X), X.shape[1]), X)
+        if self.scale_ is not None:  # float64, as the pass over dask input scales each block
+            X = apply_scale(X, *input_scaling(self))
         if is_scale(self.gamma):
             self._scale_gamma = fit_gamma(X, self.kernel == "cosine_rbf", "Nystroem")[0]
         self._fit_sample(sample_part(X, 0, self.seed, self._sample_size(), self.kernel))
@@ -407,9 +468,12 @@ class Nystroem(FeatureMap):
 
     def _fitted_state(self):  # keys: STATE_KEYS
         sparse = sp.issparse(self.landmarks_)
-        return {"gamma": self.gamma_, "n_landmarks": int(self.n_landmarks_), "rank": int(self.rank_),
-                "landmarks_format": "csr" if sparse else "dense",
-                "landmarks_nnz": int(self.landmarks_.nnz) if sparse else None, "sidecar": self.sidecar_}
+        state = {"gamma": self.gamma_, "n_landmarks": int(self.n_landmarks_), "rank": int(self.rank_),
+                 "landmarks_format": "csr" if sparse else "dense",
+                 "landmarks_nnz": int(self.landmarks_.nnz) if sparse else None, "sidecar": self.sidecar_}
+        if self.scale is not None:  # scale=None: specs stay as they were
+            state["scale"] = self.scale_
+        return state
 
     def _validate_state(self, state):
         # _set_fitted_state checks every field itself (naming the key) before installing it, and
@@ -420,6 +484,10 @@ class Nystroem(FeatureMap):
         if unknown:
             raise ValueError(f"feature-map spec['state']: unknown keys {sorted(unknown)}; a Nystroem state has "
                              f"{list(STATE_KEYS)}")
+        if self.scale is not None:
+            check_scale_state(self.scale, state, self.n_features_in_)
+        elif "scale" in state:
+            raise ValueError("feature-map spec['state']['scale']: present but spec['params'] has no scale")
 
     def _set_fitted_state(self, state):
         def field(key, ok, what):
@@ -448,6 +516,7 @@ class Nystroem(FeatureMap):
         self._landmarks_format = fmt
         self._landmarks_nnz = state.get("landmarks_nnz")
         self.sidecar_ = state["sidecar"]
+        self.scale_ = state.get("scale")
 
     def _sidecar_layout(self):
         """name -> (shape, dtype) the sidecar must have, from the spec's own fields."""
@@ -486,9 +555,11 @@ class Nystroem(FeatureMap):
     # -- transforming -----------------------------------------------------------------------------
     def validate_block(self, X: Any, row_offset: int = 0,
                        row_numbers: np.ndarray | None = None) -> np.ndarray | sp.csr_matrix:
-        """The input contract of :meth:`FeatureMap.validate_block`; for ``kernel="minmax"`` also
-        nonnegative entries (the kernels compute GMM, which equals min-max only there)."""
+        """The input contract of :meth:`FeatureMap.validate_block`, then the fitted scaling (the
+        rows as the landmarks are); for ``kernel="minmax"`` also nonnegative entries (the kernels
+        compute GMM, which equals min-max only there)."""
         X = super().validate_block(X, row_offset=row_offset, row_numbers=row_numbers)
+        X = scaled_block(X, input_scaling(self), SCALE_MAX, np.float64)  # the rows the landmarks are
         if self.kernel == "minmax":
             _check_sign(X, row_offset, row_numbers)
         return X

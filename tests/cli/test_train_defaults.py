@@ -152,3 +152,14 @@ def test_gaussian_maps_scale_their_input_and_learn_their_bandwidth_unless_given(
     if method == "fastfood":  # its other way of giving the bandwidth: no gamma is added beside it
         fmap = _train(rows, *options, "--param", "sigma=2.0").feature_map
         assert fmap.sigma == 2.0 and fmap.gamma is None
+
+
+def test_nystroem_scales_its_input_unless_told_not_to(rows):
+    # on raw UCI rows, GMM Nystroem (k = 256) with scaled columns scored 0.774 against 0.712 on
+    # Vehicle, 0.978 against 0.889 on wine (means of three splits)
+    X = np.load(rows / "X.npy")
+    fmap = _train(rows, "--method", "nystroem", "--n-components", "16").feature_map
+    assert fmap.scale == "auto" and fmap.scale_ == {"rule": "minmax", "min": X.min(0).tolist(),
+                                                    "max": X.max(0).tolist()}
+    fmap = _train(rows, "--method", "nystroem", "--n-components", "16", "--param", "scale=null").feature_map
+    assert fmap.scale is None and "scale" not in fmap.spec()["state"]

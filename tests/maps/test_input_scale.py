@@ -1,5 +1,6 @@
-"""``scale=`` of RFF, NRFF and Fastfood: per-feature scaling learned in fit (GCWS's rules), exact
-and partition-invariant, kept in the spec, applied before the features and before gamma="scale"."""
+"""``scale=`` of RFF, NRFF, Fastfood and Nystroem: per-feature scaling learned in fit (GCWS's
+rules), exact and partition-invariant, kept in the spec, applied before the features (and the
+landmarks) and before gamma="scale"."""
 
 import json
 
@@ -11,17 +12,21 @@ from sklearn.linear_model import SGDClassifier
 
 from _spec import tampered
 
-from dask_kernels import NRFF, RFF, Fastfood, featurize, fit_incremental, from_spec, open_store
+from dask_kernels import NRFF, RFF, Fastfood, Nystroem, featurize, fit_incremental, from_spec, open_store
 from dask_kernels.io import from_sparse
 from dask_kernels.maps._scaling import apply_scale, scale_dense
 
 RNG = np.random.default_rng(7)
 #: columns in units four orders of magnitude apart, with offsets: unscaled, the last column decides the kernel
 X = RNG.standard_normal((300, 5)) * [1.0, 10.0, 100.0, 1000.0, 0.01] + [0.0, 5.0, -300.0, 1e4, 2.0]
-MAKERS = {"rff": RFF, "nrff": NRFF, "fastfood": Fastfood}
+MAKERS = {"rff": RFF, "nrff": NRFF, "fastfood": Fastfood,
+          "nystroem-rbf": lambda **kw: Nystroem(kernel="rbf", dtype="float64", **kw),
+          "nystroem-gmm": lambda **kw: Nystroem(kernel="gmm", dtype="float64", **kw)}
 
 
 def _make(method, **kw):
+    if method == "nystroem-gmm":  # no bandwidth
+        kw.pop("gamma", None)
     return MAKERS[method](n_components=32, seed=2, **kw)
 
 
@@ -39,7 +44,7 @@ def test_features_are_the_unscaled_maps_of_the_scaled_rows(method, gamma):
     S = _minmax(X, X)
     assert np.abs(S).max() <= 1.0 + 1e-12
     plain = _make(method, gamma=gamma).fit(S)
-    if gamma == "scale":  # learned from the scaled rows, not the raw ones
+    if gamma == "scale" and method != "nystroem-gmm":  # learned from the scaled rows, not the raw ones
         assert fmap.gamma_ == plain.gamma_ != _make(method, gamma="scale").fit(X).gamma_
     Xt = X[:50] * 1.5  # rows outside the training range go through the same scaling
     np.testing.assert_allclose(fmap.transform(Xt), plain.transform(_minmax(Xt, X)), rtol=0, atol=1e-5)
@@ -62,13 +67,14 @@ def test_spec_is_the_same_bits_for_any_chunking_and_rebuilds_the_map(method, gam
     for rows in (1, 7, 100, 299):
         assert _make(method, scale="auto", gamma=gamma).fit(da.from_array(X, chunks=(rows, -1))).spec_json() == \
             whole.spec_json()
-    again = from_spec(json.loads(whole.spec_json()))
+    again = from_spec(json.loads(whole.spec_json()), arrays=whole.sidecar_arrays())
     assert again.transform(X).tobytes() == whole.transform(X).tobytes()
 
 
 def test_no_scale_leaves_the_spec_as_it_was():
     for method in MAKERS:
         spec = _make(method, gamma=0.5).fit(X).spec()
+        assert spec["params"] == {k: v for k, v in spec["params"].items() if k != "scale"}
         assert "scale" not in spec["params"] and "scale" not in spec["state"]
         scaled = _make(method, gamma=0.5, scale="auto").fit(X).spec()
         assert scaled["params"]["scale"] == "auto" and scaled["state"]["scale"]["rule"] == "minmax"
@@ -165,3 +171,33 @@ def test_dense_rows_are_scaled_in_one_pass_to_the_values_of_apply_scale(dtype):
             assert scale_dense(A, s, factor, 1e3, np.dtype(dtype)).tobytes() == expected.tobytes()
     rff = RFF(n_components=8, scale="minmax", dtype=dtype).fit(X)
     assert rff.validate_block(X).dtype == np.dtype(dtype)  # the precision the features compute in
+
+
+def test_nystroem_landmarks_are_scaled_rows_and_the_minmax_kernel_keeps_its_signs():
+    ny = Nystroem(n_components=16, kernel="gmm", scale="minmax", dtype="float64").fit(X)
+    rows = ny.landmark_rows_
+    np.testing.assert_array_equal(ny.landmarks_, apply_scale(X[rows], *_shift_factor(X)))
+    P = np.abs(X)
+    auto = Nystroem(n_components=16, kernel="minmax", scale="auto").fit(P)
+    assert auto.scale_["rule"] == "maxabs"  # "minmax" would make negative entries, which the kernel refuses
+    S = P * (1.0 / np.abs(P).max(axis=0))  # apply_scale's arithmetic
+    np.testing.assert_array_equal(auto.transform(P), Nystroem(n_components=16, kernel="minmax").fit(S).transform(S))
+    with pytest.raises(ValueError, match="kernel='minmax' needs nonnegative rows and scale='minmax'"):
+        Nystroem(kernel="minmax", scale="minmax").fit(P)
+
+
+def test_nystroem_spec_scale_state_is_checked():
+    ny = Nystroem(n_components=8, scale="auto").fit(X)
+    spec, arrays = ny.spec(), ny.sidecar_arrays()
+    with pytest.raises(ValueError, match="missing 'scale'"):
+        from_spec(tampered(spec, ("state", "scale"), KeyError), arrays=arrays)
+    with pytest.raises(ValueError, match=r"has shape \(4,\)"):
+        from_spec(tampered(spec, ("state", "scale", "min"), [0.0] * 4), arrays=arrays)
+    plain = Nystroem(n_components=8).fit(X)
+    with pytest.raises(ValueError, match="present but spec\\['params'\\] has no scale"):
+        from_spec(tampered(plain.spec(), ("state", "scale"), spec["state"]["scale"]), arrays=plain.sidecar_arrays())
+
+
+def _shift_factor(A):
+    lo, hi = A.min(axis=0), A.max(axis=0)
+    return 0.5 * lo + 0.5 * hi, 1.0 / (0.5 * hi - 0.5 * lo)
