@@ -1,8 +1,10 @@
-"""Per-feature input scaling learned in ``fit`` (GCWS's ``scale=``), without scikit-learn.
+"""Per-feature input scaling learned in ``fit`` (the ``scale=`` of GCWS, CoRE, RFF, NRFF,
+Fastfood and Nystroem), without scikit-learn.
 
 GMM, the kernel GCWS linearizes, is invariant to scaling a whole row but not to per-feature
-offsets and scales: a feature measured in large units dominates every ``min``/``max`` sum. So
-a map with a scale rule learns per-feature statistics and maps every row through
+offsets and scales: a feature measured in large units dominates every ``min``/``max`` sum; a
+Gaussian kernel's distance is as dominated by it. So a map with a scale rule learns per-feature
+statistics and maps every row through
 
     x' = (x - shift) * factor        (dense; clipped to +-2**1022)
     x' = x * factor                  (sparse, "maxabs": zeros stay zeros)
