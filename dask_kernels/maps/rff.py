@@ -145,6 +145,18 @@ class RFF(GemmRowBlocks, FeatureIds, LearnedScale, ScaleGamma, FloatFeatures, Fe
     >>> bool(np.allclose(part, full[:, [40, 3]] * np.sqrt(64 / 2), atol=1e-5))
     True
 
+    Columns in different units, each scaled onto [-1, 1] by its training range, the bandwidth
+    then learned from the scaled rows:
+
+    >>> X = np.array([[1.0, 200.0], [2.0, 100.0], [3.0, 300.0]])
+    >>> rff = RFF(n_components=8, scale="minmax", gamma="scale", seed=0).fit(X)
+    >>> rff.scale_
+    {'rule': 'minmax', 'min': [1.0, 100.0], 'max': [3.0, 300.0]}
+    >>> rff.validate_block(X)  # the rows the features see
+    array([[-1.,  0.],
+           [ 0., -1.],
+           [ 1.,  1.]], dtype=float32)
+
     References
     ----------
     .. [1] A. Rahimi and B. Recht, "Random features for large-scale kernel machines", NIPS 2007.
