@@ -34,6 +34,29 @@ def _print_classes(classes):
         print(f"classes: {len(classes)} ({shown})")
 
 
+#: what each scale rule does, for the "learned" line
+SCALE_RULES = {"minmax": "each column's training range onto [-1, 1]",
+               "maxabs": "each column divided by its largest training |x|"}
+
+
+def learned(spec):
+    """What the map learned from the training rows, from its spec: the bandwidth of
+    ``gamma="scale"`` and the scale rule ``scale="auto"`` resolved to (empty when neither)."""
+    params, state = spec.get("params") or {}, spec.get("state") or {}
+    out = {}
+    if params.get("gamma") == "scale" and "gamma" in state:
+        out["gamma"] = state["gamma"]
+    if isinstance(state.get("scale"), dict):
+        out["scale"] = state["scale"].get("rule")
+    return out
+
+
+def _print_learned(values):
+    if values:
+        print("learned from the rows: " + ", ".join(
+            f"gamma={v:.6g}" if k == "gamma" else f"scale={v} ({SCALE_RULES.get(v, v)})" for k, v in values.items()))
+
+
 def summary(store, verify=False):
     """The dict ``info`` prints."""
     done = store.done
@@ -53,6 +76,7 @@ def summary(store, verify=False):
         "package_version": store.package_version,
         "method": store.spec.get("method"),
         "params": store.spec.get("params"),
+        "learned": learned(store.spec),
         "segments": [{"rows": s.n_rows, "blocks": s.n_blocks, "block_rows": s.block_rows}
                      for s in [store] + list(store.segments)] if store.segments else [],
     }
@@ -76,6 +100,7 @@ def model_summary(path):
         "kind": "model",
         "method": None if fmap is None else fmap.method,
         "params": None if fmap is None else fmap.spec()["params"],
+        "learned": {} if fmap is None else learned(fmap.spec()),
         "n_features_in": None if fmap is None else int(fmap.n_features_in_),
         "feature_names": None if getattr(model, "feature_names_in_", None) is None else
         [str(c) for c in model.feature_names_in_],
@@ -92,6 +117,7 @@ def _print_model(s):
     params = ", ".join(f"{k}={v!r}" for k, v in sorted((s["params"] or {}).items()) if k != "center" or v is None)
     print(f"model: {s['path']}")
     print(f"map: {s['method']}({params}) on {s['n_features_in']} features" if s["method"] else "map: none (raw rows)")
+    _print_learned(s["learned"])
     _print_names(s["feature_names"])
     est = ", ".join(f"{k}={v!r}" for k, v in sorted(s["estimator_params"].items()))
     print(f"estimator: {s['estimator']}({est})")
@@ -146,6 +172,7 @@ def run(args):
     _print_names(s["feature_names"])
     _print_classes(s["classes"])
     print(f"spec: {s['method']}({params})")
+    _print_learned(s["learned"])
     print(f"complete: {'yes' if s['complete'] else 'no (re-run the same featurize command to finish it)'}")
     if args.verify:
         bad = s["blocks_bad"]

@@ -50,3 +50,24 @@ def test_info_on_something_else_says_what_it_reads(tmp_path, capsys):
     (tmp_path / "notes").mkdir()
     message = one_line_error(capsys, ["info", str(tmp_path / "notes")])
     assert "neither a dask_kernels feature store nor a saved model" in message
+
+
+def test_info_says_what_the_map_learned_from_the_rows(tmp_path, capsys):
+    rng = np.random.default_rng(2)
+    X = rng.random((80, 3)) * [1.0, 100.0, 1e4]
+    np.save(tmp_path / "X.npy", X)
+    np.save(tmp_path / "y.npy", (X[:, 0] > 0.5).astype(int))
+    model = str(tmp_path / "m.dk")
+    assert main(["train", str(tmp_path / "X.npy"), "--labels", str(tmp_path / "y.npy"), "--method", "rff",
+                 "--n-components", "8", "--epochs", "1", "--no-progress", "-o", model]) == 0
+    capsys.readouterr()
+    s = _info(capsys, model)
+    from dask_kernels import load_model
+
+    assert s["learned"] == {"gamma": load_model(model).feature_map.gamma_, "scale": "minmax"}
+    assert main(["info", model]) == 0
+    assert "learned from the rows: gamma=" in capsys.readouterr().out
+    store = str(tmp_path / "s.zarr")
+    assert main(["featurize", str(tmp_path / "X.npy"), store, "--no-progress"]) == 0
+    capsys.readouterr()
+    assert _info(capsys, store)["learned"] == {"scale": "minmax"}  # GCWS's default scale
