@@ -212,13 +212,18 @@ def scale_dense(X, shift, factor, bound, dtype):
     return _scale_dense_rows(X, shift, factor, bound, np.empty(X.shape, dtype=dtype))
 
 
-# -- the ``scale`` parameter, shared by GCWS and the Gaussian maps ------------------------------
+# -- the ``scale`` parameter, shared by the maps that have one -----------------------------------
 
-def scale_rule(scale, sparse, n_features):
+def scale_rule(scale, sparse, n_features, who=None):
     """The rule a ``scale`` parameter resolves to for this input (None: no scaling). "auto" on
     dense input stays "auto" (:func:`resolve` decides by the density of the rows); on sparse
     input it is "maxabs" up to ``MAX_CENTERED_FEATURES`` columns, beyond them no scaling (the
-    statistics would not fit the spec)."""
+    statistics would not fit the spec). With ``who`` (the map's name), "minmax" on sparse
+    input is refused, as scikit-learn's ``MinMaxScaler`` refuses it (GCWS densifies instead)."""
+    if sparse and scale == "minmax" and who is not None:
+        raise ValueError(f"{who}: scale='minmax' shifts every column, which would turn the zeros of sparse input "
+                         "into nonzeros and densify it; use scale='maxabs' (or 'auto', which is 'maxabs' for "
+                         "sparse input)")
     if scale != "auto":
         return scale
     if not sparse:
@@ -322,11 +327,7 @@ class LearnedScale:
         refuse_wide_scale(type(self).__name__, self.scale, n_features)
 
     def _rule(self, sparse, n_features):
-        if sparse and self.scale == "minmax":  # as scikit-learn's MinMaxScaler
-            raise ValueError(f"{type(self).__name__}: scale='minmax' shifts every column, which would turn the "
-                             "zeros of sparse input into nonzeros and densify it; use scale='maxabs' (or 'auto', "
-                             "which is 'maxabs' for sparse input)")
-        return scale_rule(self.scale, sparse, n_features)
+        return scale_rule(self.scale, sparse, n_features, type(self).__name__)
 
     def _input_scaling(self):
         """``(shift or None, factor)`` of the fitted scale, or None."""

@@ -340,15 +340,9 @@ class Nystroem(FeatureMap):
     def _scale_rule(self, sparse, n_features):
         """The rule ``scale`` resolves to for this input (None: no scaling): as the Fourier maps',
         and "maxabs" for ``kernel="minmax"`` (signs kept)."""
-        if self.scale is None:
-            return None
-        if sparse and self.scale == "minmax":  # as scikit-learn's MinMaxScaler
-            raise ValueError("Nystroem: scale='minmax' shifts every column, which would turn the zeros of sparse "
-                             "input into nonzeros and densify it; use scale='maxabs' (or 'auto', which is 'maxabs' "
-                             "for sparse input)")
         if self.kernel == "minmax" and self.scale == "auto":
             return "maxabs" if not sparse or n_features <= MAX_CENTERED_FEATURES else None
-        return scale_rule(self.scale, sparse, n_features)
+        return None if self.scale is None else scale_rule(self.scale, sparse, n_features, "Nystroem")
 
     def _check_width(self, n_features):
         refuse_wide_scale("Nystroem", self.scale, n_features)
