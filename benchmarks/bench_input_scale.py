@@ -55,7 +55,8 @@ def main():
     print(f"load average: {open('/proc/loadavg').read().split()[:3]}")
     print(f"{args.rows:,} rows x {args.features} features, k = {k}")
     print(f"{'transform':<44} {'seconds':>8} {'rows/s':>12} {'x sklearn':>10}")
-    print(f"{'MinMaxScaler((-1, 1)) + RBFSampler (sklearn)':<44} {peer_s:>8.3f} {args.rows / peer_s:>12,.0f} {1.0:>10.2f}")
+    name = "MinMaxScaler((-1, 1)) + RBFSampler (sklearn)"
+    print(f"{name:<44} {peer_s:>8.3f} {args.rows / peer_s:>12,.0f} {1.0:>10.2f}")
     for cls in (RFF, NRFF, Fastfood):
         for scale in (None, "auto"):
             fmap = cls(n_components=k, gamma="scale", scale=scale, seed=0).fit(fit_rows)

@@ -67,8 +67,8 @@ def main():
                 results.append(run(tmp, methods, *train_test_split(X, y, test_size=0.25, random_state=seed,
                                                                     stratify=y)))
         for m in methods:
-            print(f"{name:<12} {m:<10} " + " ".join(f"{np.mean([r[m, rule] for r in results]):>9.4f}" for rule in RULES),
-                  flush=True)
+            means = [np.mean([r[m, rule] for r in results]) for rule in RULES]
+            print(f"{name:<12} {m:<10} " + " ".join(f"{a:>9.4f}" for a in means), flush=True)
 
 
 if __name__ == "__main__":

@@ -182,3 +182,31 @@ def test_fit_refuses_a_width_from_spec_would_refuse():
     X = sp.csr_matrix((np.ones(2), np.array([0, 2**31], dtype=np.int64), np.array([0, 1, 2])), shape=(2, 2**31 + 1))
     with pytest.raises(ValueError, match="X has 2147483649 features; at most 2147483648"):
         GCWS(n_components=4).fit(X)
+
+
+#: the maps whose fitted input scaling is in their spec (``scale=``)
+SCALED = sorted(m for m, cls in registered_maps().items() if "scale" in cls._get_param_names())
+
+
+@pytest.mark.parametrize("method", SCALED)
+@pytest.mark.parametrize(
+    "value,key",
+    [
+        (KeyError, r"state'\]: (missing 'scale'|expected the keys)"),
+        ([1.0], r"state'\]\['scale'\]: expected an object"),
+        ({"rule": "zscore", "mean": [0.0] * D}, r"state'\]\['scale'\]: expected an object with 'rule'"),
+        ({"rule": "maxabs", "max_abs": [1.0] * D, "extra": 1}, r"state'\]\['scale'\]: rule 'maxabs' has the keys"),
+        ({"rule": "maxabs", "max_abs": [1.0] * (D - 1)}, r"state'\]\['scale'\]\['max_abs'\]: has shape"),
+        ({"rule": "maxabs", "max_abs": [1.0] * (D - 1) + ["x"]}, r"state'\]\['scale'\]\['max_abs'\]: expected a list"),
+        ({"rule": "maxabs", "max_abs": [1.0] * (D - 1) + [float("nan")]},
+         r"state'\]\['scale'\]\['max_abs'\]: entry 5 is nan"),
+        ({"rule": "maxabs", "max_abs": [1.0] * (D - 1) + [1e308]},
+         r"state'\]\['scale'\]\['max_abs'\]: entry 5 is 1e\+308"),
+        ({"rule": "maxabs", "max_abs": [-1.0] * D}, r"state'\]\['scale'\]\['max_abs'\]: entry 0 is negative"),
+        ({"rule": "minmax", "min": [1.0] * D, "max": [0.0] * D}, r"state'\]\['scale'\]: min > max at entry 0"),
+    ],
+)
+def test_tampered_scale_state_is_refused_naming_the_key(method, value, key):
+    spec = _spec(method, scale="maxabs")
+    with pytest.raises(ValueError, match=rf"spec\['{key}"):
+        from_spec(tampered(spec, ("state", "scale"), value))

@@ -40,7 +40,7 @@ def _minmax(A, ref):
 def test_features_are_the_unscaled_maps_of_the_scaled_rows(method, gamma):
     fmap = _make(method, scale="minmax", gamma=gamma).fit(X)
     state = fmap.spec()["state"]["scale"]
-    assert state["rule"] == "minmax" and state["min"] == X.min(axis=0).tolist() and state["max"] == X.max(axis=0).tolist()
+    assert state == {"rule": "minmax", "min": X.min(axis=0).tolist(), "max": X.max(axis=0).tolist()}
     S = _minmax(X, X)
     assert np.abs(S).max() <= 1.0 + 1e-12
     plain = _make(method, gamma=gamma).fit(S)
