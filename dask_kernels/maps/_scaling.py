@@ -35,6 +35,7 @@ from numba import njit
 from .._params import StrOptions
 from ..blocks import validate_block
 from ._bounds import MAX_CENTERED_FEATURES, refuse_above
+from ._parallel import transform_rows
 from ._partitioned import delayed_blocks, is_partitions, n_features_of, reduce_blocks
 
 #: Largest ``|x|`` accepted with a scale rule, and the bound its results are clipped to, so that
@@ -275,10 +276,11 @@ def input_scaling(fmap):
     return cached[1]
 
 
-def scaled_block(X, scaling, bound, dtype):
+def scaled_block(X, scaling, bound, dtype, n_jobs=1):
     """A validated raw block through ``scaling`` (``(shift or None, factor)``; None: X itself),
     clipped to ``bound``: CSR without a shift stays CSR (float64, zeros stay zeros), other
-    input comes dense in ``dtype`` (:func:`scale_dense`)."""
+    input comes dense in ``dtype`` (:func:`scale_dense`), on ``n_jobs`` threads over row blocks
+    (the map's ``n_jobs``: one thread inside a Dask task or a pool, see :mod:`._parallel`)."""
     if scaling is None:
         return X
     shift, factor = scaling
@@ -286,7 +288,8 @@ def scaled_block(X, scaling, bound, dtype):
         X = apply_scale(X, None, factor)
         np.clip(X.data, -bound, bound, out=X.data)
         return X
-    return scale_dense(X.toarray() if sp.issparse(X) else X, shift, factor, bound, dtype)
+    X = X.toarray() if sp.issparse(X) else X
+    return transform_rows(lambda rows, row_offset: scale_dense(rows, shift, factor, bound, dtype), X, n_jobs)
 
 
 # -- the ``scale`` parameter of the Gaussian maps (RFF, NRFF, Fastfood) --------------------------
@@ -355,7 +358,7 @@ class LearnedScale:
         """A validated raw block scaled (:func:`scaled_block`), clipped to ``max_abs_features``,
         dense rows in the map's ``dtype``, which the features compute in."""
         bound = min(SCALE_MAX, self.max_abs_features or SCALE_MAX)
-        return scaled_block(X, self._input_scaling(), bound, np.dtype(self.dtype))
+        return scaled_block(X, self._input_scaling(), bound, np.dtype(self.dtype), self.n_jobs)
 
     def validate_block(self, X, row_offset=0, row_numbers=None):
         """The input check of :meth:`FeatureMap.validate_block` on the raw rows, then the fitted

@@ -553,7 +553,7 @@ class Nystroem(FeatureMap):
         rows as the landmarks are); for ``kernel="minmax"`` also nonnegative entries (the kernels
         compute GMM, which equals min-max only there)."""
         X = super().validate_block(X, row_offset=row_offset, row_numbers=row_numbers)
-        X = scaled_block(X, input_scaling(self), SCALE_MAX, np.float64)  # the rows the landmarks are
+        X = scaled_block(X, input_scaling(self), SCALE_MAX, np.float64, self.n_jobs)  # as the landmarks are
         if self.kernel == "minmax":
             _check_sign(X, row_offset, row_numbers)
         return X

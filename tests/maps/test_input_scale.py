@@ -14,7 +14,7 @@ from _spec import tampered
 
 from dask_kernels import NRFF, RFF, Fastfood, Nystroem, featurize, fit_incremental, from_spec, open_store
 from dask_kernels.io import from_sparse
-from dask_kernels.maps._scaling import apply_scale, scale_dense
+from dask_kernels.maps._scaling import apply_scale, scale_dense, scaled_block
 
 RNG = np.random.default_rng(7)
 #: columns in units four orders of magnitude apart, with offsets: unscaled, the last column decides the kernel
@@ -172,6 +172,9 @@ def test_dense_rows_are_scaled_in_one_pass_to_the_values_of_apply_scale(dtype):
             assert scale_dense(A, s, factor, 1e3, np.dtype(dtype)).tobytes() == expected.tobytes()
     rff = RFF(n_components=8, scale="minmax", dtype=dtype).fit(X)
     assert rff.validate_block(X).dtype == np.dtype(dtype)  # the precision the features compute in
+    # on threads over row blocks (X has 300 rows: three blocks of 128 or fewer): the same bytes
+    threaded = scaled_block(X, (shift, factor), 1e3, np.dtype(dtype), n_jobs=2)
+    assert threaded.tobytes() == scale_dense(X, shift, factor, 1e3, np.dtype(dtype)).tobytes()
 
 
 def test_nystroem_landmarks_are_scaled_rows_and_the_minmax_kernel_keeps_its_signs():
