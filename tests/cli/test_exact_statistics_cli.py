@@ -45,3 +45,17 @@ def test_gamma_scale_passes_through_and_is_the_same_for_any_block_size(tmp_path,
                          method="rff").spec_json()
              for rows in (7, 100)]
     assert specs[0] == specs[1] == RFF(n_components=8, gamma="scale").fit(Y).spec_json()
+
+
+@pytest.mark.parametrize("method", ["rff", "nystroem"])
+def test_input_scale_on_a_cluster_is_the_same_for_any_block_size_and_features_match(tmp_path, cluster, method):
+    Y = np.random.default_rng(2).standard_normal((300, 5)) * [1.0, 1e6, 1e-3, 5.0, 1.0] + 1e7
+    np.save(tmp_path / "X.npy", Y)
+    gamma = ["gamma=scale"] if method == "rff" else []
+    maps = [_featurize(tmp_path, f"s{rows}.zarr", rows, cluster, "scale=auto", "n_components=8", *gamma,
+                       method=method) for rows in (7, 100)]
+    assert maps[0].spec_json() == maps[1].spec_json()
+    assert maps[0].scale_ == {"rule": "minmax", "min": Y.min(0).tolist(), "max": Y.max(0).tolist()}
+    # the stored features (written by the cluster's workers, each scaling its own blocks) are the map's
+    stored = open_store(str(tmp_path / "s7.zarr")).features.compute()
+    np.testing.assert_allclose(stored, maps[0].transform(Y), rtol=0, atol=1e-5)
