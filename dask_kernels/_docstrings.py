@@ -46,8 +46,9 @@ scale : {"auto", "minmax", "maxabs"} or None, default=None
     largest ``|x|`` (zeros stay zeros, sparse stays sparse); "auto" is "minmax" for dense input
     with more than half of its entries nonzero, else "maxabs", and no scaling for sparse input
     of more than 2**20 features. A constant column gets factor 1. With ``gamma="scale"`` the
-    bandwidth is learned from the scaled rows. :meth:`validate_block` returns the scaled rows;
-    raw input may then reach ``2**1022`` (``max_abs_input``), and scaled values beyond
+    bandwidth is learned from the scaled rows. :meth:`validate_block` returns the scaled rows
+    (so :meth:`transform` of in-memory rows holds a scaled copy of them, in ``dtype``); raw
+    input may then reach ``2**1022`` (``max_abs_input``), and scaled values beyond
     ``max_abs_features`` are clipped to it. None: no scaling (specs without ``scale`` are read
     so). The statistics are exact column extremes, so the spec is the same bits for any
     chunking; a dask array or partitioned sparse input is read once to compute them.""",
