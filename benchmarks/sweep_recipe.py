@@ -5,7 +5,9 @@ scored on a held-out validation split of each dataset's TRAINING rows (the test 
 For each dataset of ``bench_recipe.py`` its training rows are split 80/20, stratified, seed 1;
 every configuration trains with the CLI on the 80 % and is scored on the 20 % (datasets under
 2000 training rows: the mean over ``--repeats`` such splits, seeds 1, 2, ...). A configuration
-is a set of ``train`` options on top of ``--method gcws``, always with an explicit k, b (8 unless
+is a set of ``train`` options on top of ``--method gcws`` (or, for the configurations named
+``rff k256``, ``nystroem k2048`` and so on, ``--method M --n-components k`` with every other
+option at train's defaults), always with an explicit k, b (8 unless
 set), ``--eta0`` (``eta_mult / k``, 1 / k unless set: the previous default), ``--epochs`` (10
 unless set) and ``--validation-fraction`` (``holdout``, 0.1 unless set: 0 trains every row, with
 no schedule or early stopping), so a row's meaning does not follow train's defaults; ``visits=N``
@@ -73,12 +75,16 @@ CONFIGS = {
     "k2048 b4 eta4 all e20 a1e-6": {"k": 2048, "bits": 4, "eta_mult": 4.0, "holdout": 0, "epochs": 20, "alpha": 1e-6},
     "k2048 b4 eta4 all e20 a1e-4": {"k": 2048, "bits": 4, "eta_mult": 4.0, "holdout": 0, "epochs": 20, "alpha": 1e-4},
     "k2048 b4 eta4 all e20 a1e-3": {"k": 2048, "bits": 4, "eta_mult": 4.0, "holdout": 0, "epochs": 20, "alpha": 1e-3},
+    # the other maps' k (train --method M --n-components k, everything else at train's defaults)
+    **{f"{m} k{k}": {"method": m, "k": k} for m in ("rff", "nrff", "fastfood", "nystroem") for k in (256, 1024, 2048)},
 }
 
 
 def options(cfg, n_rows):
-    opts = ["--method", "gcws"]
     k = cfg.get("k", 256)
+    if cfg.get("method", "gcws") != "gcws":  # another map: its k, the rest at train's defaults
+        return ["--method", cfg["method"], "--n-components", str(k)]
+    opts = ["--method", "gcws"]
     opts += ["--n-components", str(k)]
     opts += ["--param", f"bits={cfg.get('bits', 8)}"]  # explicit: not whatever train's default is
     if "visits" in cfg:

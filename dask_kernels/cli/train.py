@@ -42,8 +42,11 @@ DEFAULT_METHOD, RAW = "gcws", "raw"
 HOLDOUT_MIN_ROWS, HOLDOUT_FRACTION = 100_000, 0.1
 #: --epochs without it: with a held-out set (early stopping may end sooner) / without one
 EPOCHS_HOLDOUT, EPOCHS_ALL_ROWS = 10, 20
-#: the other maps' k without --n-components
-N_COMPONENTS = 256
+#: k without --n-components: SCALED_COMPONENTS for rff, nrff, fastfood and nystroem, N_COMPONENTS
+#: for the others (core). On validation splits of twelve real datasets (benchmarks/sweep_recipe.py,
+#: docs/guide/training.md) k = 1024 was 0.8-1.5 points ahead of 256 on average for each of the
+#: four, and k = 2048 another 0.1-0.3 at twice the time
+N_COMPONENTS, SCALED_COMPONENTS = 256, 1024
 #: the Gaussian maps' bandwidth without --param gamma (or sigma): scikit-learn's "scale",
 #: 1 / (d var X) learned from the rows. Their own default, gamma=1.0, assumes features of unit
 #: scale: on raw UCI, digit and MNIST rows RFF scored near chance with it (docs/guide/training.md)
@@ -81,7 +84,8 @@ def add_arguments(parser):
                         "scaled too), core; raw: a linear model on the rows as they are)")
     parser.add_argument("--n-components", type=positive_int, default=None,
                         help=f"k for --method (default {GCWS_DEFAULTS['n_components']} for gcws, with bits="
-                             f"{GCWS_DEFAULTS['bits']} unless --param bits is given; {N_COMPONENTS} for other maps)")
+                             f"{GCWS_DEFAULTS['bits']} unless --param bits is given; {SCALED_COMPONENTS} for rff, nrff, "
+                             f"fastfood and nystroem; {N_COMPONENTS} for core)")
     parser.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                         help="extra map parameter, VALUE as JSON (e.g. --param bits=8 --param gamma=0.5)")
     parser.add_argument("--estimator", choices=ESTIMATORS, default=None,
@@ -192,7 +196,8 @@ def _source(args):
     fmap = None
     method = args.method or DEFAULT_METHOD
     if method != RAW:
-        params = dict(GCWS_DEFAULTS) if method == "gcws" else {"n_components": N_COMPONENTS}
+        params = dict(GCWS_DEFAULTS) if method == "gcws" else \
+            {"n_components": SCALED_COMPONENTS if method in SCALED_METHODS else N_COMPONENTS}
         if args.n_components is not None:
             params["n_components"] = args.n_components
         params["seed"] = args.seed

@@ -1,6 +1,7 @@
 """``dask-kernels train --method gcws``'s defaults: k = 2048, b = 4, SoftmaxSGD at eta0 = 4 / k
-(chosen on validation splits of real data: docs/guide/training.md); other maps and learners keep
-k = 256 and eta0 = 1 / (mean squared row norm). Raw rows without ``--method`` get that recipe;
+(chosen on validation splits of real data: docs/guide/training.md); rff, nrff, fastfood and
+nystroem k = 1024 (the same measurement), core k = 256; other learners eta0 = 1 / (mean squared
+row norm). Raw rows without ``--method`` get that recipe;
 ``--method raw`` trains on the rows as they are."""
 
 import numpy as np
@@ -44,7 +45,8 @@ def test_other_learners_and_maps_keep_one_over_norm(rows):
     m = _train(rows, "--method", "gcws", "--estimator", "sgd", "--n-components", "64")
     assert m.history[0]["eta0"] == pytest.approx(1.0 / 64)
     m = _train(rows, "--method", "rff")
-    assert m.feature_map.n_components == 256
+    assert m.feature_map.n_components == 1024  # rff, nrff, fastfood, nystroem: chosen on validation splits
+    assert _train(rows, "--method", "core").feature_map.n_components == 256
     F = m.feature_map.transform(np.load(rows / "X.npy"))  # the first block: every row here
     assert m.history[0]["eta0"] == pytest.approx(1.0 / np.mean(np.square(F).sum(axis=1)))
     assert _train(rows, "--method", "gcws", "--eta0", "0.5").history[0]["eta0"] == 0.5
