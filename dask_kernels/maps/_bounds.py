@@ -64,5 +64,6 @@ def check_projection(owner: str, n_features: int, n_components: int) -> None:
     d, k = int(n_features), int(n_components)
     refuse_above(8 * d * k, MAX_TABLE_BYTES,
                  f"{owner}: n_features_in={d:,} x n_components={k:,} needs a dense projection matrix of "
-                 "{value:,} bytes (built in float64), more than the bound of {bound:,}; lower n_components, or "
+                 "{value:,} bytes (built in float64), more than the bound of {bound:,}; lower n_components "
+                 "(--n-components on the command line), or "
                  "for wide sparse input use RFF(density=...) (sparse frequencies), Fastfood or GCWS")

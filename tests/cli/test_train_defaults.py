@@ -165,3 +165,17 @@ def test_nystroem_scales_its_input_unless_told_not_to(rows):
                                                     "max": X.max(0).tolist()}
     fmap = _train(rows, "--method", "nystroem", "--n-components", "16", "--param", "scale=null").feature_map
     assert fmap.scale is None and "scale" not in fmap.spec()["state"]
+
+
+def test_the_default_k_on_input_too_wide_for_it_names_the_option(tmp_path, capsys):
+    # rff's d x k projection is bounded (2 GiB): k = 1024 allows 262,144 columns, and the message
+    # says which option lowers k
+    (tmp_path / "rows.svm").write_text("1 1:0.5 7:2.0\n0 3:1.0\n" * 20)
+    out = tmp_path / "m.dk"
+    assert main(["train", str(tmp_path / "rows.svm"), "--n-features", "300000", "--method", "rff", "-o", str(out),
+                 "--no-progress"]) != 0
+    err = capsys.readouterr().err
+    assert "n_components=1,024" in err and "(--n-components on the command line)" in err
+    assert not out.exists()
+    assert main(["train", str(tmp_path / "rows.svm"), "--n-features", "300000", "--method", "rff", "--n-components",
+                 "256", "-o", str(out), "--no-progress", "--epochs", "1"]) == 0
