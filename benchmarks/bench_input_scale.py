@@ -15,7 +15,6 @@ ratio to the peer ("x sklearn": its time over ours). ``scale`` adds one pass ove
 import argparse
 import os
 import sys
-import time
 
 import numpy as np
 
@@ -28,15 +27,7 @@ from sklearn.preprocessing import MinMaxScaler  # noqa: E402
 
 from dask_kernels import NRFF, RFF, Fastfood  # noqa: E402
 
-
-def best(fn, repeat):
-    fn()
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return min(times)
+from _timing import best_time  # noqa: E402
 
 
 def main():
@@ -51,7 +42,7 @@ def main():
     k = args.components
     peer = make_pipeline(MinMaxScaler((-1, 1)), RBFSampler(gamma="scale", n_components=k, random_state=0))
     peer.fit(fit_rows)
-    peer_s = best(lambda: peer.transform(X), args.repeat)
+    peer_s = best_time(lambda: peer.transform(X), args.repeat)
     print(f"load average: {open('/proc/loadavg').read().split()[:3]}")
     print(f"{args.rows:,} rows x {args.features} features, k = {k}")
     print(f"{'transform':<44} {'seconds':>8} {'rows/s':>12} {'x sklearn':>10}")
@@ -60,7 +51,7 @@ def main():
     for cls in (RFF, NRFF, Fastfood):
         for scale in (None, "auto"):
             fmap = cls(n_components=k, gamma="scale", scale=scale, seed=0).fit(fit_rows)
-            s = best(lambda: fmap.transform(X), args.repeat)
+            s = best_time(lambda: fmap.transform(X), args.repeat)
             name = f"{cls.__name__}(scale={scale!r})"
             print(f"{name:<44} {s:>8.3f} {args.rows / s:>12,.0f} {peer_s / s:>10.2f}", flush=True)
     print(f"load average: {open('/proc/loadavg').read().split()[:3]}")
