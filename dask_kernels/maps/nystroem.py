@@ -30,10 +30,9 @@ from __future__ import annotations
 
 import functools
 import numbers
-
-import dask
 from typing import Any
 
+import dask
 import numpy as np
 import scipy.sparse as sp
 from .._params import ParameterConstraints, StrOptions
@@ -93,6 +92,12 @@ def sample_part(X: Any, row_offset: int, seed: int, s: int, kernel: str,
 
     Validates the partition (finite; nonnegative for min-max), naming global rows.
     """
+    return _smallest_ranks(_partition_rows(X, row_offset, kernel, scaling), row_offset, seed, s)
+
+
+def _partition_rows(X, row_offset, kernel, scaling):
+    """A partition's rows checked (real, 2-d, finite; nonnegative for min-max, naming global
+    rows), as float64 (CSR stays CSR), through ``scaling`` when given."""
     if np.iscomplexobj(X.data if sp.issparse(X) else X):
         raise ValueError(f"rows {row_offset}..{row_offset + X.shape[0] - 1} are complex; features need real values")
     if sp.issparse(X):
@@ -105,6 +110,11 @@ def sample_part(X: Any, row_offset: int, seed: int, s: int, kernel: str,
     X = scaled_block(X, scaling, SCALE_MAX, np.float64)
     if kernel == "minmax":
         _check_sign(X, row_offset)
+    return X
+
+
+def _smallest_ranks(X, row_offset, seed, s):
+    """:func:`sample_part` of checked rows."""
     n = X.shape[0]
     r = _ranks(seed, row_offset, n)
     ids = np.arange(row_offset, row_offset + n, dtype=np.int64)
@@ -131,10 +141,10 @@ def _merge_many(s, *parts):
 
 
 def _sample_sums_part(X, row_offset, seed, s, kernel, scaling, unit):
-    """:func:`sample_part` and the exact sums behind ``gamma="scale"`` of one partition."""
-    sample = sample_part(X, row_offset, seed, s, kernel, scaling)  # validates the rows
-    X = as_block(X, (np.float64,)) if sp.issparse(X) else np.ascontiguousarray(X, dtype=np.float64)
-    return sample, gamma_sums(X if scaling is None else apply_scale(X, *scaling), unit)
+    """:func:`sample_part` and the exact sums behind ``gamma="scale"`` of one partition (its rows
+    checked, converted and scaled once for both)."""
+    X = _partition_rows(X, row_offset, kernel, scaling)
+    return _smallest_ranks(X, row_offset, seed, s), gamma_sums(X, unit)
 
 
 def _merge_sample_sums(s, *parts):
