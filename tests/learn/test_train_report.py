@@ -3,10 +3,11 @@ actions that agree with it, the minimum number of epochs before an early stop, p
 epoch, checkpoints at a time interval, and memory bounded by the shuffle window."""
 
 import io
+import json
 import os
+import subprocess
 import sys
 import time
-import tracemalloc
 
 import dask
 import dask.array as da
@@ -167,34 +168,52 @@ def _store(folder, n_blocks, rows=500, k=256):
     return dask_kernels.open_store(path)
 
 
+# Run in a process of its own: tracemalloc counts every thread's allocations, and a pytest worker
+# may still run threads that earlier tests started (an event loop, a thread pool), whose allocations
+# would land in the peak by timing
+_PEAKS = """
+import json, sys, tracemalloc
+import dask
+from sklearn.linear_model import SGDClassifier
+from dask_kernels import fit_incremental, open_store
+
+few, many = open_store(sys.argv[1]), open_store(sys.argv[2])
+
+def peak(store, prefetch):
+    est = SGDClassifier(loss="log_loss", learning_rate="constant", eta0=0.01, random_state=0)
+    tracemalloc.start()
+    try:
+        fit_incremental(est, store, epochs=1, shuffle_window=2, validation_fraction=None, progress=False,
+                        prefetch=prefetch)
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+for prefetch in (True, False):  # the first runs import, compile and start what is kept for the process
+    peak(few, prefetch), peak(many, prefetch)
+with dask.config.set(scheduler="synchronous"):
+    serial = [peak(few, False), peak(many, False)]
+print(json.dumps({"serial": serial, "ahead": [peak(many, True), peak(many, True)]}))
+"""
+
+
 def test_training_memory_is_bounded_by_the_shuffle_window_not_the_rows(tmp_path):
     # 10 and 80 blocks of 500 rows x 256 float32 features (512 KB a block): both more than two
     # windows of 2 blocks, so neither run keeps its rows from epoch to epoch
-    few, many = _store(str(tmp_path), 10), _store(str(tmp_path), 80)
-
-    def peak(store, prefetch):
-        est = SGDClassifier(loss="log_loss", learning_rate="constant", eta0=0.01, random_state=0)
-        tracemalloc.start()
-        try:
-            fit_incremental(est, store, epochs=1, shuffle_window=2, validation_fraction=None, progress=False,
-                            prefetch=prefetch)
-            return tracemalloc.get_traced_memory()[1]
-        finally:
-            tracemalloc.stop()
-
-    for prefetch in (True, False):  # the first runs import, compile and start what is kept for the process
-        peak(few, prefetch), peak(many, prefetch)
+    _store(str(tmp_path), 10), _store(str(tmp_path), 80)
+    out = subprocess.run([sys.executable, "-c", _PEAKS, str(tmp_path / "s10.zarr"), str(tmp_path / "s80.zarr")],
+                         capture_output=True, text=True, check=True)
+    peaks = json.loads(out.stdout.splitlines()[-1])
     block = 500 * 256 * 4
     # Read serially (no read-ahead, and dask's synchronous scheduler: a window's blocks are
     # otherwise read on two threads, whose transient buffers overlap or not by timing), what is
     # held at once does not depend on timing: 8x the rows (35 MB more stored features) cost less
     # than one more block (what grows is per-block bookkeeping, about 3 KB a block when this was
     # written)
-    with dask.config.set(scheduler="synchronous"):
-        p_few, p_many = peak(few, False), peak(many, False)
+    p_few, p_many = peaks["serial"]
     assert p_many - p_few < block, (p_few, p_many)
     # Read ahead in a thread (the default), the next window may or may not be read while the
     # current one trains and the previous is released, so peaks differ from run to run by up to a
     # window: the bound is that no run keeps a fixed share of its rows
-    p_many = max(peak(many, True), peak(many, True))
+    p_many = max(peaks["ahead"])
     assert p_many < 80 * block / 4, p_many
