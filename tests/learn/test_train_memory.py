@@ -1,6 +1,9 @@
 """Training memory does not grow with the row count: the held-out rows scored are capped and
 scored a chunk at a time, and a client holds the step training and the next one."""
 
+import json
+import subprocess
+import sys
 import time
 import tracemalloc
 
@@ -25,28 +28,44 @@ def _data(n):
     return X, (X[:, 0] + X[:, 1] > 1.0).astype(np.int64)
 
 
-def _peak(n, **kw):
-    """Peak bytes Python and NumPy allocate in this process while fit_incremental trains one
-    epoch on ``n`` rows made before (blocks of 5000 rows, a window of 2 blocks: none kept)."""
-    X, y = _data(n)
+# Measured in a process of its own: tracemalloc counts every thread's allocations, and threads that
+# earlier tests left in a pytest worker would put theirs into the peak by timing
+_PEAKS = """
+import json, tracemalloc
+import numpy as np
+from sklearn.linear_model import SGDClassifier
+from dask_kernels import fit_incremental
+from dask_kernels.learn import shuffle
+
+shuffle.HELD_OUT_BYTES = 2**16
+
+def peak(n):
+    X = np.random.default_rng(0).random((n, %d), dtype=np.float32)
+    y = (X[:, 0] + X[:, 1] > 1.0).astype(np.int64)
+    est = SGDClassifier(loss="log_loss", alpha=1e-4, learning_rate="constant", eta0=0.01, random_state=0)
     tracemalloc.start()
     try:
-        fit_incremental(_sgd(), X, y, block_rows=5000, shuffle_window=2, epochs=1, progress=False, **kw)
+        fit_incremental(est, X, y, block_rows=5000, shuffle_window=2, epochs=1, progress=False, prefetch=False)
         return tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
 
+peak(25_000)  # compiled and imported before measuring
+print(json.dumps([peak(100_000), peak(400_000)]))
+""" % D
 
-def test_fit_incremental_peak_memory_does_not_grow_with_the_rows(monkeypatch):
-    # a held-out set of ~900 rows scored (64 KiB of 64-byte rows and their labels). Before the
-    # cap the whole held-out set (10% of the rows, 72 bytes each) grew the peak by 2.9 MB from
-    # 10^5 to 4x10^5 rows (with the ERP's and the predictions' arrays); what is left that grows
-    # with the 60 more blocks (their bounds, the epoch's order, the sample's pieces) took 113 KB.
+
+def test_fit_incremental_peak_memory_does_not_grow_with_the_rows():
+    # Peak bytes Python and NumPy allocate while fit_incremental trains one epoch on rows made
+    # before (blocks of 5000 rows, a window of 2 blocks: none kept), with a held-out set of ~900
+    # rows scored (64 KiB of 64-byte rows and their labels). Before the cap the whole held-out set
+    # (10% of the rows, 72 bytes each) grew the peak by 2.9 MB from 10^5 to 4x10^5 rows (with the
+    # ERP's and the predictions' arrays); what is left that grows with the 60 more blocks (their
+    # bounds, the epoch's order, the sample's pieces) took 113 KB.
     # Read in order (prefetch=False): read ahead in a thread, whether the next window (640 KB)
     # is in memory with the current one depends on timing, which no row count decides
-    monkeypatch.setattr(shuffle, "HELD_OUT_BYTES", 2**16)
-    _peak(25_000, prefetch=False)  # compiled and imported before measuring
-    small, large = _peak(100_000, prefetch=False), _peak(400_000, prefetch=False)
+    out = subprocess.run([sys.executable, "-c", _PEAKS], capture_output=True, text=True, check=True)
+    small, large = json.loads(out.stdout.splitlines()[-1])
     assert large - small < 2**19, (small, large)
 
 
@@ -179,9 +198,6 @@ print((rss() - before) / 2**20)  # what is left of the steps, and the 8 MB kept
 def test_the_train_commands_process_gives_freed_steps_back_to_the_system(tmp_path):
     # four 30 MB blocks (four training steps) freed: with glibc's default thresholds its heaps kept
     # them (128 MiB); after `dask-kernels train` has run in a process they are unmapped when freed
-    import subprocess
-    import sys
-
     X, y = _data(2000)
     np.save(tmp_path / "X.npy", X)
     np.save(tmp_path / "y.npy", y)
