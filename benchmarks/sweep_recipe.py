@@ -75,6 +75,9 @@ CONFIGS = {
     "k2048 b4 eta4 all e20 a1e-6": {"k": 2048, "bits": 4, "eta_mult": 4.0, "holdout": 0, "epochs": 20, "alpha": 1e-6},
     "k2048 b4 eta4 all e20 a1e-4": {"k": 2048, "bits": 4, "eta_mult": 4.0, "holdout": 0, "epochs": 20, "alpha": 1e-4},
     "k2048 b4 eta4 all e20 a1e-3": {"k": 2048, "bits": 4, "eta_mult": 4.0, "holdout": 0, "epochs": 20, "alpha": 1e-3},
+    "k2048 b4 eta4 all e20 a1e-2": {"k": 2048, "bits": 4, "eta_mult": 4.0, "holdout": 0, "epochs": 20, "alpha": 1e-2},
+    "k2048 b4 eta4 all e20 a3e-2": {"k": 2048, "bits": 4, "eta_mult": 4.0, "holdout": 0, "epochs": 20, "alpha": 3e-2},
+    "k2048 b4 eta4 all e20 a1e-1": {"k": 2048, "bits": 4, "eta_mult": 4.0, "holdout": 0, "epochs": 20, "alpha": 1e-1},
     # the other maps' k (train --method M --n-components k, everything else at train's defaults)
     **{f"{m} k{k}": {"method": m, "k": k} for m in ("rff", "nrff", "fastfood", "nystroem") for k in (256, 1024, 2048)},
 }
