@@ -63,7 +63,7 @@ def _entries():
                              progress=False)
 
     def incremental(X, fmap, y, tmp):
-        return fit_incremental(_sgd(), X, y, feature_map=fmap, block_rows=CHUNK, epochs=1, validation=None,
+        return fit_incremental(_sgd(), X, y, feature_map=fmap, block_rows=CHUNK, epochs=1, validation_fraction=None,
                                progress=False)
 
     def predict(X, fmap, y, tmp):
@@ -312,7 +312,7 @@ def test_malformed_partition_is_refused_before_rows_are_picked():
             return P, y[20 * i:20 * (i + 1)], None
 
     with pytest.raises(ValueError, match=f"malformed CSR input: row {20 + BAD_ROW} has column index -1"):
-        fit_incremental(_sgd(), Parts(), feature_map=_fitted("gcws"), epochs=1, validation=0.5, progress=False)
+        fit_incremental(_sgd(), Parts(), feature_map=_fitted("gcws"), epochs=1, validation_fraction=0.5, progress=False)
 
 
 def test_training_on_raw_rows_names_the_bad_row():

@@ -132,11 +132,11 @@ def test_partition_invariance_of_fit_and_stored_features(tmp_path, landmarks):
         assert other.spec() == one.spec()                     # same sha256 of the fitted arrays
         assert np.array_equal(other.landmark_rows_, one.landmark_rows_)
     assert np.array_equal(sparse7.landmark_rows_, one.landmark_rows_)
-    s1 = featurize(da.from_array(XS, chunks=300), one, store=str(tmp_path / "1.zarr"), chunks=50, progress=False)
-    s7 = featurize(da.from_array(XS, chunks=43), seven, store=str(tmp_path / "7.zarr"), chunks=50, progress=False)
+    s1 = featurize(da.from_array(XS, chunks=300), one, store=str(tmp_path / "1.zarr"), block_rows=50, progress=False)
+    s7 = featurize(da.from_array(XS, chunks=43), seven, store=str(tmp_path / "7.zarr"), block_rows=50, progress=False)
     assert _stores_equal(s1, s7)
     # an unfitted map handed to featurize is fitted on all rows, not on the first block
-    s0 = featurize(da.from_array(XS, chunks=43), Nystroem(**params), store=str(tmp_path / "0.zarr"), chunks=50,
+    s0 = featurize(da.from_array(XS, chunks=43), Nystroem(**params), store=str(tmp_path / "0.zarr"), block_rows=50,
                    progress=False)
     assert s0.spec == s1.spec and _stores_equal(s0, s1)
 
@@ -181,11 +181,11 @@ def test_partition_invariance_on_a_two_worker_cluster(tmp_path):
 
     params = dict(n_components=24, kernel="rbf", gamma=0.3, seed=6)
     ref = Nystroem(**params).fit(XS)
-    ref_store = featurize(XS, ref, store=str(tmp_path / "ref.zarr"), chunks=40, progress=False)
+    ref_store = featurize(XS, ref, store=str(tmp_path / "ref.zarr"), block_rows=40, progress=False)
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as lc, \
             Client(lc) as client:
         fitted = Nystroem(**params).fit(da.from_array(XS, chunks=43))
-        s = featurize(da.from_array(XS, chunks=43), fitted, store=str(tmp_path / "c.zarr"), chunks=40,
+        s = featurize(da.from_array(XS, chunks=43), fitted, store=str(tmp_path / "c.zarr"), block_rows=40,
                       progress=False)
         assert len(client.scheduler_info()["workers"]) == 2
         # the arrays were scattered once, and each worker rebuilt and verified the map once
@@ -325,7 +325,7 @@ def test_store_and_saved_model_keep_and_verify_the_arrays(tmp_path):
     import zarr
 
     ny = Nystroem(n_components=16, kernel="cosine_rbf", seed=2).fit(XS)
-    store = featurize(XS, ny, store=str(tmp_path / "s.zarr"), chunks=100, progress=False)
+    store = featurize(XS, ny, store=str(tmp_path / "s.zarr"), block_rows=100, progress=False)
     assert np.array_equal(open_store(store.path).feature_map.transform(XS), ny.transform(XS))
     y = (XS[:, 0] > 0).astype(int)
     model = KernelModel(ny, SGDClassifier(random_state=0).fit(ny.transform(XS), y))
@@ -348,8 +348,8 @@ def test_fit_incremental_on_a_nystroem_store(tmp_path):
 
     y = (XS[:, 0] ** 2 + XS[:, 1] ** 2 > 1.4).astype(int)      # a disc: not linearly separable
     ny = Nystroem(n_components=64, kernel="rbf", gamma=0.1, seed=0).fit(XS)
-    store = featurize(XS, ny, labels=y, store=str(tmp_path / "s.zarr"), chunks=100, progress=False)
-    model = fit_incremental(SGDClassifier(loss="log_loss", random_state=0), store, epochs=20, validation=None,
+    store = featurize(XS, ny, labels=y, store=str(tmp_path / "s.zarr"), block_rows=100, progress=False)
+    model = fit_incremental(SGDClassifier(loss="log_loss", random_state=0), store, epochs=20, validation_fraction=None,
                             progress=False)
     assert model.feature_map.spec() == ny.spec()
     linear = SGDClassifier(loss="log_loss", random_state=0).fit(XS, y).score(XS, y)
@@ -362,7 +362,7 @@ def test_fit_incremental_fits_an_unfitted_nystroem_on_all_rows():
     y = (XS[:, 0] > 0).astype(int)
     ny = Nystroem(n_components=16, kernel="gmm", seed=2)
     model = fit_incremental(SGDClassifier(random_state=0), XS, y, feature_map=ny, block_rows=50, epochs=1,
-                            validation=None, progress=False)
+                            validation_fraction=None, progress=False)
     assert model.feature_map.spec() == Nystroem(n_components=16, kernel="gmm", seed=2).fit(XS).spec()
 
 
@@ -372,7 +372,7 @@ def test_cli_featurizes_with_nystroem_gmm(tmp_path, capsys):
     np.save(tmp_path / "x.npy", XS)
     out = str(tmp_path / "out.zarr")
     assert main(["featurize", str(tmp_path / "x.npy"), out, "--method", "nystroem", "--param", "kernel=gmm",
-                 "--param", "n_components=16", "--workers", "1", "--chunks", "100", "--no-progress"]) == 0
+                 "--param", "n_components=16", "--workers", "1", "--block-rows", "100", "--no-progress"]) == 0
     store = open_store(out)
     ref = Nystroem(n_components=16, kernel="gmm").fit(XS)
     assert store.spec == ref.spec() and np.array_equal(np.asarray(store.features), ref.transform(XS))

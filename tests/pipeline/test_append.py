@@ -38,7 +38,7 @@ def test_three_days(tmp_path):
     # training sees every day's rows
     src = StoreSource(s)
     assert src.n_rows == 295 and src.bounds[-1] == (280, 295)
-    m = fit_incremental(SGDClassifier(random_state=0), store, epochs=2, validation=None, progress=False)
+    m = fit_incremental(SGDClassifier(random_state=0), store, epochs=2, validation_fraction=None, progress=False)
     assert np.array_equal(m.predict(s).compute(), m.predict(allX))
     # re-running a day's append resumes its segment: no rows twice
     again = featurize(read_npy(str(tmp_path / "day1.npy"), block_rows=40), G, labels=LABELS[1], store=store,
