@@ -38,20 +38,23 @@ feature_ids : array-like of int or None, default=None
     ``n_components`` of them) instead of ``0 .. n_components-1``. Lists longer than 256 ids
     are kept beside the spec (a sidecar), not in it.""",
     "input_scale": """\
-scale : {"auto", "minmax", "maxabs"} or None, default=None
+scale : {"auto", "minmax", "maxabs", "standard"} or None, default=None
     Per-feature input scaling learned in ``fit`` from all training rows, GCWS's rules (a
     Gaussian kernel on raw columns is decided by the column of the largest units): "minmax"
     maps each column's training range onto [-1, 1] (dense input: fitting it on sparse input is
     refused, as scikit-learn's ``MinMaxScaler`` does); "maxabs" divides each column by its
-    largest ``|x|`` (zeros stay zeros, sparse stays sparse); "auto" is "minmax" for dense input
+    largest ``|x|`` (zeros stay zeros, sparse stays sparse); "standard" centres each column on
+    its mean and divides it by its standard deviation (dense input, as ``StandardScaler``);
+    "auto" is "minmax" for dense input
     with more than half of its entries nonzero, else "maxabs", and no scaling for sparse input
     of more than 2**20 features. A constant column gets factor 1. With ``gamma="scale"`` the
     bandwidth is learned from the scaled rows. :meth:`validate_block` returns the scaled rows
     (so :meth:`transform` of in-memory rows holds a scaled copy of them, in ``dtype``); raw
     input may then reach ``2**1022`` (``max_abs_input``), and scaled values beyond
     ``max_abs_features`` are clipped to it. None: no scaling (specs without ``scale`` are read
-    so). The statistics are exact column extremes, so the spec is the same bits for any
-    chunking; a dask array or partitioned sparse input is read once to compute them.""",
+    so). The statistics are exact column extremes (or, for "standard", exact column sums), so
+    the spec is the same bits for any chunking; a dask array or partitioned sparse input is
+    read once to compute them.""",
     # -- attributes of the random Fourier maps --------------------------------------------------
     "fourier_attributes": """\
 n_features_in_ : int
@@ -60,7 +63,8 @@ n_output_features_ : int
 output_dtype_ : numpy.dtype
 scale_ : dict or None
     The fitted scaling (``scale`` given): ``{"rule": "minmax", "min": [...], "max": [...]}`` or
-    ``{"rule": "maxabs", "max_abs": [...]}``; None without scaling.""",
+    ``{"rule": "maxabs", "max_abs": [...]}`` or ``{"rule": "standard", "mean": [...], "std": [...]}``;
+    None without scaling.""",
     # -- references -----------------------------------------------------------------------------
     "core_references": """\
 References

@@ -36,7 +36,8 @@ def _print_classes(classes):
 
 #: what each scale rule does, for the "learned" line
 SCALE_RULES = {"minmax": "each column's training range onto [-1, 1]",
-               "maxabs": "each column divided by its largest training |x|"}
+               "maxabs": "each column divided by its largest training |x|",
+               "standard": "each column centred on its training mean and divided by its standard deviation"}
 
 
 def learned(spec):

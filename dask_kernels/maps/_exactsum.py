@@ -95,7 +95,9 @@ def _normalize(acc):
 def _row(vals, cols, by_column, squares, unit, acc, base, buf, ibuf):
     """Sums of one row's values (``unit``: of the row divided by its Euclidean norm, computed
     as CoRE and NRFF do): into row ``cols[q]`` of ``acc`` (``by_column``), else into row 0,
-    and their squares into row 1 (``squares``)."""
+    and their squares (``squares``) into row ``n_columns + cols[q]`` (``by_column``: ``acc``
+    has twice the columns' rows), else into row 1."""
+    half = acc.shape[0] // 2
     m, s = 0.0, 0.0
     if unit:
         for q in range(vals.size):
@@ -111,7 +113,7 @@ def _row(vals, cols, by_column, squares, unit, acc, base, buf, ibuf):
             x = (x / m) * inv
         _term(x, acc, cols[q] if by_column else 0, base, buf, ibuf)
         if squares:
-            _square(x, acc, 1, base, buf, ibuf)
+            _square(x, acc, half + cols[q] if by_column else 1, base, buf, ibuf)
 
 
 @njit(nogil=True, cache=True)
@@ -119,7 +121,7 @@ def _dense(X, by_column, squares, unit, acc, base):
     buf = np.empty(1)
     ibuf = buf.view(np.int64)
     cols = np.arange(X.shape[1])
-    per_row = 1 if by_column else X.shape[1] * (4 if squares else 1)
+    per_row = (4 if squares else 1) if by_column else X.shape[1] * (4 if squares else 1)
     done = 0
     for r in range(X.shape[0]):
         _row(X[r], cols, by_column, squares, unit, acc, base, buf, ibuf)
@@ -138,7 +140,7 @@ def _csr(data, indices, indptr, by_column, squares, unit, acc, base):
     for r in range(indptr.size - 1):
         a, b = indptr[r], indptr[r + 1]
         _row(data[a:b], indices[a:b], by_column, squares, unit, acc, base, buf, ibuf)
-        done += 1 if by_column else 4 * (b - a)
+        done += 4 if by_column else 4 * (b - a)
         if done >= _ADDS_PER_NORMALIZE:
             _normalize(acc)
             done = 0
@@ -164,10 +166,11 @@ def _bit_range(X, squares, unit):
 
 def block_sums(X, *, by_column=False, squares=False, unit=False):
     """Exact sums of a validated block (C-contiguous float ndarray or canonical CSR): the sum of
-    every column (``by_column``), or of all entries and (``squares``) of their squares;
-    ``unit``: of the rows divided by their norms. Returns ``(base, limbs)``, limbs int64 of
-    shape (rows of sums, L), for :func:`merge_sums` and :func:`exact_values`."""
-    k = X.shape[1] if by_column else (2 if squares else 1)
+    every column (``by_column``), or of all entries; with ``squares`` also the sum of their
+    squares (after the columns' sums, one per column, with ``by_column``); ``unit``: of the rows
+    divided by their norms. Returns ``(base, limbs)``, limbs int64 of shape (rows of sums, L),
+    for :func:`merge_sums` and :func:`exact_values`."""
+    k = (2 if squares else 1) * (X.shape[1] if by_column else 1)
     big = float(abs(X).max() if sp.issparse(X) else np.abs(X).max(initial=0.0)) if squares and X.shape[0] else 0.0
     if big > SQUARE_MAX and not unit:
         raise ValueError(f"a value's magnitude is above 2**500 ({SQUARE_MAX:.3g}): its square is not summed "

@@ -15,11 +15,17 @@ Rules:
   normalized random Fourier features", KDD 2017, scales the data so): ``shift`` the middle of the
   range, ``factor`` one over half of it.
 * ``"maxabs"``: each column divided by its largest training ``|x|``, no shift (sparse input).
+* ``"standard"``: each column centred on its training mean and divided by its standard
+  deviation (scikit-learn's ``StandardScaler``, population deviation): a column's few extreme
+  values do not squeeze its other values into a small part of [-1, 1] as they do under
+  "minmax". The GMM kernel then splits each column at its mean, not at the middle of its range.
 
 The statistics are the columns' minimum and maximum (or largest ``|x|``): exact values of the
 data, so merging per-block statistics in any order and any chunking gives the same bits, unlike
-a floating-point mean or variance. A column whose range is zero (or below ``2**-1000``; for
-"maxabs", all zero) gets ``factor = 1`` (as scikit-learn's scalers do): it is constant on the
+a floating-point mean or variance; "standard" sums the columns and their squares exactly
+(:mod:`._exactsum`), so its mean and deviation are the same bits for any chunking too. A column
+whose range is zero (or below ``2**-1000``; for "maxabs", all zero; for "standard", a deviation
+below ``2**-1000``) gets ``factor = 1`` (as scikit-learn's scalers do): it is constant on the
 training rows, carries no information there, and is mapped to 0 by the shift.
 """
 
@@ -43,7 +49,7 @@ from ._partitioned import delayed_blocks, is_partitions, n_features_of, reduce_b
 SCALE_MAX = 2.0**1022
 #: A range below this is treated as zero: its reciprocal would overflow.
 _TINY = 2.0**-1000
-RULES = ("minmax", "maxabs")
+RULES = ("minmax", "maxabs", "standard")
 logger = logging.getLogger(__name__)
 #: ``scale="auto"`` on dense input: "maxabs" when at most this fraction of the entries is nonzero.
 AUTO_MAX_DENSITY = 0.5
@@ -51,10 +57,16 @@ AUTO_MAX_DENSITY = 0.5
 
 def block_stats(X, rule):
     """Statistics of a validated block: ``(min, max, nonzeros, entries)`` ("minmax" and "auto":
-    per-column extremes and two exact counts) or ``(max |x|,)`` ("maxabs"; of the stored values of
-    sparse input). None for a block without rows."""
+    per-column extremes and two exact counts), ``(max |x|,)`` ("maxabs"; of the stored values of
+    sparse input) or ``(exact sums, rows)`` ("standard": the columns' sums and sums of squares,
+    :func:`._exactsum.block_sums`). None for a block without rows."""
     if X.shape[0] == 0:
         return None
+    if rule == "standard":
+        from ._exactsum import block_sums
+
+        return block_sums(np.ascontiguousarray(X) if not sp.issparse(X) else X, by_column=True, squares=True), \
+            int(X.shape[0])
     if rule == "maxabs":
         a = abs(X).max(axis=0)
         return (np.asarray(a.toarray() if sp.issparse(a) else a, dtype=np.float64).ravel(),)
@@ -105,10 +117,15 @@ def reduce_checked(X, stats, merge, max_abs, what, *args):
 
 
 def merge_stats(*parts):
-    """Elementwise min of the minima, max of the maxima: exact, so the same for any order."""
+    """Elementwise min of the minima, max of the maxima, or ("standard") the exact sums added:
+    exact, so the same for any order."""
     parts = [p for p in parts if p is not None]
     if not parts:
         return None
+    if len(parts[0]) == 2:  # "standard": (exact sums, rows)
+        from ._exactsum import merge_sums
+
+        return merge_sums(*(p[0] for p in parts)), sum(p[1] for p in parts)
     if len(parts[0]) == 1:
         return (np.maximum.reduce([p[0] for p in parts]),)
     return (np.minimum.reduce([p[0] for p in parts]), np.maximum.reduce([p[1] for p in parts]),
@@ -118,17 +135,37 @@ def merge_stats(*parts):
 def resolve(rule, stats):
     """``(rule, stats)`` to keep: "auto" (dense input) becomes "maxabs" when at most
     ``AUTO_MAX_DENSITY`` of the entries are nonzero (centering would turn the zeros of e.g.
-    image backgrounds into -1s that dominate the kernel), else "minmax"; the counts are dropped."""
+    image backgrounds into -1s that dominate the kernel), else "minmax"; the counts are dropped.
+    "standard" becomes the columns' means and deviations."""
     if rule == "maxabs":
         return rule, stats
+    if rule == "standard":
+        return rule, standard_stats(*stats)
     lo, hi, nnz, size = stats
     if rule == "auto" and nnz <= AUTO_MAX_DENSITY * size:
         return "maxabs", (np.maximum(np.abs(lo), np.abs(hi)),)
     return "minmax", (lo, hi)
 
 
+def standard_stats(sums, n_rows):
+    """``(mean, std)`` of the columns from their exact sums and sums of squares over ``n_rows``
+    rows: the correctly rounded mean, and the square root of the correctly rounded population
+    variance (exact, so a function of the rows only, not of their chunking)."""
+    from ._exactsum import exact_values
+
+    values = exact_values(sums)
+    d = len(values) // 2
+    means = [v / n_rows for v in values[:d]]
+    var = [max(q / n_rows - m * m, 0) for q, m in zip(values[d:], means)]
+    return (np.array([float(m) for m in means], dtype=np.float64),
+            np.sqrt(np.array([float(v) for v in var], dtype=np.float64)))
+
+
 def shift_factor(rule, stats):
     """``(shift or None, factor)`` of the statistics, float64 (a zero range gets factor 1)."""
+    if rule == "standard":
+        mean, std = stats
+        return mean, np.where(std > _TINY, 1.0 / np.maximum(std, _TINY), 1.0)
     if rule == "maxabs":
         (m,) = stats
         return None, np.where(m > _TINY, 1.0 / np.maximum(m, _TINY), 1.0)
@@ -163,6 +200,8 @@ def stats_to_state(rule, stats):
     """The spec's ``state['scale']``: the rule and its statistics as lists."""
     if rule == "maxabs":
         return {"rule": rule, "max_abs": stats[0].tolist()}
+    if rule == "standard":
+        return {"rule": rule, "mean": stats[0].tolist(), "std": stats[1].tolist()}
     return {"rule": rule, "min": stats[0].tolist(), "max": stats[1].tolist()}
 
 
@@ -171,7 +210,7 @@ def state_to_stats(state, n_features, key):
     if not isinstance(state, dict) or state.get("rule") not in RULES:
         raise ValueError(f"{key}: expected an object with 'rule' in {list(RULES)}, got {state!r}")
     rule = state["rule"]
-    names = ("max_abs",) if rule == "maxabs" else ("min", "max")
+    names = {"maxabs": ("max_abs",), "standard": ("mean", "std")}.get(rule, ("min", "max"))
     if set(state) != {"rule", *names}:
         raise ValueError(f"{key}: rule {rule!r} has the keys {sorted(('rule', *names))}, got {sorted(state)}")
     stats = []
@@ -189,6 +228,8 @@ def state_to_stats(state, n_features, key):
         stats.append(v)
     if rule == "maxabs" and np.any(stats[0] < 0):
         raise ValueError(f"{key}['max_abs']: entry {int(np.flatnonzero(stats[0] < 0)[0])} is negative")
+    if rule == "standard" and np.any(stats[1] < 0):
+        raise ValueError(f"{key}['std']: entry {int(np.flatnonzero(stats[1] < 0)[0])} is negative")
     if rule == "minmax" and np.any(stats[0] > stats[1]):
         raise ValueError(f"{key}: min > max at entry {int(np.flatnonzero(stats[0] > stats[1])[0])}")
     return rule, tuple(stats)
@@ -219,10 +260,11 @@ def scale_rule(scale, sparse, n_features, who=None):
     """The rule a ``scale`` parameter resolves to for this input (None: no scaling). "auto" on
     dense input stays "auto" (:func:`resolve` decides by the density of the rows); on sparse
     input it is "maxabs" up to ``MAX_CENTERED_FEATURES`` columns, beyond them no scaling (the
-    statistics would not fit the spec). With ``who`` (the map's name), "minmax" on sparse
-    input is refused, as scikit-learn's ``MinMaxScaler`` refuses it (GCWS densifies instead)."""
-    if sparse and scale == "minmax" and who is not None:
-        raise ValueError(f"{who}: scale='minmax' shifts every column, which would turn the zeros of sparse input "
+    statistics would not fit the spec). With ``who`` (the map's name), "minmax" and "standard"
+    on sparse input are refused, as scikit-learn's ``MinMaxScaler`` and ``StandardScaler``
+    refuse them (GCWS densifies instead)."""
+    if sparse and scale in ("minmax", "standard") and who is not None:
+        raise ValueError(f"{who}: scale={scale!r} shifts every column, which would turn the zeros of sparse input "
                          "into nonzeros and densify it; use scale='maxabs' (or 'auto', which is 'maxabs' for "
                          "sparse input)")
     if scale != "auto":
@@ -246,7 +288,7 @@ def fitted_scale_partitioned(rule, X, who):
 
 def refuse_wide_scale(who, scale, n_features):
     """An explicit rule on more than ``MAX_CENTERED_FEATURES`` columns: ValueError (a bound)."""
-    if scale in ("minmax", "maxabs"):
+    if scale in RULES:
         refuse_above(int(n_features), MAX_CENTERED_FEATURES,
                      f"{who}: n_features_in={{value:,}} with scale={scale!r}: more than the bound of {{bound:,}} input "
                      "features with a scale (its statistics are dense vectors kept in the spec); use scale='auto' or "
@@ -295,7 +337,7 @@ def scaled_block(X, scaling, bound, dtype, n_jobs=1):
 # -- the ``scale`` parameter of the Gaussian maps (RFF, NRFF, Fastfood) --------------------------
 
 #: The constraint of their ``scale`` parameter.
-SCALE_CONSTRAINT = {"scale": [None, StrOptions({"auto", "minmax", "maxabs"})]}
+SCALE_CONSTRAINT = {"scale": [None, StrOptions({"auto", *RULES})]}
 
 
 class LearnedScale:

@@ -241,7 +241,7 @@ class Nystroem(FeatureMap):
         Output dtype, and the precision of the kernel block (rbf, cosine_rbf) and of the product
         with the normalization (float32 uses SGEMM).
     %(n_jobs)s
-    scale : {"auto", "minmax", "maxabs"} or None, default=None
+    scale : {"auto", "minmax", "maxabs", "standard"} or None, default=None
         Per-feature input scaling learned in ``fit`` from all training rows, the rules of
         GCWS's and RFF's ``scale`` (GMM and the Gaussian kernels are not invariant to per-feature
         offsets and units): "minmax" maps each column's training range onto [-1, 1] (dense
@@ -342,10 +342,10 @@ class Nystroem(FeatureMap):
         if is_scale(self.gamma) and self.kernel not in ("rbf", "cosine_rbf"):
             raise ValueError(f"gamma='scale' is scikit-learn's rule for the Gaussian kernel (rbf, and cosine_rbf "
                              f"on unit rows); kernel={self.kernel!r} needs a numeric gamma or None")
-        if self.kernel == "minmax" and self.scale == "minmax":
-            raise ValueError("kernel='minmax' needs nonnegative rows and scale='minmax' maps every column onto "
-                             "[-1, 1]: use scale='maxabs' (or 'auto', which is 'maxabs' for this kernel), or "
-                             "kernel='gmm'")
+        if self.kernel == "minmax" and self.scale in ("minmax", "standard"):
+            raise ValueError(f"kernel='minmax' needs nonnegative rows and scale={self.scale!r} centres every column "
+                             "(its values go negative): use scale='maxabs' (or 'auto', which is 'maxabs' for this "
+                             "kernel), or kernel='gmm'")
 
     def _scale_rule(self, sparse, n_features):
         """The rule ``scale`` resolves to for this input (None: no scaling): as the Fourier maps',
