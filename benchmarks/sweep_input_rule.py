@@ -1,16 +1,22 @@
-"""Which per-feature input scaling for the Fourier maps and Nystroem: the columns' range onto
-[-1, 1] (GCWS's rule, what ``scale="minmax"`` does) against standardization (scikit-learn's
-``StandardScaler``, what a scikit-learn user puts before ``RBFSampler``) and against none.
+"""Which per-feature input scaling for the Fourier maps, Nystroem and GCWS: the columns' range
+onto [-1, 1] (GCWS's rule, what ``scale="minmax"`` does) against the range onto [0, 1] (``unit``:
+nonnegative rows, which the GMM kernel takes without splitting a column into its positive and
+negative parts), standardization (scikit-learn's ``StandardScaler``, what a scikit-learn user
+puts before ``RBFSampler``; ``scale="standard"``), the map's own ``scale="auto"`` and none.
 
 For each dataset of ``bench_recipe.py`` (its 75/25 test splits; datasets under 2000 training rows:
-the mean over ``--repeats`` splits) the training rows are scaled by ``MinMaxScaler((-1, 1))`` or
-``StandardScaler`` fitted on them (the test rows by the same fitted scaler), or left as they are,
-and ``dask-kernels train --method M --param scale=null`` (the map's own scaling off; the
-bandwidth ``gamma="scale"``, the command's default, learned from the rows it is given) trains on
-them; the table gives test accuracy.
+the mean over ``--repeats`` splits) the training rows are scaled by ``MinMaxScaler((-1, 1))``,
+``MinMaxScaler((0, 1))`` or ``StandardScaler`` fitted on them (the test rows by the same fitted
+scaler), or left as they are, and ``dask-kernels train --method M --param scale=null`` (the
+map's own scaling off; the bandwidth ``gamma="scale"``, the command's default, learned from the
+rows it is given) trains on them; ``auto`` gives the raw rows to ``--param scale=auto``. The
+table gives test accuracy. With ``--validation`` the test rows are never read: each dataset's
+training rows are split 80/20, stratified (seeds 1 to ``--repeats`` under 2000 rows, else seed
+1), as ``sweep_recipe.py`` splits them, and the table gives validation accuracy: what a default
+is chosen on.
 
-Run: ``python benchmarks/sweep_input_rule.py [--datasets vehicle,wine,...] [--methods rff,nrff,nystroem]
-[--repeats 5] [--mlbench DIR]``.
+Run: ``python benchmarks/sweep_input_rule.py [--datasets vehicle,wine,...] [--methods rff,nrff,nystroem,gcws]
+[--repeats 5] [--validation] [--mlbench DIR]``.
 """
 
 import argparse
@@ -28,17 +34,34 @@ from bench_recipe import DATASETS, MLBENCH, cli_train, split  # noqa: E402
 from sklearn.model_selection import train_test_split  # noqa: E402
 from sklearn.preprocessing import MinMaxScaler, StandardScaler  # noqa: E402
 
-RULES = {"none": None, "minmax": lambda: MinMaxScaler((-1, 1)), "standard": StandardScaler}
+#: rule -> (the scaler fitted on the training rows, or None for the raw rows; the map's --param scale)
+RULES = {"none": (None, "null"), "auto": (None, "auto"), "minmax": (lambda: MinMaxScaler((-1, 1)), "null"),
+         "unit": (lambda: MinMaxScaler((0, 1)), "null"), "standard": (StandardScaler, "null")}
 
 
 def run(tmp, methods, Xtr, Xte, ytr, yte):
     out = {}
-    for rule, make in RULES.items():
+    for rule, (make, scale) in RULES.items():
         A, B = (Xtr, Xte) if make is None else (lambda s: (s.transform(Xtr), s.transform(Xte)))(make().fit(Xtr))
         np.save(os.path.join(tmp, "X.npy"), A)
         np.save(os.path.join(tmp, "y.npy"), ytr)
         for m in methods:
-            out[m, rule] = cli_train(tmp, B, yte, "--method", m, "--param", "scale=null")
+            out[m, rule] = cli_train(tmp, B, yte, "--method", m, "--param", f"scale={scale}")
+    return out
+
+
+def splits(name, args):
+    """The (train, evaluation) splits of a dataset: its test splits, or with ``--validation``
+    splits of its training rows only."""
+    Xtr, Xte, ytr, yte = split(name, args)
+    if args.validation:
+        seeds = range(1, 1 + (args.repeats if len(ytr) < 2000 else 1))
+        return [train_test_split(Xtr, ytr, test_size=0.2, random_state=s, stratify=ytr) for s in seeds]
+    out = [(Xtr, Xte, ytr, yte)]
+    if len(ytr) < 2000:
+        X, y = np.concatenate([Xtr, Xte]), np.concatenate([ytr, yte])
+        out += [train_test_split(X, y, test_size=0.25, random_state=seed, stratify=y)
+                for seed in range(1, args.repeats)]
     return out
 
 
@@ -48,6 +71,8 @@ def main():
                                           "sonar,wine,letter")
     ap.add_argument("--methods", default="rff,nrff,nystroem")
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--validation", action="store_true",
+                    help="score on 80/20 splits of the training rows (the test rows are never read)")
     ap.add_argument("--mlbench", default=MLBENCH)
     args = ap.parse_args()
     args.letter = None
@@ -59,13 +84,7 @@ def main():
     for name in args.datasets.split(","):
         if name not in DATASETS:
             raise SystemExit(f"unknown dataset {name!r}")
-        Xtr, Xte, ytr, yte = split(name, args)
-        results = [run(tmp, methods, Xtr, Xte, ytr, yte)]
-        if len(ytr) < 2000:
-            X, y = np.concatenate([Xtr, Xte]), np.concatenate([ytr, yte])
-            for seed in range(1, args.repeats):
-                results.append(run(tmp, methods, *train_test_split(X, y, test_size=0.25, random_state=seed,
-                                                                    stratify=y)))
+        results = [run(tmp, methods, Xa, Xb, ya, yb) for Xa, Xb, ya, yb in splits(name, args)]
         for m in methods:
             means = [np.mean([r[m, rule] for r in results]) for rule in RULES]
             print(f"{name:<12} {m:<10} " + " ".join(f"{a:>9.4f}" for a in means), flush=True)
