@@ -26,8 +26,9 @@ For each dataset (training rows / untouched test rows) it prints test accuracy a
   1 / d): the default ``gamma=1.0`` is too wide a kernel for standardized rows of many columns;
 * ``nys+svc``: ``make_pipeline(StandardScaler(), Nystroem(n_components=1024, random_state=0),
   LinearSVC())``;
-* ``cli gcws minmax``: the same with ``--param scale=minmax`` (GCWS's own default rule on these
-  rows, the command's default before ``"standard"``);
+* ``cli gcws auto``: the same with ``--param scale=auto`` (GCWS's own default, the command's
+  before ``"standard"``: each column's range onto [-1, 1], or divided by its largest ``|x|`` for
+  rows of mostly zeros);
 * ``exact gmm``: ``SVC(kernel="precomputed", C=10)`` on the exact GMM kernel of the training rows
   scaled as the defaults scale them (standardized: the kernel ``cli gcws`` approximates), for up to ``--exact-rows``
   (4000) training rows (it holds an n x n matrix, 1.8 GB for Letter's 15,000 rows, and costs
@@ -226,7 +227,7 @@ def main():
     args = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="bench_recipe-")
     atexit.register(shutil.rmtree, tmp, True)
-    runs = {"cli gcws": (), "cli gcws minmax": ("--param", "scale=minmax"),
+    runs = {"cli gcws": (), "cli gcws auto": ("--param", "scale=auto"),
             "cli gcws noscale": ("--param", "scale=null"), "cli raw": ("--method", "raw")}
     if args.variants:
         runs["cli gcws held out"] = ("--validation-fraction", "0.1")
