@@ -122,3 +122,13 @@ def test_exact_sums_of_columns_and_their_squares_merge_in_any_order():
     # the other modes are as they were: the columns' sums alone, and all entries with their squares
     assert exact_values(block_sums(X, by_column=True)) == cols
     assert exact_values(block_sums(X, squares=True)) == [sum(cols), sum(squares)]
+
+
+def test_values_whose_squares_cannot_be_summed_exactly_are_refused_with_advice():
+    # the other rules accept |x| up to 2**1022; a square above 2**1000 is not summed exactly
+    big = X.copy()
+    big[3, 2] = 1e200
+    for fit_input in (big, da.from_array(big, chunks=(50, -1))):
+        with pytest.raises(ValueError, match=r"above 2\*\*500.*rescale the input"):
+            GCWS(n_components=8, scale="standard").fit(fit_input)
+    assert GCWS(n_components=8, scale="minmax").fit(big).scale_["rule"] == "minmax"
