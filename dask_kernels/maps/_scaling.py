@@ -41,6 +41,7 @@ from numba import njit
 from .._params import StrOptions
 from ..blocks import validate_block
 from ._bounds import MAX_CENTERED_FEATURES, refuse_above
+from ._exactsum import block_sums, exact_values, merge_sums
 from ._parallel import transform_rows
 from ._partitioned import delayed_blocks, is_partitions, n_features_of, reduce_blocks
 
@@ -63,8 +64,6 @@ def block_stats(X, rule):
     if X.shape[0] == 0:
         return None
     if rule == "standard":
-        from ._exactsum import block_sums
-
         return block_sums(np.ascontiguousarray(X) if not sp.issparse(X) else X, by_column=True, squares=True), \
             int(X.shape[0])
     if rule == "maxabs":
@@ -123,8 +122,6 @@ def merge_stats(*parts):
     if not parts:
         return None
     if len(parts[0]) == 2:  # "standard": (exact sums, rows)
-        from ._exactsum import merge_sums
-
         return merge_sums(*(p[0] for p in parts)), sum(p[1] for p in parts)
     if len(parts[0]) == 1:
         return (np.maximum.reduce([p[0] for p in parts]),)
@@ -151,8 +148,6 @@ def standard_stats(sums, n_rows):
     """``(mean, std)`` of the columns from their exact sums and sums of squares over ``n_rows``
     rows: the correctly rounded mean, and the square root of the correctly rounded population
     variance (exact, so a function of the rows only, not of their chunking)."""
-    from ._exactsum import exact_values
-
     values = exact_values(sums)
     d = len(values) // 2
     means = [v / n_rows for v in values[:d]]

@@ -246,7 +246,8 @@ class Nystroem(FeatureMap):
         GCWS's and RFF's ``scale`` (GMM and the Gaussian kernels are not invariant to per-feature
         offsets and units): "minmax" maps each column's training range onto [-1, 1] (dense
         input; refused on sparse input and with ``kernel="minmax"``); "maxabs" divides each
-        column by its largest ``|x|``; "auto" is "minmax" for dense input with more than half of
+        column by its largest ``|x|``; "standard" centres each column on its mean and divides it
+        by its standard deviation (refused where "minmax" is); "auto" is "minmax" for dense input with more than half of
         its entries nonzero, else "maxabs", and "maxabs" for ``kernel="minmax"``. The landmarks
         are scaled rows, :meth:`validate_block` scales every row it checks (raw values up to
         ``2**1022``), and ``gamma="scale"`` is learned from the scaled rows. On a dask array the
