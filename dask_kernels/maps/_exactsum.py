@@ -140,7 +140,7 @@ def _csr(data, indices, indptr, by_column, squares, unit, acc, base):
     for r in range(indptr.size - 1):
         a, b = indptr[r], indptr[r + 1]
         _row(data[a:b], indices[a:b], by_column, squares, unit, acc, base, buf, ibuf)
-        done += 4 if by_column else 4 * (b - a)
+        done += (4 if squares else 1) if by_column else 4 * (b - a)
         if done >= _ADDS_PER_NORMALIZE:
             _normalize(acc)
             done = 0
