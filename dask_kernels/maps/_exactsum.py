@@ -109,7 +109,9 @@ def _row(vals, cols, by_column, squares, unit, acc, base, buf, ibuf):
     inv = 1.0 / np.sqrt(s) if s > 0.0 else 0.0
     for q in range(vals.size):
         x = np.float64(vals[q])
-        if unit and x != 0.0:
+        if x == 0.0:  # adds nothing (and dense blocks of mostly zeros are common)
+            continue
+        if unit:
             x = (x / m) * inv
         _term(x, acc, cols[q] if by_column else 0, base, buf, ibuf)
         if squares:
