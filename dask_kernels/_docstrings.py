@@ -38,7 +38,7 @@ feature_ids : array-like of int or None, default=None
     ``n_components`` of them) instead of ``0 .. n_components-1``. Lists longer than 256 ids
     are kept beside the spec (a sidecar), not in it.""",
     "input_scale": """\
-scale : {"auto", "minmax", "maxabs", "standard"} or None, default=None
+scale : {"auto", "auto_standard", "minmax", "maxabs", "standard"} or None, default=None
     Per-feature input scaling learned in ``fit`` from all training rows, GCWS's rules (a
     Gaussian kernel on raw columns is decided by the column of the largest units): "minmax"
     maps each column's training range onto [-1, 1] (dense input: fitting it on sparse input is
@@ -47,7 +47,8 @@ scale : {"auto", "minmax", "maxabs", "standard"} or None, default=None
     its mean and divides it by its standard deviation (dense input, as ``StandardScaler``);
     "auto" is "minmax" for dense input
     with more than half of its entries nonzero, else "maxabs", and no scaling for sparse input
-    of more than 2**20 features. A constant column gets factor 1. With ``gamma="scale"`` the
+    of more than 2**20 features; "auto_standard" is the same with "standard" in place of
+    "minmax". A constant column gets factor 1. With ``gamma="scale"`` the
     bandwidth is learned from the scaled rows. :meth:`validate_block` returns the scaled rows
     (so :meth:`transform` of in-memory rows holds a scaled copy of them, in ``dtype``); raw
     input may then reach ``2**1022`` (``max_abs_input``), and scaled values beyond

@@ -42,7 +42,8 @@ SCALE_RULES = {"minmax": "each column's training range onto [-1, 1]",
 
 def learned(spec):
     """What the map learned from the training rows, from its spec: the bandwidth of
-    ``gamma="scale"`` and the scale rule ``scale="auto"`` resolved to (empty when neither)."""
+    ``gamma="scale"`` and the scale rule (the one ``"auto"`` or ``"auto_standard"`` chose) (empty
+    when neither)."""
     params, state = spec.get("params") or {}, spec.get("state") or {}
     out = {}
     if params.get("gamma") == "scale" and "gamma" in state:

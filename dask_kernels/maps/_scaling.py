@@ -20,6 +20,12 @@ Rules:
   values do not squeeze its other values into a small part of [-1, 1] as they do under
   "minmax". The GMM kernel then splits each column at its mean, not at the middle of its range.
 
+Two parameter values choose a rule by the training rows' density: ``"auto"`` is "minmax" for
+dense input with more than half of its entries nonzero, else "maxabs"; ``"auto_standard"`` is
+"standard" there, else "maxabs". Centring rows of mostly zeros (image backgrounds, one-hot or
+count columns stored densely) would turn every zero into a nonzero, which costs GCWS time in
+proportion and gives the zeros' offset a weight in the kernel. The spec keeps the rule chosen.
+
 The statistics are the columns' minimum and maximum (or largest ``|x|``): exact values of the
 data, so merging per-block statistics in any order and any chunking gives the same bits, unlike
 a floating-point mean or variance; "standard" sums the columns and their squares exactly
@@ -51,30 +57,41 @@ SCALE_MAX = 2.0**1022
 #: A range below this is treated as zero: its reciprocal would overflow.
 _TINY = 2.0**-1000
 RULES = ("minmax", "maxabs", "standard")
+#: The parameter values that choose a rule by the density of dense input: the rule for rows with
+#: more than ``AUTO_MAX_DENSITY`` of their entries nonzero ("maxabs" below it, and on sparse input).
+AUTO_RULES = {"auto": "minmax", "auto_standard": "standard"}
 logger = logging.getLogger(__name__)
-#: ``scale="auto"`` on dense input: "maxabs" when at most this fraction of the entries is nonzero.
+#: ``scale="auto"`` and ``"auto_standard"`` on dense input: "maxabs" when at most this fraction of
+#: the entries is nonzero.
 AUTO_MAX_DENSITY = 0.5
 
 
 def block_stats(X, rule):
-    """Statistics of a validated block: ``(min, max, nonzeros, entries)`` ("minmax" and "auto":
-    per-column extremes and two exact counts), ``(max |x|,)`` ("maxabs"; of the stored values of
-    sparse input) or ``(exact sums, rows)`` ("standard": the columns' sums and sums of squares,
-    :func:`._exactsum.block_sums`). None for a block without rows."""
+    """Statistics of a validated block under ``rule`` (a rule or a key of ``AUTO_RULES``), a dict:
+    the columns' ``"min"`` and ``"max"`` ("minmax"; sparse input counting its implicit zeros),
+    ``"max_abs"`` ("maxabs"; of the stored values of sparse input), their exact ``"sums"`` and sums
+    of squares and the ``"rows"`` ("standard", :func:`._exactsum.block_sums`); an automatic rule
+    gathers what its dense rule needs, the extremes (for "maxabs") and the exact counts of
+    ``"nonzeros"`` and ``"entries"``. None for a block without rows."""
     if X.shape[0] == 0:
         return None
-    if rule == "standard":
-        return block_sums(np.ascontiguousarray(X) if not sp.issparse(X) else X, by_column=True, squares=True), \
-            int(X.shape[0])
+    out = {}
+    dense_rule = AUTO_RULES.get(rule, rule)
+    if dense_rule == "standard":
+        out["sums"] = block_sums(X if sp.issparse(X) else np.ascontiguousarray(X), by_column=True, squares=True)
+        out["rows"] = int(X.shape[0])
     if rule == "maxabs":
         a = abs(X).max(axis=0)
-        return (np.asarray(a.toarray() if sp.issparse(a) else a, dtype=np.float64).ravel(),)
-    lo, hi = X.min(axis=0), X.max(axis=0)  # sparse: counting the implicit zeros
-    if sp.issparse(X):
-        lo, hi = lo.toarray(), hi.toarray()
-    nnz = X.count_nonzero() if sp.issparse(X) else int(np.count_nonzero(X))
-    return (np.asarray(lo, np.float64).ravel(), np.asarray(hi, np.float64).ravel(), int(nnz), int(X.size if not
-            sp.issparse(X) else X.shape[0] * X.shape[1]))
+        out["max_abs"] = np.asarray(a.toarray() if sp.issparse(a) else a, dtype=np.float64).ravel()
+    if rule == "minmax" or rule in AUTO_RULES:
+        lo, hi = X.min(axis=0), X.max(axis=0)  # sparse: counting the implicit zeros
+        if sp.issparse(X):
+            lo, hi = lo.toarray(), hi.toarray()
+        out["min"], out["max"] = np.asarray(lo, np.float64).ravel(), np.asarray(hi, np.float64).ravel()
+    if rule in AUTO_RULES:
+        out["nonzeros"] = int(X.count_nonzero() if sp.issparse(X) else np.count_nonzero(X))
+        out["entries"] = int(X.shape[0]) * int(X.shape[1])
+    return out
 
 
 def checked_block(stats, X, row_offset, n_features, max_abs, *args):
@@ -115,33 +132,35 @@ def reduce_checked(X, stats, merge, max_abs, what, *args):
     return result, n, d
 
 
+#: How each statistic of :func:`block_stats` merges over blocks: exactly, so in any order.
+_MERGES = {"min": np.minimum.reduce, "max": np.maximum.reduce, "max_abs": np.maximum.reduce,
+           "sums": lambda parts: merge_sums(*parts), "rows": sum, "nonzeros": sum, "entries": sum}
+
+
 def merge_stats(*parts):
-    """Elementwise min of the minima, max of the maxima, or ("standard") the exact sums added:
-    exact, so the same for any order."""
+    """The statistics of consecutive blocks merged (elementwise min of the minima, max of the
+    maxima, exact sums and counts added): exact, so the same for any order and grouping."""
     parts = [p for p in parts if p is not None]
     if not parts:
         return None
-    if len(parts[0]) == 2:  # "standard": (exact sums, rows)
-        return merge_sums(*(p[0] for p in parts)), sum(p[1] for p in parts)
-    if len(parts[0]) == 1:
-        return (np.maximum.reduce([p[0] for p in parts]),)
-    return (np.minimum.reduce([p[0] for p in parts]), np.maximum.reduce([p[1] for p in parts]),
-            sum(p[2] for p in parts), sum(p[3] for p in parts))
+    return {key: _MERGES[key]([p[key] for p in parts]) for key in parts[0]}
 
 
 def resolve(rule, stats):
-    """``(rule, stats)`` to keep: "auto" (dense input) becomes "maxabs" when at most
+    """``(rule, stats)`` to keep: an automatic rule (dense input) becomes "maxabs" when at most
     ``AUTO_MAX_DENSITY`` of the entries are nonzero (centering would turn the zeros of e.g.
-    image backgrounds into -1s that dominate the kernel), else "minmax"; the counts are dropped.
-    "standard" becomes the columns' means and deviations."""
+    image backgrounds into nonzeros that dominate the kernel), else its dense rule; "minmax"
+    keeps the extremes, "maxabs" the largest ``|x|``, "standard" the columns' means and
+    deviations."""
+    if rule in AUTO_RULES:
+        if stats["nonzeros"] <= AUTO_MAX_DENSITY * stats["entries"]:
+            return "maxabs", (np.maximum(np.abs(stats["min"]), np.abs(stats["max"])),)
+        rule = AUTO_RULES[rule]
     if rule == "maxabs":
-        return rule, stats
+        return rule, (stats["max_abs"],)
     if rule == "standard":
-        return rule, standard_stats(*stats)
-    lo, hi, nnz, size = stats
-    if rule == "auto" and nnz <= AUTO_MAX_DENSITY * size:
-        return "maxabs", (np.maximum(np.abs(lo), np.abs(hi)),)
-    return "minmax", (lo, hi)
+        return rule, standard_stats(stats["sums"], stats["rows"])
+    return rule, (stats["min"], stats["max"])
 
 
 def standard_stats(sums, n_rows):
@@ -252,20 +271,18 @@ def scale_dense(X, shift, factor, bound, dtype):
 # -- the ``scale`` parameter, shared by the maps that have one -----------------------------------
 
 def scale_rule(scale, sparse, n_features, who=None):
-    """The rule a ``scale`` parameter resolves to for this input (None: no scaling). "auto" on
-    dense input stays "auto" (:func:`resolve` decides by the density of the rows); on sparse
-    input it is "maxabs" up to ``MAX_CENTERED_FEATURES`` columns, beyond them no scaling (the
-    statistics would not fit the spec). With ``who`` (the map's name), "minmax" and "standard"
-    on sparse input are refused, as scikit-learn's ``MinMaxScaler`` and ``StandardScaler``
-    refuse them (GCWS densifies instead)."""
+    """The rule a ``scale`` parameter resolves to for this input (None: no scaling). "auto" and
+    "auto_standard" on dense input stay as they are (:func:`resolve` decides by the density of
+    the rows); on sparse input they are "maxabs" up to ``MAX_CENTERED_FEATURES`` columns, beyond
+    them no scaling (the statistics would not fit the spec). With ``who`` (the map's name),
+    "minmax" and "standard" on sparse input are refused, as scikit-learn's ``MinMaxScaler`` and
+    ``StandardScaler`` refuse them (GCWS densifies instead)."""
     if sparse and scale in ("minmax", "standard") and who is not None:
         raise ValueError(f"{who}: scale={scale!r} shifts every column, which would turn the zeros of sparse input "
                          "into nonzeros and densify it; use scale='maxabs' (or 'auto', which is 'maxabs' for "
                          "sparse input)")
-    if scale != "auto":
+    if scale not in AUTO_RULES or not sparse:
         return scale
-    if not sparse:
-        return "auto"
     return "maxabs" if n_features <= MAX_CENTERED_FEATURES else None
 
 
@@ -298,7 +315,7 @@ def check_scale_state(scale, state, n_features):
     if state["scale"] is None:
         return
     rule, _ = state_to_stats(state["scale"], int(n_features), "feature-map spec['state']['scale']")
-    if scale != "auto" and rule != scale:
+    if rule not in ((AUTO_RULES[scale], "maxabs") if scale in AUTO_RULES else (scale,)):
         raise ValueError(f"feature-map spec['state']['scale']: rule {rule!r} but spec['params']['scale'] is {scale!r}")
 
 
@@ -332,7 +349,7 @@ def scaled_block(X, scaling, bound, dtype, n_jobs=1):
 # -- the ``scale`` parameter of the Gaussian maps (RFF, NRFF, Fastfood) --------------------------
 
 #: The constraint of their ``scale`` parameter.
-SCALE_CONSTRAINT = {"scale": [None, StrOptions({"auto", *RULES})]}
+SCALE_CONSTRAINT = {"scale": [None, StrOptions({*AUTO_RULES, *RULES})]}
 
 
 class LearnedScale:

@@ -39,7 +39,7 @@ from ._gcws_kernels import (  # noqa: F401  (the kernels and their constants, re
     _gcws_dense, _hash_params, _parameter_table, code_dtype)
 from ._parallel import N_JOBS_CONSTRAINT
 from ._partitioned import is_dask, is_partitions, n_features_of
-from ._scaling import (RULES, apply_scale, check_scale_state, fitted_scale, fitted_scale_partitioned,
+from ._scaling import (AUTO_RULES, RULES, apply_scale, check_scale_state, fitted_scale, fitted_scale_partitioned,
                        fitted_shift_factor, refuse_wide_scale, scale_rule)
 from .base import FeatureMap
 from .._docstrings import fill_doc
@@ -134,19 +134,20 @@ class GCWS(FeatureMap):
         norm above 80 % of it). At most 2**20 hashes. The two samplers give different codes for the same
         seed; the spec records the sampler and the dart scheme version ("icws" specs stay
         exactly as before).
-    scale : {"auto", "minmax", "maxabs", "standard"} or None, default="auto"
+    scale : {"auto", "auto_standard", "minmax", "maxabs", "standard"} or None, default="auto"
         Per-feature scaling learned in ``fit`` from all training rows (GMM is not invariant to
         per-feature offsets and units): "minmax" maps each column's training range onto
         [-1, 1] (``x' = (x - mid) / half_range``); "maxabs" divides each column by its largest
         ``|x|`` (zeros stay zeros, sparse stays sparse); "standard" centres each column on its
-        mean and divides it by its standard deviation (``StandardScaler``; the default of
-        ``dask-kernels train`` on dense rows, measured more accurate there; sparse input is
-        densified); "auto" is "minmax" for dense input with
-        more than half of its entries nonzero, else "maxabs" (mostly-zero rows, e.g. images,
-        lose accuracy when their zeros are shifted), and "maxabs" for sparse input of at most
-        2**20 features (wider sparse input: no scaling, the statistics would not fit the
-        spec). A constant column gets factor 1. None: no scaling, the map of specs written
-        before this parameter existed (a spec without ``scale`` is read as None). The statistics
+        mean and divides it by its standard deviation (``StandardScaler``; sparse input is
+        densified); "auto" is "minmax" for dense input with more than half of its entries
+        nonzero, else "maxabs" (mostly-zero rows, e.g. images, lose accuracy when their zeros
+        are shifted, and centred they are dense, which costs time in proportion), and "maxabs"
+        for sparse input of at most 2**20 features (wider sparse input: no scaling, the
+        statistics would not fit the spec); "auto_standard" is "auto" with "standard" in place
+        of "minmax" (the default of ``dask-kernels train`` on dense rows, measured more
+        accurate there). A constant column gets factor 1. None: no scaling, the map of specs
+        written before this parameter existed (a spec without ``scale`` is read as None). The statistics
         are column minima and maxima (or, for "standard", column sums), exact, so the
         spec is bitwise the same for any chunking of the rows; a dask array or partitioned
         sparse input is read once to compute them. See :mod:`dask_kernels.maps._scaling`.
@@ -200,7 +201,7 @@ class GCWS(FeatureMap):
         "output": [StrOptions({"codes", "onehot"})],
         "table": ["boolean", StrOptions({"auto"})],
         "sampler": [StrOptions({"icws", "dart"})],
-        "scale": [None, StrOptions({"auto", *RULES})],
+        "scale": [None, StrOptions({*AUTO_RULES, *RULES})],
         **N_JOBS_CONSTRAINT,
     })
     #: parameters left out of the spec at these values, and read so when a spec lacks them:
@@ -249,7 +250,7 @@ class GCWS(FeatureMap):
         return None if self.scale is None or self.center is not None else scale_rule(self.scale, sparse, n_features)
 
     def _validate_params_extra(self):
-        if self.center is not None and self.scale not in (None, "auto"):
+        if self.center is not None and self.scale not in (None, *AUTO_RULES):
             raise ValueError(f"center and scale={self.scale!r} both set the offset of every feature: give one "
                              "(scale='auto' scales nothing when a center is given)")
         if self.center is not None and not isinstance(self.center, str):

@@ -241,14 +241,15 @@ class Nystroem(FeatureMap):
         Output dtype, and the precision of the kernel block (rbf, cosine_rbf) and of the product
         with the normalization (float32 uses SGEMM).
     %(n_jobs)s
-    scale : {"auto", "minmax", "maxabs", "standard"} or None, default=None
+    scale : {"auto", "auto_standard", "minmax", "maxabs", "standard"} or None, default=None
         Per-feature input scaling learned in ``fit`` from all training rows, the rules of
         GCWS's and RFF's ``scale`` (GMM and the Gaussian kernels are not invariant to per-feature
         offsets and units): "minmax" maps each column's training range onto [-1, 1] (dense
         input; refused on sparse input and with ``kernel="minmax"``); "maxabs" divides each
         column by its largest ``|x|``; "standard" centres each column on its mean and divides it
         by its standard deviation (refused where "minmax" is); "auto" is "minmax" for dense input with more than half of
-        its entries nonzero, else "maxabs", and "maxabs" for ``kernel="minmax"``. The landmarks
+        its entries nonzero, else "maxabs", and "maxabs" for ``kernel="minmax"``; "auto_standard"
+        is the same with "standard" in place of "minmax" (refused with ``kernel="minmax"``). The landmarks
         are scaled rows, :meth:`validate_block` scales every row it checks (raw values up to
         ``2**1022``), and ``gamma="scale"`` is learned from the scaled rows. On a dask array the
         statistics take one more pass. None: no scaling, the map of specs without ``scale``.
@@ -343,7 +344,7 @@ class Nystroem(FeatureMap):
         if is_scale(self.gamma) and self.kernel not in ("rbf", "cosine_rbf"):
             raise ValueError(f"gamma='scale' is scikit-learn's rule for the Gaussian kernel (rbf, and cosine_rbf "
                              f"on unit rows); kernel={self.kernel!r} needs a numeric gamma or None")
-        if self.kernel == "minmax" and self.scale in ("minmax", "standard"):
+        if self.kernel == "minmax" and self.scale in ("minmax", "standard", "auto_standard"):
             raise ValueError(f"kernel='minmax' needs nonnegative rows and scale={self.scale!r} centres every column "
                              "(its values go negative): use scale='maxabs' (or 'auto', which is 'maxabs' for this "
                              "kernel), or kernel='gmm'")
