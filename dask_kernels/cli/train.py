@@ -57,11 +57,13 @@ GAUSSIAN_METHODS, GAUSSIAN_GAMMA = ("rff", "nrff", "fastfood"), "scale"
 #: (docs/guide/training.md)
 SCALED_METHODS, DEFAULT_SCALE = GAUSSIAN_METHODS + ("nystroem",), "auto"
 #: GCWS's input scaling on dense rows (.npy, CSV, Parquet) without --param scale or center: each
-#: column standardized. On validation splits of twelve real datasets (benchmarks/sweep_input_rule.py
-#: --validation, docs/guide/training.md) it was 0.8 points ahead of GCWS's own "auto" on average
-#: (Glass +3.7, Satellite +2.9, Ionosphere +1.1, Pima +1.0; Sonar -0.6, breast cancer -0.5, MNIST
-#: -0.3). Sparse rows keep "auto" ("maxabs": standardizing would densify them)
-GCWS_DENSE_SCALE = "standard"
+#: column standardized, or divided by its largest |x| when at most half of the entries are nonzero.
+#: On validation splits of twelve real datasets (benchmarks/sweep_input_rule.py --validation,
+#: docs/guide/training.md) standardizing was 0.8 points ahead of GCWS's own "auto" on average
+#: (Glass +3.7, Satellite +2.9, Ionosphere +1.1, Pima +1.0; Sonar -0.6, breast cancer -0.5), but
+#: on MNIST's rows of mostly zeros behind and twice as slow (centred, every zero is a nonzero GCWS
+#: hashes). Sparse rows keep "auto" ("maxabs": standardizing would densify them)
+GCWS_DENSE_SCALE = "auto_standard"
 #: the default learning rate of SoftmaxSGD on GCWS codes, times 1 / (mean squared row norm) = 1 / k
 #: (same measurement as GCWS_DEFAULTS; 1 / k underfit in 10 epochs)
 SOFTMAX_ETA_FACTOR = 4.0
