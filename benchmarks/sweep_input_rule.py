@@ -4,19 +4,21 @@ nonnegative rows, which the GMM kernel takes without splitting a column into its
 negative parts), standardization (scikit-learn's ``StandardScaler``, what a scikit-learn user
 puts before ``RBFSampler``; ``scale="standard"``), the map's own ``scale="auto"`` and none.
 
-For each dataset of ``bench_recipe.py`` (its 75/25 test splits; datasets under 2000 training rows:
-the mean over ``--repeats`` splits) the training rows are scaled by ``MinMaxScaler((-1, 1))``,
+For each dataset of ``bench_recipe.py`` (its 75/25 test splits; datasets under ``--repeat-rows``
+(2000) training rows: the mean over ``--repeats`` splits) the training rows are scaled by ``MinMaxScaler((-1, 1))``,
 ``MinMaxScaler((0, 1))`` or ``StandardScaler`` fitted on them (the test rows by the same fitted
 scaler), or left as they are, and ``dask-kernels train --method M --param scale=null`` (the
 map's own scaling off; the bandwidth ``gamma="scale"``, the command's default, learned from the
-rows it is given) trains on them; ``auto`` gives the raw rows to ``--param scale=auto``. The
-table gives test accuracy. With ``--validation`` the test rows are never read: each dataset's
-training rows are split 80/20, stratified (seeds 1 to ``--repeats`` under 2000 rows, else seed
-1), as ``sweep_recipe.py`` splits them, and the table gives validation accuracy: what a default
-is chosen on.
+rows it is given) trains on them; ``auto`` and ``auto_std`` give the raw rows to ``--param
+scale=auto`` and ``--param scale=auto_standard`` (standardized, or divided by the largest
+``|x|`` when at most half of the entries are nonzero). The table gives test accuracy. With
+``--validation`` the test rows are never read: each dataset's training rows are split 80/20,
+stratified (seeds 1 to ``--repeats`` under ``--repeat-rows`` rows, else seed 1), as
+``sweep_recipe.py`` splits them, and the table gives validation accuracy: what a default is
+chosen on.
 
 Run: ``python benchmarks/sweep_input_rule.py [--datasets vehicle,wine,...] [--methods rff,nrff,nystroem,gcws]
-[--repeats 5] [--validation] [--mlbench DIR]``.
+[--repeats 5] [--repeat-rows 2000] [--validation] [--mlbench DIR]``.
 """
 
 import argparse
@@ -35,7 +37,8 @@ from sklearn.model_selection import train_test_split  # noqa: E402
 from sklearn.preprocessing import MinMaxScaler, StandardScaler  # noqa: E402
 
 #: rule -> (the scaler fitted on the training rows, or None for the raw rows; the map's --param scale)
-RULES = {"none": (None, "null"), "auto": (None, "auto"), "minmax": (lambda: MinMaxScaler((-1, 1)), "null"),
+RULES = {"none": (None, "null"), "auto": (None, "auto"), "auto_std": (None, "auto_standard"),
+         "minmax": (lambda: MinMaxScaler((-1, 1)), "null"),
          "unit": (lambda: MinMaxScaler((0, 1)), "null"), "standard": (StandardScaler, "null")}
 
 
@@ -55,10 +58,10 @@ def splits(name, args):
     splits of its training rows only."""
     Xtr, Xte, ytr, yte = split(name, args)
     if args.validation:
-        seeds = range(1, 1 + (args.repeats if len(ytr) < 2000 else 1))
+        seeds = range(1, 1 + (args.repeats if len(ytr) < args.repeat_rows else 1))
         return [train_test_split(Xtr, ytr, test_size=0.2, random_state=s, stratify=ytr) for s in seeds]
     out = [(Xtr, Xte, ytr, yte)]
-    if len(ytr) < 2000:
+    if len(ytr) < args.repeat_rows:
         X, y = np.concatenate([Xtr, Xte]), np.concatenate([ytr, yte])
         out += [train_test_split(X, y, test_size=0.25, random_state=seed, stratify=y)
                 for seed in range(1, args.repeats)]
@@ -68,9 +71,11 @@ def splits(name, args):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--datasets", default="mnist5k,satellite,digits,vehicle,pima,cancer,ionosphere,penguins,glass,"
-                                          "sonar,wine,letter")
+                                          "sonar,wine,letter,dna")
     ap.add_argument("--methods", default="rff,nrff,nystroem")
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--repeat-rows", type=int, default=2000,
+                    help="repeat the splits of datasets with fewer training rows than this")
     ap.add_argument("--validation", action="store_true",
                     help="score on 80/20 splits of the training rows (the test rows are never read)")
     ap.add_argument("--mlbench", default=MLBENCH)
