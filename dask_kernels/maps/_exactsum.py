@@ -123,7 +123,7 @@ def _dense(X, by_column, squares, unit, acc, base):
     buf = np.empty(1)
     ibuf = buf.view(np.int64)
     cols = np.arange(X.shape[1])
-    per_row = (4 if squares else 1) if by_column else X.shape[1] * (4 if squares else 1)
+    per_row = (4 if squares else 1) * (1 if by_column else X.shape[1])
     done = 0
     for r in range(X.shape[0]):
         _row(X[r], cols, by_column, squares, unit, acc, base, buf, ibuf)
@@ -228,9 +228,16 @@ def exact_mean(sums, n):
     return np.array([float(v / n) for v in exact_values(sums)], dtype=np.float64)
 
 
+def exact_moments(sums, n):
+    """``(means, variances)`` from sums with ``squares`` over ``n`` values each: lists of exact
+    Fractions, one per column (``by_column``) or one of all entries."""
+    values = exact_values(sums)
+    means = [s / n for s in values[:len(values) // 2]]
+    return means, [q / n - m * m for q, m in zip(values[len(values) // 2:], means)]
+
+
 def exact_variance(sums, n_entries):
     """``(mean, variance)`` of ``n_entries`` values (the implicit zeros of sparse input
     included) from sums with ``squares``, as exact Fractions."""
-    s, q = exact_values(sums)
-    mean = s / n_entries
-    return mean, q / n_entries - mean * mean
+    (mean,), (var,) = exact_moments(sums, n_entries)
+    return mean, var

@@ -47,7 +47,7 @@ from numba import njit
 from .._params import StrOptions
 from ..blocks import validate_block
 from ._bounds import MAX_CENTERED_FEATURES, refuse_above
-from ._exactsum import block_sums, exact_values, merge_sums
+from ._exactsum import block_sums, exact_moments, merge_sums
 from ._parallel import transform_rows
 from ._partitioned import delayed_blocks, is_partitions, n_features_of, reduce_blocks
 
@@ -167,12 +167,9 @@ def standard_stats(sums, n_rows):
     """``(mean, std)`` of the columns from their exact sums and sums of squares over ``n_rows``
     rows: the correctly rounded mean, and the square root of the correctly rounded population
     variance (exact, so a function of the rows only, not of their chunking)."""
-    values = exact_values(sums)
-    d = len(values) // 2
-    means = [v / n_rows for v in values[:d]]
-    var = [max(q / n_rows - m * m, 0) for q, m in zip(values[d:], means)]
+    means, variances = exact_moments(sums, n_rows)
     return (np.array([float(m) for m in means], dtype=np.float64),
-            np.sqrt(np.array([float(v) for v in var], dtype=np.float64)))
+            np.sqrt(np.array([float(max(v, 0)) for v in variances], dtype=np.float64)))
 
 
 def shift_factor(rule, stats):
