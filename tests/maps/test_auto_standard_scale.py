@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from _spec import tampered
+from _spec import scaled_maps, sidecar, tampered
 
-from dask_kernels import GCWS, NRFF, RFF, Fastfood, Nystroem, from_spec
+from dask_kernels import GCWS, RFF, Nystroem, from_spec
 from dask_kernels.io import from_sparse
 
 RNG = np.random.default_rng(5)
@@ -20,15 +20,7 @@ DENSE = RNG.standard_normal((200, 5)) * [1.0, 100.0, 0.1, 3.0, 1.0] + [0.0, 50.0
 #: exactly half of the entries nonzero: the boundary, which "maxabs" takes (as "auto")
 HALF = np.where(np.arange(200)[:, None] % 2 == np.arange(5) % 2, 0.0, DENSE)
 HALF[0, :] = [0.0, 1.0, 0.0, 1.0, 0.0]
-MAKERS = {"gcws": lambda: GCWS(n_components=16, scale="auto_standard"),
-          "rff": lambda: RFF(n_components=8, scale="auto_standard", gamma="scale"),
-          "nrff": lambda: NRFF(n_components=8, scale="auto_standard"),
-          "fastfood": lambda: Fastfood(n_components=8, scale="auto_standard"),
-          "nystroem": lambda: Nystroem(n_components=8, scale="auto_standard", dtype="float64")}
-
-
-def _arrays(fmap):
-    return fmap.sidecar_arrays() if hasattr(fmap, "sidecar_arrays") else None
+MAKERS = scaled_maps("auto_standard", 8)
 
 
 def _rule_of(method, rows):
@@ -53,7 +45,7 @@ def test_the_choice_and_the_spec_are_the_same_bits_for_any_chunking(method):
         whole = MAKERS[method]().fit(rows)
         for chunk in (1, 3, 64, 199):
             assert MAKERS[method]().fit(da.from_array(rows, chunks=(chunk, -1))).spec_json() == whole.spec_json()
-        again = from_spec(json.loads(whole.spec_json()), arrays=_arrays(whole))
+        again = from_spec(json.loads(whole.spec_json()), arrays=sidecar(whole))
         assert again.transform(rows).tobytes() == whole.transform(rows).tobytes()
 
 

@@ -11,9 +11,9 @@ import pytest
 import scipy.sparse as sp
 from sklearn.preprocessing import StandardScaler
 
-from _spec import tampered
+from _spec import scaled_maps, sidecar, tampered
 
-from dask_kernels import GCWS, NRFF, RFF, Fastfood, Nystroem, from_spec
+from dask_kernels import GCWS, RFF, Nystroem, from_spec
 from dask_kernels.io import from_sparse
 from dask_kernels.maps._exactsum import block_sums, exact_values, merge_sums
 from dask_kernels.maps._scaling import apply_scale, input_scaling
@@ -23,16 +23,7 @@ RNG = np.random.default_rng(11)
 X = RNG.standard_normal((300, 6)) * [1.0, 10.0, 1e3, 0.01, 5.0, 1.0] + [0.0, 5.0, -300.0, 1e4, 2.0, 0.0]
 X[17, 1] = 400.0
 X[:, 5] = 3.25
-MAKERS = {"gcws": lambda: GCWS(n_components=32, scale="standard"),
-          "rff": lambda: RFF(n_components=16, scale="standard", gamma="scale"),
-          "nrff": lambda: NRFF(n_components=16, scale="standard"),
-          "fastfood": lambda: Fastfood(n_components=16, scale="standard"),
-          "nystroem": lambda: Nystroem(n_components=16, scale="standard", dtype="float64")}
-
-
-def _arrays(fmap):
-    """The arrays kept beside a map's spec (Nystroem's landmarks), or None."""
-    return fmap.sidecar_arrays() if hasattr(fmap, "sidecar_arrays") else None
+MAKERS = scaled_maps("standard", 16)
 
 
 def _exact(column):
@@ -65,7 +56,7 @@ def test_the_spec_is_the_same_bits_for_any_chunking_and_rebuilds_the_map(method)
     whole = MAKERS[method]().fit(X)
     for rows in (1, 7, 100, 299):
         assert MAKERS[method]().fit(da.from_array(X, chunks=(rows, -1))).spec_json() == whole.spec_json()
-    again = from_spec(json.loads(whole.spec_json()), arrays=_arrays(whole))
+    again = from_spec(json.loads(whole.spec_json()), arrays=sidecar(whole))
     assert again.transform(X).tobytes() == whole.transform(X).tobytes()
 
 
@@ -104,7 +95,7 @@ def test_nystroem_minmax_kernel_refuses_a_centring_rule():
 def test_a_tampered_standard_state_is_refused_naming_the_key(method, value, match):
     fmap = MAKERS[method]().fit(X)
     with pytest.raises(ValueError, match=r"spec\['state'\]\['scale'\]" + match):
-        from_spec(tampered(fmap.spec(), ("state", "scale"), value), arrays=_arrays(fmap))
+        from_spec(tampered(fmap.spec(), ("state", "scale"), value), arrays=sidecar(fmap))
     other = RFF(n_components=4, scale="minmax").fit(X).spec()
     with pytest.raises(ValueError, match="rule 'standard' but spec"):
         from_spec(tampered(other, ("state", "scale"), fmap.scale_))
