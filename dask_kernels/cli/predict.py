@@ -126,8 +126,12 @@ def run(args):
     existing(args.input, "input")
     model = load_model(model_path)
     if args.proba and not hasattr(model.estimator, "predict_proba"):
-        raise UsageError(f"--proba: the model's {type(model.estimator).__name__} has no predict_proba "
-                         "(train with --estimator sgd, or a naive Bayes estimator)")
+        est = model.estimator
+        loss = est.get_params().get("loss")
+        how = ("train with --loss log_loss" if type(est).__name__ == "SoftmaxSGD"
+               else "train with --estimator sgd, softmax or a naive Bayes estimator")
+        raise UsageError(f"--proba: the model's {type(est).__name__}"
+                         + (f" (loss={loss!r})" if loss else "") + f" has no predict_proba ({how})")
     method = "predict_proba" if args.proba else "predict"
     check_npy_first(model, args.input, args)
     with client_for(args):

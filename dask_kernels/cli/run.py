@@ -69,7 +69,7 @@ TRAINING = {"output": ("-o", "path"), "overwrite": ("--overwrite", "bool"), "est
             "block_rows": ("--block-rows", "int"), "step_blocks": ("--step-blocks", "int"), "seed": ("--seed", "int"),
             "checkpoint": ("--checkpoint", "path"),
             "checkpoint_every": ("--checkpoint-every", "int"), "resume": ("--no-resume", "flag-if-false"),
-            "metric": ("--metric", "str"), "min_epochs": ("--min-epochs", "int"),
+            "metric": ("--metric", "str"), "min_epochs": ("--min-epochs", "int"), "loss": ("--loss", "str"),
             "checkpoint_interval": ("--checkpoint-interval", "num"), "progress": ("--no-progress", "flag-if-false")}
 OUTPUT = {"input": (None, "path"), "path": ("-o", "path"), "model": (None, "path"), "proba": ("--proba", "bool"),
           "format": ("--format", "str"), "n_features": ("--n-features", "int"), "zero_based": ("--zero-based", "bool"),
@@ -191,7 +191,18 @@ def load_job(path):
                 raise JobError(f"[[outputs]] #{i + 1} {key}: missing")
         if "model" not in o and "training" not in checked:
             raise JobError(f"[[outputs]] #{i + 1} model: missing (no [training] in this job to take it from)")
+        if "model" not in o and o.get("proba", (None, False))[1] and not _gives_proba(checked):
+            raise JobError(f"[[outputs]] #{i + 1} proba: the model [training] trains gives no probabilities "
+                           "(a hinge loss or a perceptron); train with the default loss (drop loss = \"hinge\") "
+                           "or estimator = \"sgd\", or drop proba")
     return checked
+
+
+def _gives_proba(checked):
+    """False if the job's [training] trains a model without probabilities: a hinge SGD
+    (``estimator = "sgd-hinge"``, or ``loss = "hinge"`` of SoftmaxSGD) or a perceptron."""
+    t = {k: v for k, (_f, v) in checked["training"].items()}
+    return t.get("estimator") not in ("sgd-hinge", "perceptron") and t.get("loss") != "hinge"
 
 
 def _items(table):

@@ -168,6 +168,22 @@ def _softmax_inplace(z):
 
 
 @njit(nogil=True, cache=True)
+def _hinge_gradient(z, yi):
+    """z <- the gradient of the one-vs-rest hinge loss ``sum_c max(0, 1 - s_c z_c)`` (s_c = +1
+    for the true class ``yi``, -1 for the others) w.r.t. the scores z; returns that loss."""
+    loss = 0.0
+    for cc in range(z.shape[0]):
+        sign = 1.0 if cc == yi else -1.0
+        margin = 1.0 - sign * z[cc]
+        if margin > 0.0:
+            loss += margin
+            z[cc] = -sign
+        else:
+            z[cc] = 0.0
+    return loss
+
+
+@njit(nogil=True, cache=True)
 def _row_update(mode, X, r, bits, A, acc, gh, S, average):
     """A[col] += gh * value over the active columns of row ``r`` of dense rows or codes, read
     in place (and ``acc[col] += S * that`` with averaging): the update of :func:`sgd_block`."""
@@ -186,15 +202,16 @@ def _row_update(mode, X, r, bits, A, acc, gh, S, average):
 
 @njit(nogil=True, cache=True)
 def sgd_block(order, at, mode, X, indptr, indices, data, bits, width, y, A, U, c,
-              acc, U_sum, c_sum, eta0, invscaling, power_t, alpha, t):
+              acc, U_sum, c_sum, eta0, invscaling, power_t, alpha, t, hinge):
     """One SGD pass over the rows ``order`` of a block, updating ``A``, ``U``, ``c`` in place.
 
     Row ``i`` of the block is row ``at[i]`` of dense ``X`` (a step's rows read where they are
     kept, not gathered), or row ``i`` if ``at`` is empty; ``y`` holds the block's class
     indices. With averaging (``acc`` not empty) ``acc`` comes in holding
     minus the sum of the previous iterates of ``A`` and leaves holding plus the sum including
-    this block's; ``U_sum``/``c_sum`` are increased by every iterate. Returns the summed
-    training log loss (before each row's update).
+    this block's; ``U_sum``/``c_sum`` are increased by every iterate. The loss is the softmax's
+    log loss, or with ``hinge`` the one-vs-rest hinge loss (:func:`_hinge_gradient`). Returns
+    the summed training loss (before each row's update).
     """
     C = c.shape[0]
     m = A.shape[1]
@@ -222,9 +239,12 @@ def sgd_block(order, at, mode, X, indptr, indices, data, bits, width, y, A, U, c
             h[a] *= s
         _scores(h, U, c, z)
         yi = y[i]
-        zy = z[yi]
-        loss += _softmax_inplace(z) - zy
-        z[yi] -= 1.0  # z is now the gradient of the loss w.r.t. the scores
+        if hinge:
+            loss += _hinge_gradient(z, yi)
+        else:
+            zy = z[yi]
+            loss += _softmax_inplace(z) - zy
+            z[yi] -= 1.0  # z is now the gradient of the loss w.r.t. the scores
         eta = eta0 / t ** power_t if invscaling else eta0
         if lowrank:
             for a in range(m):

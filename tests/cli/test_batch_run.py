@@ -94,6 +94,7 @@ def test_dry_run_prints_the_steps_as_command_lines(job_dir, capsys):
     (("[training]", "[trainng]"), "[trainng]: unknown section"),
     (('input = "X.npy"\npath = "out/pred.npy"', 'input = "X.npy"'), "[[outputs]] #1 path: missing"),
     (("progress = false", "progress = 0"), "[store] progress: expected true or false, got 0"),
+    (("epochs = 2", 'epochs = 2\nloss = "squared"'), "[training] loss: invalid choice: 'squared'"),
 ])
 def test_job_file_errors_name_the_key_before_a_cluster_starts(job_dir, capsys, edit, expected):
     job = _write(job_dir, JOB.replace(*edit))
@@ -104,6 +105,18 @@ def test_job_file_errors_name_the_key_before_a_cluster_starts(job_dir, capsys, e
     assert len(lines) == 1 and "Traceback" not in err, err
     assert expected in lines[0], lines[0]
     assert not (job_dir / "out" / "features.zarr").exists()
+
+
+@pytest.mark.parametrize("training, gives_proba", [
+    ("", True), ('loss = "log_loss"', True), ('estimator = "sgd"', True), ('estimator = "sgd-hinge"', False),
+    ('loss = "hinge"', False), ('estimator = "perceptron"', False)])
+def test_probabilities_are_asked_only_of_a_training_that_gives_them(job_dir, capsys, training, gives_proba):
+    job = _write(job_dir, JOB.replace("epochs = 2", "epochs = 2\n" + training).replace(
+        'path = "out/pred.npy"', 'path = "out/pred.npy"\nproba = true'))
+    assert main(["run", job, "--dry-run", "--scheduler", "tcp://10.0.0.1:8786"]) == (0 if gives_proba else 1)
+    err = capsys.readouterr().err
+    assert ("#1 proba: the model [training] trains gives no probabilities (a hinge loss or a perceptron); train "
+            'with the default loss (drop loss = "hinge") or estimator = "sgd", or drop proba' in err) != gives_proba
 
 
 def test_invalid_toml_names_the_file(tmp_path, capsys):

@@ -41,6 +41,22 @@ def test_gcws_defaults(rows, options, k, bits):
     assert m.history[0]["eta0"] == pytest.approx(4.0 / k)
 
 
+def test_softmax_with_the_hinge_loss_on_codes_steps_at_one_over_norm(rows):
+    m = _train(rows, "--method", "gcws", "--n-components", "64", "--loss", "hinge")
+    assert m.estimator.loss == "hinge" and m.history[0]["eta0"] == pytest.approx(1.0 / 64)
+    assert not hasattr(m.estimator, "predict_proba")
+    assert _train(rows, "--n-components", "64").estimator.loss == "log_loss"  # the default
+
+
+def test_loss_is_a_parameter_of_softmax_only(rows, capsys):
+    m = _train(rows, "--method", "rff", "--n-components", "64", "--estimator", "softmax", "--loss", "hinge")
+    assert m.estimator.loss == "hinge"
+    assert main(["train", str(rows / "X.npy"), "--labels", str(rows / "y.npy"), "-o", str(rows / "s.dk"),
+                 "--estimator", "sgd", "--loss", "hinge"]) == 1
+    assert "--loss is a parameter of --estimator softmax, not of sgd (SGDClassifier's hinge loss is " \
+           "--estimator sgd-hinge)" in capsys.readouterr().err
+
+
 def test_other_learners_and_maps_keep_one_over_norm(rows):
     m = _train(rows, "--method", "gcws", "--estimator", "sgd", "--n-components", "64")
     assert m.history[0]["eta0"] == pytest.approx(1.0 / 64)
