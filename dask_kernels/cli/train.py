@@ -66,11 +66,11 @@ SCALED_METHODS, DEFAULT_SCALE = GAUSSIAN_METHODS + ("nystroem",), "auto"
 GCWS_DENSE_SCALE = "auto_standard"
 #: the default learning rate of SoftmaxSGD on GCWS codes, times 1 / (mean squared row norm) = 1 / k:
 #: with log loss 4 / k (same measurement as GCWS_DEFAULTS; 1 / k underfit in 10 epochs), with the
-#: hinge loss 1 / k (4 / k was 0.5 points behind on average, 1 / (4k) level: docs/guide/training.md)
+#: hinge loss 1 / k (1 / (4k) was 0.1 points behind on average, 4 / k 0.5: docs/guide/training.md)
 SOFTMAX_ETA_FACTOR = {"log_loss": 4.0, "hinge": 1.0}
 #: SoftmaxSGD's losses (--loss), the default first. On validation splits of thirteen real datasets
-#: the hinge loss was 0.4 points ahead on average (Letter +1.0), but on the overlapping classes of
-#: the synthetic training sets 3 to 11 points behind (docs/guide/training.md); and it gives no
+#: the hinge loss was 0.1 points ahead on average (Letter +0.7), but on the overlapping classes of
+#: the synthetic training sets 2 to 11 points behind (docs/guide/training.md); and it gives no
 #: probabilities
 LOSSES = ("log_loss", "hinge")
 

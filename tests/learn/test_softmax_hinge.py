@@ -4,7 +4,6 @@ import json
 
 import numpy as np
 import pytest
-import scipy.sparse as sp
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from dask_kernels import GCWS, KernelModel, SoftmaxSGD, expand_codes, load_model
