@@ -22,9 +22,11 @@ package's estimators and plain input, and hand anything else to them.
 from __future__ import annotations
 
 import copy
+import functools
 import inspect
 import numbers
 import sys
+import types
 from collections import defaultdict
 from typing import Any
 
@@ -32,8 +34,8 @@ import numpy as np
 
 from ._params import declared_constraints, validate_params
 
-__all__ = ["ClassifierMixin", "Estimator", "TransformerMixin", "check_is_fitted", "check_random_state", "clone",
-           "column_or_1d", "estimator_type", "is_classifier", "is_fitted", "is_regressor", "validate_data"]
+__all__ = ["ClassifierMixin", "Estimator", "TransformerMixin", "available_if", "check_is_fitted", "check_random_state",
+           "clone", "column_or_1d", "estimator_type", "is_classifier", "is_fitted", "is_regressor", "validate_data"]
 
 
 class Estimator:
@@ -208,6 +210,42 @@ class ClassifierMixin:
         tags.classifier_tags = ClassifierTags()
         tags.target_tags.required = True
         return tags
+
+
+class available_if:  # noqa: N801 - a decorator, named as scikit-learn's
+    """scikit-learn's ``available_if``: a method that exists only when ``check(self)`` passes.
+
+    Reading the method otherwise raises AttributeError, so ``hasattr`` is False and scikit-learn
+    (``cross_val_predict``, ``CalibratedClassifierCV``, soft voting) sees what the estimator can
+    do. ``check`` returns True or raises AttributeError with its own message; a False return
+    raises a generic one.
+
+    Examples
+    --------
+    >>> class Model:
+    ...     def __init__(self, loss):
+    ...         self.loss = loss
+    ...     @available_if(lambda self: self.loss == "log_loss")
+    ...     def predict_proba(self, X):
+    ...         return X
+    >>> hasattr(Model("log_loss"), "predict_proba"), hasattr(Model("hinge"), "predict_proba")
+    (True, False)
+    """
+
+    def __init__(self, check):
+        self.check = check
+
+    def __call__(self, fn):
+        self.fn = fn
+        functools.update_wrapper(self, fn)
+        return self
+
+    def __get__(self, obj, owner=None):
+        if obj is None:
+            return self.fn
+        if not self.check(obj):
+            raise AttributeError(f"this {type(obj).__name__} has no attribute {self.fn.__name__!r}")
+        return types.MethodType(self.fn, obj)
 
 
 # -- scikit-learn's functions, for this package's estimators ----------------------------------

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import scipy.sparse as sp
 
-from .._estimator import Estimator, estimator_type, is_regressor
+from .._estimator import Estimator, available_if, estimator_type, is_regressor
 from ..blocks import row_bounds, validate_block
 from .persist import read_model, save_model
 
@@ -24,6 +24,13 @@ PREDICT_BLOCK_ROWS = 8192
 
 def _is_store(X):
     return hasattr(X, "features") and hasattr(X, "feature_map")
+
+
+def _estimator_has(model: KernelModel, method: str) -> bool:
+    """True if the model's estimator has ``method``; else the estimator's own AttributeError,
+    which says why (scikit-learn's: "probability estimates are not available for loss='hinge'")."""
+    getattr(model.estimator, method)
+    return True
 
 
 class KernelModel(Estimator):
@@ -222,14 +229,14 @@ class KernelModel(Estimator):
         """Predicted labels / values / clusters of raw rows (or a store's rows)."""
         return self._apply("predict", X)
 
+    @available_if(lambda self: _estimator_has(self, "predict_proba"))
     def predict_proba(self, X: Any) -> np.ndarray | da.Array:
-        """Class probabilities (estimators with ``predict_proba``)."""
-        if not hasattr(self.estimator, "predict_proba"):
-            raise AttributeError(f"{self.estimator!r} has no predict_proba (e.g. use loss='log_loss')")
+        """Class probabilities (estimators with ``predict_proba``; ``hasattr`` says which)."""
         return self._apply("predict_proba", X)
 
+    @available_if(lambda self: _estimator_has(self, "decision_function"))
     def decision_function(self, X: Any) -> np.ndarray | da.Array:
-        """Decision values of linear classifiers."""
+        """Decision values of linear classifiers (estimators with ``decision_function``)."""
         return self._apply("decision_function", X)
 
     def score(self, X: Any, y: Any) -> float:

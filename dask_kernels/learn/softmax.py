@@ -13,16 +13,14 @@ With ``loss="hinge"`` the same pass trains C one-vs-rest linear SVMs instead (sc
 
 from __future__ import annotations
 
-import functools
 import numbers
-import types
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 from scipy.special import log_softmax, softmax
 
-from .._estimator import ClassifierMixin, Estimator, check_is_fitted, check_random_state, column_or_1d
+from .._estimator import ClassifierMixin, Estimator, available_if, check_is_fitted, check_random_state, column_or_1d
 from .._params import Interval, ParameterConstraints, StrOptions
 from ._softmax_kernels import code_hidden, sgd_block
 
@@ -63,22 +61,13 @@ def feeds_codes(estimator: object, feature_map: object, where: str = "the featur
     return True
 
 
-class _with_log_loss:
-    """A method that exists only with ``loss="log_loss"``: otherwise reading it raises
-    AttributeError, so ``hasattr`` is False (scikit-learn's ``available_if``, without importing
-    scikit-learn), as for ``SGDClassifier(loss="hinge").predict_proba``."""
-
-    def __init__(self, fn):
-        self.fn = fn
-        functools.update_wrapper(self, fn)
-
-    def __get__(self, obj, owner=None):
-        if obj is None:
-            return self.fn
-        if obj.loss != "log_loss":
-            raise AttributeError(f"{type(obj).__name__}(loss={obj.loss!r}) has no {self.fn.__name__}: its scores "
-                                 "are margins, not probabilities; train with loss='log_loss' for probabilities")
-        return types.MethodType(self.fn, obj)
+def _has_probabilities(est: SoftmaxSGD) -> bool:
+    """True with the log loss; else AttributeError (``hasattr`` False, as for
+    ``SGDClassifier(loss="hinge").predict_proba``)."""
+    if est.loss != "log_loss":
+        raise AttributeError(f"{type(est).__name__}(loss={est.loss!r}) has no probabilities: its scores are "
+                             "margins; train with loss='log_loss' for predict_proba")
+    return True
 
 
 class SoftmaxSGD(ClassifierMixin, Estimator):
@@ -457,12 +446,12 @@ class SoftmaxSGD(ClassifierMixin, Estimator):
         z = self._scores(X)
         return z[:, 1] - z[:, 0] if z.shape[1] == 2 else z
 
-    @_with_log_loss
+    @available_if(_has_probabilities)
     def predict_proba(self, X: Any) -> np.ndarray:
         """Class probabilities ``softmax(W z + c)``, shape (n, n_classes) (``loss="log_loss"`` only)."""
         return softmax(self._scores(X), axis=1)
 
-    @_with_log_loss
+    @available_if(_has_probabilities)
     def predict_log_proba(self, X: Any) -> np.ndarray:
         """Logarithm of :meth:`predict_proba` (``loss="log_loss"`` only)."""
         return log_softmax(self._scores(X), axis=1)

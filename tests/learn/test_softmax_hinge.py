@@ -93,11 +93,31 @@ def test_separable_rows_are_all_learned_and_scores_are_margins():
 def test_no_probabilities_and_the_error_says_which_loss_gives_them():
     clf = SoftmaxSGD(loss="hinge").fit(np.eye(4), [0, 1, 2, 3])
     assert not hasattr(clf, "predict_proba") and not hasattr(clf, "predict_log_proba")
-    with pytest.raises(AttributeError, match=r"SoftmaxSGD\(loss='hinge'\) has no predict_proba: .*loss='log_loss'"):
+    with pytest.raises(AttributeError, match=r"SoftmaxSGD\(loss='hinge'\) has no probabilities: .*loss='log_loss'"):
         clf.predict_proba(np.eye(4))
     assert hasattr(SoftmaxSGD(), "predict_proba")  # log loss, the class's default
     with pytest.raises(ValueError, match="'loss' parameter .* must be a str among"):
         SoftmaxSGD(loss="squared").fit(np.eye(4), [0, 1, 2, 3])
+
+
+def test_a_kernel_model_has_the_methods_its_estimator_has():
+    from sklearn.linear_model import SGDClassifier
+    from sklearn.naive_bayes import BernoulliNB
+
+    rng = np.random.default_rng(5)
+    X = rng.random((80, 3))
+    y = (X[:, 0] > 0.5).astype(int)
+    gcws = GCWS(n_components=8, bits=2, seed=0).fit(X)
+    F = gcws.expand(gcws.transform(X))
+    hinge = KernelModel(gcws, SoftmaxSGD(loss="hinge", code_bits=2).fit(gcws.transform_block(X), y))
+    assert not hasattr(hinge, "predict_proba") and hinge.decision_function(X).shape == (80,)
+    with pytest.raises(AttributeError, match="has no probabilities"):  # the estimator's own reason
+        hinge.predict_proba(X)
+    sgd = KernelModel(gcws, SGDClassifier(loss="hinge").fit(F, y))
+    assert not hasattr(sgd, "predict_proba") and hasattr(sgd, "decision_function")
+    nb = KernelModel(gcws, BernoulliNB().fit(F, y))
+    assert hasattr(nb, "predict_proba") and not hasattr(nb, "decision_function")
+    assert nb.predict_proba(X).shape == (80, 2)
 
 
 def test_a_saved_model_keeps_its_loss_and_an_older_one_loads_with_log_loss(tmp_path):
