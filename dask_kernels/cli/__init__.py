@@ -126,8 +126,23 @@ def _main(argv):
     except USER_ERRORS as e:
         if _debug(args):
             raise
+        if isinstance(e, BrokenPipeError) and _reader_gone(sys.stdout):
+            return 141  # 128 + SIGPIPE, as a shell reports a writer whose reader left (`| head`): no error
         print(f"dask-kernels {args.command}: error: {_where(args, e)}{user_message(e)}", file=sys.stderr)
         return 1
+
+
+def _reader_gone(stream) -> bool:
+    """Whether ``stream`` is a pipe whose reading end is closed (``dask-kernels info m.dk | head``
+    after head has its lines): Linux polls such a pipe as an error."""
+    import select
+
+    try:
+        poller = select.poll()
+        poller.register(stream.fileno(), select.POLLERR)
+        return any(event & select.POLLERR for _, event in poller.poll(0))
+    except (AttributeError, OSError, ValueError):  # no poll (Windows), or no file descriptor
+        return False
 
 
 def _where(args, exc):

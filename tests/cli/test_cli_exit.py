@@ -64,3 +64,18 @@ def test_main_with_arguments_in_a_session_returns_and_the_interpreter_ends_as_us
     assert r.returncode == 0, r.stderr
     assert "rows: 40 x 8 uint8" in r.stdout and "later exit handler ran" in r.stdout
     assert "finalized" in r.stdout
+
+
+def test_a_reader_that_left_is_no_error(tmp_path):
+    # `dask-kernels info m.dk | head -1`: once head has its line, the next write meets a pipe with
+    # no reader; a shell reports 141 (SIGPIPE) for such a writer, and it prints no error
+    store = _store(tmp_path)
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader left before the first line was written
+    try:
+        r = subprocess.run([sys.executable, "-c", "import sys; from dask_kernels.cli import main; sys.exit(main())",
+                            "info", store], stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=120,
+                           env={**os.environ, "PYTHONPATH": ROOT})
+    finally:
+        os.close(write_end)
+    assert r.returncode == 141 and r.stderr == "", r.stderr
