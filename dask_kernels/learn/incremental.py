@@ -43,7 +43,7 @@ from .config import TrainConfig
 from .feeds import Feed, LocalFeed
 from .learner import Fitter, learner_threads
 from .loop import LoopState, Schedule
-from .metrics import LOWER_IS_BETTER, default_metric, evaluate, proba_terms
+from .metrics import LOWER_IS_BETTER, available_metrics, evaluate, proba_terms
 from .remote import WorkerFeed, get_client
 from .replicas import Replicas, check_replicas
 from .report import Progress, legend
@@ -213,7 +213,13 @@ class _Run:
                                            cfg.checkpoint, cfg.classes)
         self.src, self.kind, self.classes = src, kind, classes
         replicas = check_replicas(estimator, cfg.replicas, src.n_blocks, cfg.checkpoint_every)
-        metric = default_metric(kind, _probabilistic(estimator)) if cfg.metric == "auto" else cfg.metric
+        probabilistic = _probabilistic(estimator)
+        metrics = available_metrics(kind, probabilistic)
+        metric = metrics[0] if cfg.metric == "auto" else cfg.metric
+        if metric not in metrics:  # before any step: it would be missing from the first epoch's scores
+            raise ValueError(f"metric={metric!r}: the held-out scores of {type(estimator).__name__} (a {kind}"
+                             + (", without predict_proba" if kind == "classifier" and not probabilistic else "")
+                             + f") are {', '.join(map(repr, metrics))}: choose one of them")
         self.metric, self.sign = metric, 1.0 if LOWER_IS_BETTER[metric] else -1.0
         w = cfg.shuffle_window
         window = auto_window(src) if isinstance(w, str) else int(min(w, src.n_blocks))

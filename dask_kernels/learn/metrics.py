@@ -179,7 +179,9 @@ LOWER_IS_BETTER = {"erp": True, "log_loss": True, "error": True, "mse": True, "i
                    "accuracy": False, "r2": False}
 
 
-def default_metric(kind, probabilistic):
+def available_metrics(kind, probabilistic):
+    """The held-out metrics :func:`evaluate` gives an estimator of ``kind``, its default first
+    (log loss and ERP only for a classifier with ``predict_proba``)."""
     if kind == "classifier":
-        return "erp" if probabilistic else "error"
-    return "mse" if kind == "regressor" else "inertia"
+        return ("erp", "log_loss", "accuracy", "error") if probabilistic else ("error", "accuracy")
+    return ("mse", "r2") if kind == "regressor" else ("inertia",)

@@ -1,9 +1,11 @@
 """SoftmaxSGD(loss="hinge"): one-vs-rest linear SVMs trained in one pass per row."""
 
 import json
+import re
 
 import numpy as np
 import pytest
+from sklearn.linear_model import SGDRegressor
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from dask_kernels import GCWS, KernelModel, SoftmaxSGD, expand_codes, load_model
@@ -154,3 +156,24 @@ def test_predict_proba_of_a_hinge_model_names_the_option_that_gives_probabilitie
     assert ("--proba: the model's SoftmaxSGD (loss='hinge') has no predict_proba (train with --loss log_loss)"
             in capsys.readouterr().err)
     assert not (tmp_path / "p.npy").exists()
+
+
+@pytest.mark.parametrize("make, metric, choices", [
+    (lambda: SoftmaxSGD(loss="hinge", eta0=0.01), "erp",
+     "(a classifier, without predict_proba) are 'error', 'accuracy'"),
+    (lambda: SoftmaxSGD(eta0=0.01), "r2", "(a classifier) are 'erp', 'log_loss', 'accuracy', 'error'"),
+    (lambda: SGDRegressor(), "accuracy", "(a regressor) are 'mse', 'r2'"),
+])
+def test_a_metric_the_estimator_does_not_give_is_refused_before_training(make, metric, choices):
+    # it was a KeyError after the first epoch had trained
+    from dask_kernels import fit_incremental
+
+    rng = np.random.default_rng(6)
+    X = rng.random((600, 4))
+    y = (X[:, 0] > 0.5).astype(int)
+    est = make()
+    with pytest.raises(ValueError, match=f"metric='{metric}': the held-out scores of {type(est).__name__} "
+                                         + re.escape(choices) + ": choose one of them"):
+        fit_incremental(est, X, y, feature_map=GCWS(n_components=8).fit(X), metric=metric,
+                        validation_fraction=0.2, epochs=2, progress=False)
+    assert not hasattr(est, "coef_") and not hasattr(est, "classes_")
