@@ -46,8 +46,9 @@ scale : {"auto", "auto_standard", "minmax", "maxabs", "standard"} or None, defau
     largest ``|x|`` (zeros stay zeros, sparse stays sparse); "standard" centres each column on
     its mean and divides it by its standard deviation (dense input, as ``StandardScaler``);
     "auto" is "minmax" for dense input
-    with more than half of its entries nonzero, else "maxabs", and no scaling for sparse input
-    of more than 2**20 features; "auto_standard" is the same with "standard" in place of
+    with more than half of its entries nonzero, else "maxabs", and no scaling for input of more
+    than 2**20 features (the statistics would not fit the spec); "auto_standard" is the same
+    with "standard" in place of
     "minmax". A constant column gets factor 1. With ``gamma="scale"`` the
     bandwidth is learned from the scaled rows. :meth:`validate_block` returns the scaled rows
     (so :meth:`transform` of in-memory rows holds a scaled copy of them, in ``dtype``); raw

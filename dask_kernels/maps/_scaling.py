@@ -269,18 +269,21 @@ def scale_dense(X, shift, factor, bound, dtype):
 
 def scale_rule(scale, sparse, n_features, who=None):
     """The rule a ``scale`` parameter resolves to for this input (None: no scaling). "auto" and
-    "auto_standard" on dense input stay as they are (:func:`resolve` decides by the density of
-    the rows); on sparse input they are "maxabs" up to ``MAX_CENTERED_FEATURES`` columns, beyond
-    them no scaling (the statistics would not fit the spec). With ``who`` (the map's name),
+    "auto_standard" are no scaling beyond ``MAX_CENTERED_FEATURES`` columns (the statistics would
+    not fit the spec: explicit rules are refused there); up to it, on dense input they stay as
+    they are (:func:`resolve` decides by the density of the rows) and on sparse input they are
+    "maxabs". With ``who`` (the map's name),
     "minmax" and "standard" on sparse input are refused, as scikit-learn's ``MinMaxScaler`` and
     ``StandardScaler`` refuse them (GCWS densifies instead)."""
     if sparse and scale in ("minmax", "standard") and who is not None:
         raise ValueError(f"{who}: scale={scale!r} shifts every column, which would turn the zeros of sparse input "
                          "into nonzeros and densify it; use scale='maxabs' (or 'auto', which is 'maxabs' for "
                          "sparse input)")
-    if scale not in AUTO_RULES or not sparse:
+    if scale not in AUTO_RULES:
         return scale
-    return "maxabs" if n_features <= MAX_CENTERED_FEATURES else None
+    if n_features > MAX_CENTERED_FEATURES:
+        return None
+    return "maxabs" if sparse else scale
 
 
 def fitted_scale(rule, X):
@@ -301,7 +304,7 @@ def refuse_wide_scale(who, scale, n_features):
         refuse_above(int(n_features), MAX_CENTERED_FEATURES,
                      f"{who}: n_features_in={{value:,}} with scale={scale!r}: more than the bound of {{bound:,}} input "
                      "features with a scale (its statistics are dense vectors kept in the spec); use scale='auto' or "
-                     "None for wide sparse input")
+                     "None for wide input")
 
 
 def check_scale_state(scale, state, n_features):

@@ -143,8 +143,8 @@ class GCWS(FeatureMap):
         densified); "auto" is "minmax" for dense input with more than half of its entries
         nonzero, else "maxabs" (mostly-zero rows, e.g. images, lose accuracy when their zeros
         are shifted, and centred they are dense, which costs time in proportion), and "maxabs"
-        for sparse input of at most 2**20 features (wider sparse input: no scaling, the
-        statistics would not fit the spec); "auto_standard" is "auto" with "standard" in place
+        for sparse input; input of more than 2**20 features is not scaled (the statistics would
+        not fit the spec); "auto_standard" is "auto" with "standard" in place
         of "minmax" (the default of ``dask-kernels train`` on dense rows, measured more
         accurate there). A constant column gets factor 1. None: no scaling, the map of specs
         written before this parameter existed (a spec without ``scale`` is read as None). The statistics

@@ -154,9 +154,24 @@ def test_wide_sparse_input_auto_scales_nothing_an_explicit_rule_is_refused():
     wide = sp.csr_matrix((np.array([3.0, -2.0]), np.array([0, 2**20]), np.array([0, 1, 2])), shape=(2, 2**20 + 1))
     gcws = GCWS(n_components=8, seed=1).fit(wide)
     assert gcws.spec()["state"]["scale"] is None
-    np.testing.assert_array_equal(gcws.transform(wide), GCWS(n_components=8, seed=1, scale=None).fit(wide).transform(wide))
+    unscaled = GCWS(n_components=8, seed=1, scale=None).fit(wide)
+    np.testing.assert_array_equal(gcws.transform(wide), unscaled.transform(wide))
     with pytest.raises(ValueError, match="scale='maxabs': more than the bound of 1,048,576"):
         GCWS(n_components=8, scale="maxabs").fit(wide)
+
+
+@pytest.mark.parametrize("scale", ["auto", "auto_standard"])
+def test_wide_dense_input_auto_scales_nothing_as_wide_sparse_input(scale):
+    # it was scaled: two vectors of 2**20 + 1 statistics in the spec (40 MB of JSON), and
+    # "auto_standard" took 14 s to fit these two rows
+    wide = np.zeros((2, 2**20 + 1))
+    wide[:, :3] = [[3.0, -2.0, 1.0], [1.0, 5.0, 2.0]]
+    gcws = GCWS(n_components=8, seed=1, scale=scale).fit(wide)
+    assert gcws.spec()["state"]["scale"] is None and len(gcws.spec_json()) < 10_000
+    unscaled = GCWS(n_components=8, seed=1, scale=None).fit(wide)
+    np.testing.assert_array_equal(gcws.transform(wide), unscaled.transform(wide))
+    with pytest.raises(ValueError, match="scale='standard': more than the bound of 1,048,576"):
+        GCWS(n_components=8, scale="standard").fit(wide)
 
 
 def test_memory_mapped_input_is_read_in_blocks_to_the_same_spec(tmp_path):
