@@ -58,6 +58,19 @@ def unprefixed(arrays, prefix):
     return {k[n:]: v for k, v in arrays.items() if k.startswith(prefix + "/")}
 
 
+def _defaults(estimator: Any, names: set, where: str) -> dict:
+    """JSON defaults of the parameters ``names`` that a checkpoint does not list: the estimator
+    gained them after the checkpoint was written (``SoftmaxSGD``'s ``loss``), so it ran with
+    their defaults (what the parameter was added as)."""
+    if not names:
+        return {}
+    try:
+        defaults = json_params(type(estimator)())
+    except (TypeError, ValueError):  # no default-constructed estimator to compare with
+        raise ValueError(f"{where}: params name other parameters than {type(estimator).__name__}'s") from None
+    return {k: defaults[k] for k in names}
+
+
 class Checkpointer:
     """Saves and restores one run's checkpoint at ``path``.
 
@@ -143,8 +156,9 @@ class Checkpointer:
                                      f"({_short(old.get(key))} != {_short(self.fingerprint[key])}); "
                                      "delete it or pass resume=False to start over")
             mine, theirs = json_params(estimator), meta["params"]
-            if not isinstance(theirs, dict) or set(theirs) != set(mine):
+            if not isinstance(theirs, dict) or not set(theirs) <= set(mine):
                 raise ValueError(f"{where}: params name other parameters than {type(estimator).__name__}'s")
+            theirs = {**_defaults(estimator, set(mine) - set(theirs), where), **theirs}
             for k, v in theirs.items():
                 if k != "eta0" and mine.get(k) != v:
                     raise ValueError(f"{where} was written by an estimator with {k}={v!r}, this one has "

@@ -61,7 +61,8 @@ def test_code_bits_mismatch_is_refused_naming_the_store(stored):
         fit_incremental(SoftmaxSGD(code_bits=6), X, y, feature_map=RFF(n_components=16).fit(X), progress=False)
 
 
-@pytest.mark.parametrize("params", [{}, {"rank": 3, "average": True}], ids=["full", "rank3-averaged"])
+@pytest.mark.parametrize("params", [{}, {"rank": 3, "average": True}, {"loss": "hinge"}],
+                         ids=["full", "rank3-averaged", "hinge"])
 def test_resume_from_a_checkpoint_is_bitwise_identical(stored, tmp_path, params):
     _, _, _, path, _ = stored
     kw = dict(epochs=3, early_stopping=False, seed=2, progress=False)
@@ -82,6 +83,33 @@ def test_resume_from_a_checkpoint_is_bitwise_identical(stored, tmp_path, params)
             assert np.array_equal(getattr(ref.estimator, name), getattr(res.estimator, name)), name
     assert ref.estimator.t_ == res.estimator.t_
     assert [r["eta0"] for r in ref.history] == [r["eta0"] for r in res.history]
+
+
+def test_a_checkpoint_from_before_the_loss_existed_resumes_as_log_loss(stored, tmp_path):
+    from dask_kernels._npz import load_npz, save_npz
+
+    _, _, _, path, _ = stored
+    kw = dict(epochs=2, early_stopping=False, seed=2, progress=False)
+    ref = fit_incremental(softmax(), path, **kw)
+
+    def stop(info):
+        if info["epoch"] == 1 and info["position"] == 4:
+            raise KeyboardInterrupt
+
+    ck = tmp_path / "c.ckpt"
+    with pytest.raises(KeyboardInterrupt):
+        fit_incremental(softmax(), path, checkpoint=ck, checkpoint_every=3, callback=stop, **kw)
+    arrays, meta = load_npz(str(ck))
+    del meta["params"]["loss"]  # as a checkpoint written before SoftmaxSGD had the parameter
+    save_npz(str(ck), arrays, meta)
+    with pytest.raises(ValueError, match="was written by an estimator with loss='log_loss', this one has 'hinge'"):
+        fit_incremental(softmax(loss="hinge"), path, checkpoint=ck, checkpoint_every=3, **kw)
+    res = fit_incremental(softmax(), path, checkpoint=ck, checkpoint_every=3, **kw)
+    assert np.array_equal(ref.estimator.weights_, res.estimator.weights_)
+    meta["params"]["lost"] = 1.0  # a parameter the estimator does not have is still refused
+    save_npz(str(ck), arrays, meta)
+    with pytest.raises(ValueError, match="params name other parameters than SoftmaxSGD's"):
+        fit_incremental(softmax(), path, checkpoint=ck, checkpoint_every=3, **kw)
 
 
 @pytest.mark.parametrize("params", [{}, {"rank": 2, "average": 100}], ids=["full", "rank2-averaged"])
