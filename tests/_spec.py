@@ -24,6 +24,21 @@ def sidecar(fmap):
     return fmap.sidecar_arrays() if hasattr(fmap, "sidecar_arrays") else None
 
 
+def assert_same_spec_for_any_chunking(make, rows, chunks):
+    """``make()`` fitted on ``rows`` whole and as a dask array of each row chunk size in ``chunks``
+    gives the same spec, and the map rebuilt from that spec (and its sidecar arrays) transforms
+    ``rows`` to the same bytes."""
+    import dask.array as da
+
+    from dask_kernels import from_spec
+
+    whole = make().fit(rows)
+    for chunk in chunks:
+        assert make().fit(da.from_array(rows, chunks=(chunk, -1))).spec_json() == whole.spec_json()
+    again = from_spec(json.loads(whole.spec_json()), arrays=sidecar(whole))
+    assert again.transform(rows).tobytes() == whole.transform(rows).tobytes()
+
+
 def scaled_maps(scale, k):
     """``{method: factory}`` of the five maps that take ``scale=``, unfitted, with ``k`` features
     (GCWS ``2 k`` hashes)."""
