@@ -381,6 +381,7 @@ def _schedule(args, n_rows):
 
 def _train(args):
     from dask_kernels import fit_incremental
+    from dask_kernels.learn.incremental import held_out_metric
 
     src, names = _source(args)  # names: a table's feature columns, kept by the model
     eta0 = args.eta0
@@ -393,6 +394,10 @@ def _train(args):
             warnings.warn(f"--{old} is deprecated and will be removed in the next release: use "
                           f"--{new.replace('_', '-')}", FutureWarning, stacklevel=2)
             setattr(args, new, getattr(args, f"old_{old}"))
+    try:
+        held_out_metric(est, args.metric, option="--metric ")
+    except ValueError as e:
+        raise UsageError(str(e)) from None
     fraction, epochs = _schedule(args, src.n_rows)
     print(f"training {type(est).__name__} on {src.n_rows} rows in {src.n_blocks} "
           f"block{'' if src.n_blocks == 1 else 's'}"

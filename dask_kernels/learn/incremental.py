@@ -79,6 +79,26 @@ def _probabilistic(estimator):
         return False
 
 
+def held_out_metric(estimator: Any, metric: str = "auto", option: str = "metric=") -> str:
+    """The held-out metric a run of ``estimator`` decides on: ``metric``, or the estimator's
+    default for ``"auto"`` (:func:`.metrics.available_metrics`).
+
+    Raises ValueError (naming the metric as ``option``, e.g. ``"--metric "`` in the CLI) for a
+    metric the estimator's held-out scores lack, before any step trains: it would otherwise be
+    missing from the first epoch's scores.
+    """
+    kind, probabilistic = _kind(estimator), _probabilistic(estimator)
+    metrics = available_metrics(kind, probabilistic)
+    if metric == "auto":
+        return metrics[0]
+    if metric not in metrics:
+        shown = f"{option}{metric!r}" if option.endswith("=") else f"{option}{metric}"
+        raise ValueError(f"{shown}: the held-out scores of {type(estimator).__name__} (a {kind}"
+                         + (", without predict_proba" if kind == "classifier" and not probabilistic else "")
+                         + f") are {', '.join(map(repr, metrics))}: choose one of them")
+    return metric
+
+
 class _HeldOut:
     """Held-out rows in stored form (small: codes or floats), scored in chunks: a chunk's
     probabilities (a float per class and row) are reduced to the two per-row terms of the
@@ -213,13 +233,7 @@ class _Run:
                                            cfg.checkpoint, cfg.classes)
         self.src, self.kind, self.classes = src, kind, classes
         replicas = check_replicas(estimator, cfg.replicas, src.n_blocks, cfg.checkpoint_every)
-        probabilistic = _probabilistic(estimator)
-        metrics = available_metrics(kind, probabilistic)
-        metric = metrics[0] if cfg.metric == "auto" else cfg.metric
-        if metric not in metrics:  # before any step: it would be missing from the first epoch's scores
-            raise ValueError(f"metric={metric!r}: the held-out scores of {type(estimator).__name__} (a {kind}"
-                             + (", without predict_proba" if kind == "classifier" and not probabilistic else "")
-                             + f") are {', '.join(map(repr, metrics))}: choose one of them")
+        metric = held_out_metric(estimator, cfg.metric)  # before any step: see there
         self.metric, self.sign = metric, 1.0 if LOWER_IS_BETTER[metric] else -1.0
         w = cfg.shuffle_window
         window = auto_window(src) if isinstance(w, str) else int(min(w, src.n_blocks))

@@ -147,6 +147,18 @@ def test_a_metric_without_held_out_rows_is_refused_before_anything_runs(rows, ca
     assert not (rows / "m.dk").exists()
 
 
+def test_a_metric_the_learner_does_not_give_is_refused_naming_the_option(rows, capsys):
+    # the refusal named the library's parameter (metric='erp'), and came after the
+    # "training ..." line
+    assert main(["train", str(rows / "X.npy"), "--labels", str(rows / "y.npy"), "-o", str(rows / "m.dk"),
+                 "--loss", "hinge", "--metric", "erp"]) != 0
+    out, err = capsys.readouterr()
+    assert "--metric erp: the held-out scores of SoftmaxSGD (a classifier, without predict_proba) are " \
+           "'error', 'accuracy': choose one of them" in err
+    assert "metric='erp'" not in err and "training" not in out
+    assert not (rows / "m.dk").exists()
+
+
 @pytest.mark.parametrize("method", ["rff", "nrff", "fastfood"])
 @pytest.mark.parametrize("scaled", [True, False])
 def test_gaussian_maps_scale_their_input_and_learn_their_bandwidth_unless_given(rows, method, scaled):
