@@ -171,6 +171,8 @@ class KernelModel(Estimator):
             return self._apply_dask(fn, X, width, dtype)
         if sp.issparse(X):  # checked whole: slicing a malformed matrix silently drops entries
             X = validate_block(X)
+        elif not hasattr(X, "shape"):  # a list of rows, as scikit-learn's estimators take
+            X = np.asarray(X)
         n = X.shape[0]
         if n <= PREDICT_BLOCK_ROWS:
             return fn(self.features(X))
@@ -183,10 +185,17 @@ class KernelModel(Estimator):
         if names is None or not hasattr(X, "columns"):
             return X
         names = [str(n) for n in names]
-        missing = [n for n in names if n not in X.columns]
+        columns = {}  # a column by its name as the model keeps it (a string: pd.DataFrame(X)'s are ints)
+        for c in X.columns:
+            columns.setdefault(str(c), []).append(c)
+        missing = [n for n in names if n not in columns]
         if missing:
             raise ValueError(f"the rows have no column {missing[0]!r}; the model was trained on columns {names}")
-        return X[names]
+        twice = [n for n in names if len(columns[n]) > 1]
+        if twice:
+            raise ValueError(f"the rows have {len(columns[twice[0]])} columns named {twice[0]!r} "
+                             f"({columns[twice[0]]!r}); the model was trained on columns {names}")
+        return X[[columns[n][0] for n in names]]
 
     def _out_meta(self, fn, sample_block, width, dtype):
         # a 1-row evaluation on a made-up row gives the result's dtype and width (e.g. the

@@ -214,3 +214,48 @@ def test_fit_incremental_keeps_a_dask_dataframes_names(tables):
     assert list(model.feature_names_in_) == FEATURES
     shuffled = pd.read_csv(d / "shuffled.csv")
     np.testing.assert_array_equal(model.predict(shuffled), model.predict(X[400:]))
+
+
+def test_a_dataframe_of_integer_column_names_predicts_by_them(tables, tmp_path):
+    # pd.DataFrame(X) names its columns 0, 1, ...: the model keeps them as '0', '1', ... and
+    # predicting on the very frame it was trained on raised "the rows have no column '0'"
+    from sklearn.linear_model import SGDClassifier
+
+    from dask_kernels import GCWS, featurize, fit_incremental, open_store
+
+    _, X = tables
+    y = (X[:, 0] > np.median(X[:, 0])).astype(int)
+    frame = pd.DataFrame(X)
+    gcws = GCWS(n_components=32).fit(X)
+    direct = fit_incremental(SGDClassifier(loss="log_loss", random_state=0), frame, y, feature_map=gcws, epochs=1,
+                             progress=False)
+    store = featurize(frame, gcws, labels=y, store=str(tmp_path / "s.zarr"), progress=False)
+    stored = fit_incremental(SGDClassifier(loss="log_loss", random_state=0), open_store(store.path), epochs=1,
+                             progress=False)
+    for model in (direct, stored):
+        assert list(model.feature_names_in_) == ["0", "1", "2", "3"]
+        np.testing.assert_array_equal(model.predict(frame), model.predict(X))
+        np.testing.assert_array_equal(model.predict(frame[[3, 1, 2, 0]]), model.predict(X))
+        np.testing.assert_array_equal(model.predict_proba(frame), model.predict_proba(X))
+        assert model.score(frame, y) == model.score(X, y)
+    clash = frame.assign(extra=0.0)
+    clash.columns = [0, 1, 2, 3, "1"]  # two columns the model would both call '1'
+    with pytest.raises(ValueError, match=r"the rows have 2 columns named '1' \(\[1, '1'\]\)"):
+        direct.predict(clash)
+
+
+def test_the_model_takes_a_list_of_rows(tables):
+    # as scikit-learn's estimators do: it raised AttributeError: 'list' object has no attribute 'shape'
+    from sklearn.linear_model import SGDClassifier
+
+    from dask_kernels import GCWS, fit_incremental
+
+    _, X = tables
+    y = (X[:, 0] > np.median(X[:, 0])).astype(int)
+    model = fit_incremental(SGDClassifier(loss="log_loss", random_state=0), X, y,
+                            feature_map=GCWS(n_components=32).fit(X), epochs=1, progress=False)
+    rows = X[:7].tolist()
+    np.testing.assert_array_equal(model.predict(rows), model.predict(X[:7]))
+    np.testing.assert_array_equal(model.predict_proba(rows), model.predict_proba(X[:7]))
+    np.testing.assert_array_equal(model.decision_function(rows), model.decision_function(X[:7]))
+    assert model.score(rows, y[:7].tolist()) == model.score(X[:7], y[:7])
