@@ -29,7 +29,8 @@ def add_arguments(parser):
                              "bands (default 0.999)")
     parser.add_argument("--raw", metavar="ROWS.npy",
                         help="the raw rows the store was featurized from (.npy, one per row of STORE): pairs "
-                             "are then kept on their exact GMM (column exact); each task reads its own rows")
+                             "are then kept on their exact GMM (column exact), of the rows centred or scaled "
+                             "as the store's map hashed them; each task reads its own rows")
     parser.add_argument("--other-raw", metavar="ROWS.npy", help="the raw rows of OTHER (with --raw)")
     parser.add_argument("--max-bucket", type=positive_int, default=None,
                         help="pairs per member of an oversized bucket (default 64)")

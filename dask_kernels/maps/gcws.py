@@ -428,6 +428,41 @@ class GCWS(FeatureMap):
     def _check_fitted(self):
         check_is_fitted(self)
 
+    def hashed_rows(self, X: Any) -> np.ndarray | sp.csr_matrix:
+        """The rows as this map hashes them: ``X`` after the fitted centering or scaling.
+
+        The codes of two rows agree as often as the GMM similarity of these rows (not of the
+        rows as given, unless the map neither centers nor scales: ``scale=None``, or sparse
+        input under ``scale="auto"`` scaled by each column's largest magnitude, which GMM is
+        not invariant to either). :func:`~dask_kernels.similarity_join` applies it to the
+        raw rows of a store's codes; give it ``X=gcws.hashed_rows(X)`` with codes in memory.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features_in_)
+
+        Returns
+        -------
+        ndarray or csr_matrix of float64, shape (n_samples, n_features_in_)
+            CSR stays CSR without a center or a shift.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dask_kernels import GCWS, gmm_kernel
+        >>> X = np.array([[1.0, 100.0], [2.0, 300.0], [4.0, 200.0]])
+        >>> gcws = GCWS(n_components=8, scale="minmax").fit(X)   # each column to [-1, 1]
+        >>> gcws.hashed_rows(X).round(3).tolist()
+        [[-1.0, -1.0], [-0.333, 1.0], [1.0, 0.0]]
+        """
+        self._check_fitted()
+        X = self._validate_input(X, reset=False)
+        if self.center_ is not None:
+            return (X.toarray() if sp.issparse(X) else np.asarray(X, dtype=np.float64)) - self.center_
+        if self.scale_ is not None:
+            return apply_scale(X, *self._shift_factor())
+        return sp.csr_matrix(X, dtype=np.float64) if sp.issparse(X) else np.asarray(X, dtype=np.float64)
+
     def transform_block(self, X: Any, row_offset: int = 0) -> np.ndarray:
         """Codes of a validated block: ndarray (n, n_components) of ``output_dtype_``."""
         return self._plan().transform_block(X, row_offset)

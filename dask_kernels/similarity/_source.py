@@ -151,29 +151,54 @@ class Rows:
 class _NpyBlock:
     """Rows ``start:stop`` of a ``.npy`` file as float64, read (memory-mapped) where it is called."""
 
-    def __init__(self, path, start, stop):
-        self.path, self.start, self.stop = path, start, stop
+    def __init__(self, path, start, stop, hashed=None):
+        self.path, self.start, self.stop, self.hashed = path, start, stop, hashed
 
     def __call__(self):
-        return np.asarray(np.load(self.path, mmap_mode="r")[self.start:self.stop], dtype=np.float64)
+        rows = np.asarray(np.load(self.path, mmap_mode="r")[self.start:self.stop], dtype=np.float64)
+        return rows if self.hashed is None else self.hashed(rows)
 
     def __dask_tokenize__(self):
         st = os.stat(self.path)
-        return ("dk-npy-rows", self.path, st.st_size, st.st_mtime_ns, self.start, self.stop)
+        return ("dk-npy-rows", self.path, st.st_size, st.st_mtime_ns, self.start, self.stop, _token(self.hashed))
 
 
 class _NpyAt:
     """Any block of a ``.npy`` file's rows, cut at ``starts``: ``reader(i)`` is block i's :class:`_NpyBlock`."""
 
-    def __init__(self, path, starts):
-        self.path, self.starts = path, [int(x) for x in starts]
+    def __init__(self, path, starts, hashed=None):
+        self.path, self.starts, self.hashed = path, [int(x) for x in starts], hashed
 
     def __call__(self, i):
-        return _NpyBlock(self.path, self.starts[i], self.starts[i + 1])
+        return _NpyBlock(self.path, self.starts[i], self.starts[i + 1], self.hashed)
 
     def __dask_tokenize__(self):
         st = os.stat(self.path)
-        return ("dk-npy-blocks", self.path, st.st_size, st.st_mtime_ns, tuple(self.starts))
+        return ("dk-npy-blocks", self.path, st.st_size, st.st_mtime_ns, tuple(self.starts), _token(self.hashed))
+
+
+def _token(hashed):
+    """What identifies the rows' preparation: the map's spec (its centering or scaling)."""
+    return None if hashed is None else json.dumps(hashed.__self__.spec(), sort_keys=True)
+
+
+def _hashing(codes):
+    """``(n_features, hashed)`` of the map that made a store's codes: its input width (None
+    without a spec) and its :meth:`~dask_kernels.GCWS.hashed_rows` when it centers or scales
+    (None: the raw rows are what it hashes)."""
+    if codes.spec is None:
+        return None, None
+    from ..maps.spec import from_spec
+
+    fmap = from_spec(codes.spec)
+    prepares = getattr(fmap, "center_", None) is not None or getattr(fmap, "scale_", None) is not None
+    return int(fmap.n_features_in_), (fmap.hashed_rows if prepares else None)
+
+
+def _check_width(shape, width, where):
+    if width is not None and shape[1] != width:
+        raise ValueError(f"{where}: rows of {shape[1]} columns, but the codes' map was fitted on {width}: give the "
+                         "raw rows the store was featurized from")
 
 
 def _slice(X, start, stop):
@@ -186,7 +211,11 @@ def as_rows(X, codes, where="X"):
 
     ``X`` may be the path of a ``.npy`` file: each task then reads its own rows, and neither the
     graph nor any worker holds the whole matrix. An in-memory matrix goes into the graph once
-    (scattered on an active Client), not once per block."""
+    (scattered on an active Client), not once per block.
+
+    For a store's codes the rows must have the map's input width, and are centred or scaled as
+    the map hashed them (:meth:`~dask_kernels.GCWS.hashed_rows`): the exact GMM is then of the
+    rows whose similarity the codes estimate."""
     import dask
     import dask.array as da
     import scipy.sparse as sp
@@ -194,6 +223,7 @@ def as_rows(X, codes, where="X"):
     from .._graph import shared_key
 
     bounds = list(zip(codes.starts[:-1].tolist(), codes.starts[1:].tolist()))
+    width, hashed = _hashing(codes)
     if isinstance(X, (str, os.PathLike)):
         path = os.path.abspath(os.fspath(X))
         try:
@@ -203,12 +233,19 @@ def as_rows(X, codes, where="X"):
         if arr.ndim != 2 or arr.shape[0] != codes.n_rows or arr.dtype.kind not in "biuf":
             raise ValueError(f"{where} {path}: expected {codes.n_rows} rows of numbers (one per row of codes), got "
                              f"shape {arr.shape} dtype {arr.dtype}")
-        return Rows([_NpyBlock(path, a, b) for a, b in bounds])
+        _check_width(arr.shape, width, f"{where} {path}")
+        return Rows([_NpyBlock(path, a, b, hashed) for a, b in bounds])
     shape = getattr(X, "shape", None) if sp.issparse(X) or isinstance(X, da.Array) else np.shape(X)
     if shape is None or len(shape) != 2 or shape[0] != codes.n_rows:
         raise ValueError(f"{where}: expected {codes.n_rows} rows (one per row of codes), got shape {shape}")
+    _check_width(shape, width, where)
     if isinstance(X, da.Array):
-        return Rows(list(X.astype(np.float64).rechunk((codes.array.chunks[0], -1)).to_delayed().ravel()))
+        X = X.astype(np.float64).rechunk((codes.array.chunks[0], -1))
+        if hashed is not None:
+            X = X.map_blocks(hashed, dtype=np.float64)
+        return Rows(list(X.to_delayed().ravel()))
+    if hashed is not None:
+        X = hashed(X)
     if sp.issparse(X):
         X = sp.csr_matrix(X, dtype=np.float64, copy=True)
         X.sum_duplicates()  # also sorts the column indices, as the pair kernel's merge needs

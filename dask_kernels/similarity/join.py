@@ -205,7 +205,7 @@ def _row_blocks(rows, codes):
     """As :func:`_side_blocks`, for raw rows: a reader of the ``.npy`` file, or the list of blocks."""
     blocks = [rows.block(q) for q in range(codes.n_blocks)]
     if all(isinstance(r, _NpyBlock) for r in blocks) and blocks:
-        return _NpyAt(blocks[0].path, codes.starts)
+        return _NpyAt(blocks[0].path, codes.starts, blocks[0].hashed)
     return blocks
 
 
@@ -316,9 +316,13 @@ def similarity_join(source: Any, threshold: float, other: Any = None, *, bits: i
     bits : int, optional
         Code width, for arrays (a store knows its own).
     X, other_X : array-like, SciPy sparse matrix or path of a ``.npy`` file, optional
-        The raw rows the codes were made from, (n_rows, n_features) (after any centering of the
-        map): pairs are then kept on their exact GMM (column ``exact``) instead of the code
-        estimate. A ``.npy`` path is read per block by the tasks that need it (the graph holds
+        The raw rows the codes were made from, (n_rows, n_features): pairs are then kept on
+        their exact GMM (column ``exact``) instead of the code estimate. For a store's codes,
+        the rows as featurize read them: they must have the map's width, and are centred or
+        scaled as the map hashed them (:meth:`~dask_kernels.GCWS.hashed_rows`), so ``exact``
+        is the similarity the codes estimate. For codes in arrays, give the rows the map
+        hashed: ``gcws.hashed_rows(X)`` (``X`` itself for a map with ``scale=None`` and no
+        center). A ``.npy`` path is read per block by the tasks that need it (the graph holds
         only the path); an in-memory matrix goes into the graph once.
     bands, rows : int, optional
         The LSH split (``bands * rows <= n_hashes``); by default :func:`choose_bands` of the

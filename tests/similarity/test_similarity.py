@@ -467,3 +467,30 @@ def test_persisted_codes_on_a_cluster_give_the_local_pairs(local_cluster, monkey
                 pd.testing.assert_frame_equal(got.sort_values(["i", "j"], ignore_index=True),
                                               ref.sort_values(["i", "j"], ignore_index=True))
     assert len(ref) == 300
+
+
+def test_raw_rows_of_a_scaled_store_are_verified_as_the_map_hashed_them(tmp_path):
+    """GCWS's default scale="auto" hashes each column scaled to [-1, 1]: the codes estimate the
+    GMM of those rows. X= (the raw rows featurize read) was verified unscaled, on another
+    similarity (here one column in other units makes it near 1 for most pairs): pairs were
+    kept, and their ``exact`` reported, on that one. Each pair at or above the threshold is
+    missed with chance at most 1 - min_recall (0.001): under 0.2 expected among these."""
+    rng = np.random.default_rng(0)
+    base = rng.random(size=(400, 20)) * np.r_[1000, np.ones(19)]
+    X = np.vstack([base, base[:200] * np.exp(rng.normal(0, 0.1, (200, 20)))])  # 200 near duplicates
+    gcws = GCWS(n_components=128, sampler="dart").fit(X)
+    assert gcws.scale_ is not None
+    store = featurize(X, gcws, store=str(tmp_path / "s.zarr"), progress=False)
+    truth, K = _truth(gcws.hashed_rows(X), T)
+    assert 150 <= len(truth) <= 250 and len(_truth(X, T)[0]) > 30_000  # unscaled, most pairs are "similar"
+    np.save(tmp_path / "X.npy", X)
+    for raw in (X, str(tmp_path / "X.npy"), da.from_array(X, chunks=(100, -1))):
+        got = similarity_join(store.path, T, X=raw).compute()
+        pairs = _pairs(got)
+        assert pairs <= truth and len(truth - pairs) <= 1, (len(truth), len(pairs - truth), len(truth - pairs))
+        np.testing.assert_allclose(got["exact"], K[got["i"], got["j"]], rtol=1e-12)
+    with pytest.raises(ValueError, match="X: rows of 3 columns, but the codes' map was fitted on 20: give the raw"):
+        similarity_join(store.path, T, X=X[:, :3])
+    np.save(tmp_path / "X3.npy", X[:, :3])
+    with pytest.raises(ValueError, match="X3.npy: rows of 3 columns, but the codes' map was fitted on 20"):
+        similarity_join(store.path, T, X=str(tmp_path / "X3.npy"))
