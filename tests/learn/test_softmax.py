@@ -213,3 +213,17 @@ def test_sparse_and_dense_float32_inputs():
     s = SoftmaxSGD(random_state=0, eta0=0.1, max_iter=10).fit(sp.csr_matrix(X), y)
     np.testing.assert_allclose(d.coef_, s.coef_, rtol=1e-10)
     assert d.decision_function(X).shape == (200,) and d.score(X, y) > 0.9
+
+
+def test_a_regression_target_is_refused_on_the_first_partial_fit():
+    # fit refused it; partial_fit (and fit_incremental) trained one class per distinct value
+    from dask_kernels import GCWS, fit_incremental
+
+    X = np.random.default_rng(0).random((200, 5))
+    y = X[:, 0] * 3.7
+    with pytest.raises(ValueError, match="Unknown label type: continuous"):
+        SoftmaxSGD().partial_fit(X, y, classes=np.unique(y))
+    with pytest.raises(ValueError, match="Unknown label type: continuous"):
+        fit_incremental(SoftmaxSGD(code_bits=8), X, y, feature_map=GCWS(n_components=32), epochs=1, progress=False)
+    est = SoftmaxSGD().partial_fit(X, (y > 1.8).astype(float), classes=[0.0, 1.0])  # integral floats are classes
+    assert est.classes_.tolist() == [0.0, 1.0]
