@@ -21,7 +21,7 @@ import dask
 from .._params import StrOptions
 from ._exactsum import block_sums, exact_variance, merge_sums
 from ._fourier import POSITIVE_FINITE
-from ._partitioned import is_dask, is_partitions, n_features_of
+from ._partitioned import dask_rows, is_dask, is_partitions, n_features_of
 from ._scaling import SCALE_MAX, apply_scale, reduce_checked
 
 #: The constraint of a ``gamma`` that may be learned.
@@ -109,7 +109,7 @@ class ScaleGamma:
 
         Parameters
         ----------
-        X : array-like, sparse matrix, dask array or SparsePartitions of shape (n_samples, n_features)
+        X : array-like, sparse matrix, dask array, dask DataFrame or SparsePartitions of shape (n_samples, n_features)
             With ``gamma="scale"`` or a ``scale``, dask arrays and partitioned sparse input are
             read block by block on the active Dask scheduler (once per statistic: the scale's,
             then the variance of the scaled rows); the fitted state does not depend on the
@@ -120,6 +120,7 @@ class ScaleGamma:
         -------
         self
         """
+        X = dask_rows(X)
         if not ((is_dask(X) or is_partitions(X)) and self.fits_partitioned):
             return super().fit(X, y)
         self._validate_params()

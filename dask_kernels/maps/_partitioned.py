@@ -17,6 +17,14 @@ import numpy as np
 MERGE_FAN_IN = 8
 
 
+def dask_rows(X: Any) -> Any:
+    """``X`` as the maps' ``fit`` reads partitioned input: a dask DataFrame as the dask array of
+    its rows (row counts computed in one pass, as ``featurize`` reads it), anything else as it is."""
+    from ..io.tabular import as_rows, is_dataframe
+
+    return as_rows(X)[0] if is_dataframe(X) else X
+
+
 def is_dask(X: Any) -> bool:
     return hasattr(X, "dask") and hasattr(X, "to_delayed")
 

@@ -40,7 +40,7 @@ from .._params import Interval, ParameterConstraints, StrOptions
 from ..rng import bits, index_key, normal_of_key, register_stream, stream_key
 from ._bounds import MAX_CENTERED_FEATURES, components_interval
 from ._parallel import N_JOBS_CONSTRAINT
-from ._partitioned import is_dask, is_partitions, n_features_of
+from ._partitioned import dask_rows, is_dask, is_partitions, n_features_of
 from ._scaling import (SCALE_MAX, apply_scale, fitted_scale, fitted_scale_partitioned, fitted_shift_factor,
                        refuse_wide_scale, state_to_stats)
 from .base import FeatureMap
@@ -269,7 +269,7 @@ class CoRE(FeatureMap):
 
         Parameters
         ----------
-        X : array-like, sparse matrix, dask array or SparsePartitions of shape (n_samples, n_features)
+        X : array-like, sparse matrix, dask array, dask DataFrame or SparsePartitions of shape (n_samples, n_features)
             With a scale, dask arrays and partitioned sparse input are read once, block by
             block, on the active Dask scheduler; the spec does not depend on the chunking.
         y : ignored
@@ -278,6 +278,7 @@ class CoRE(FeatureMap):
         -------
         self
         """
+        X = dask_rows(X)
         if not ((is_dask(X) or is_partitions(X)) and self._scales(n_features_of(X))):
             return super().fit(X, y)
         self._validate_params()

@@ -38,7 +38,7 @@ from ._gcws_kernels import (  # noqa: F401  (the kernels and their constants, re
     CENTER_MAX, DART_TABLE_BYTES_LIMIT, ROW_GROUP, STREAM, TABLE_BYTES_LIMIT, GCWSPlan, _build_table, _gcws_csr,
     _gcws_dense, _hash_params, _parameter_table, code_dtype)
 from ._parallel import N_JOBS_CONSTRAINT
-from ._partitioned import is_dask, is_partitions, n_features_of
+from ._partitioned import dask_rows, is_dask, is_partitions, n_features_of
 from ._scaling import (AUTO_RULES, RULES, apply_scale, check_scale_state, fitted_scale, fitted_scale_partitioned,
                        fitted_shift_factor, refuse_wide_scale, scale_rule)
 from .base import FeatureMap
@@ -301,7 +301,7 @@ class GCWS(FeatureMap):
 
         Parameters
         ----------
-        X : array-like, sparse matrix, dask array or SparsePartitions of shape (n_samples, n_features)
+        X : array-like, sparse matrix, dask array, dask DataFrame or SparsePartitions of shape (n_samples, n_features)
             Dask arrays and partitioned sparse input (when :attr:`fits_partitioned`) are read once,
             block by block, on the active Dask scheduler; the spec does not depend on the chunking.
         y : ignored
@@ -310,6 +310,7 @@ class GCWS(FeatureMap):
         -------
         self
         """
+        X = dask_rows(X)
         if isinstance(X, np.memmap) and X.ndim == 2 and self.fits_partitioned:
             import dask.array as da  # a memory-mapped file (e.g. the command line's .npy) read in 32 MiB blocks
 

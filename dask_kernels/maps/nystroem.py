@@ -42,7 +42,7 @@ from ..exact.pairwise import KERNELS, gmm_split, kernel_block, row_sq_norms, uni
 from ..rng import rank_array, register_stream, uniform
 from ..sidecar import manifest
 from ._bounds import MAX_CENTERED_FEATURES, MAX_LANDMARKS, components_interval
-from ._partitioned import is_dask, is_partitions, n_features_of, reduce_blocks
+from ._partitioned import dask_rows, is_dask, is_partitions, n_features_of, reduce_blocks
 from ._fourier import COMMON_CONSTRAINTS, cached_table
 from ._gamma import GAMMA_CONSTRAINT, fit_gamma, gamma_of_sums, gamma_sums, is_scale
 from ._scaling import (SCALE_CONSTRAINT, SCALE_MAX, apply_scale, check_scale_state, fitted_scale,
@@ -392,7 +392,7 @@ class Nystroem(FeatureMap):
 
         Parameters
         ----------
-        X : array-like, sparse matrix, dask array or SparsePartitions of shape (n_samples, n_features)
+        X : array-like, sparse matrix, dask array, dask DataFrame or SparsePartitions of shape (n_samples, n_features)
             Dask arrays and partitioned sparse input are sampled on the active Dask scheduler.
         y : ignored
 
@@ -401,6 +401,7 @@ class Nystroem(FeatureMap):
         self
         """
         self.__dict__.pop("scale_", None)  # a refit must not see the last fit's scaling in validate_block
+        X = dask_rows(X)
         if not (is_dask(X) or is_partitions(X)):
             return super().fit(X, y)
         self._validate_params()

@@ -114,6 +114,18 @@ def test_blocks_do_not_change_the_features(est):
 
 
 @pytest.mark.parametrize("est", ALL, ids=IDS)
+def test_fit_on_a_dask_dataframe_is_fit_on_its_rows(est):
+    # GCWS, Nystroem and CoRE raised AttributeError: 'DataFrame' object has no attribute 'chunks'
+    import dask.dataframe as dd
+    import pandas as pd
+
+    frame = dd.from_pandas(pd.DataFrame(X, columns=[f"c{j}" for j in range(X.shape[1])]), npartitions=3)
+    with dask.config.set(scheduler="sync"):
+        fitted = clone(est).fit(frame)
+    assert fitted.spec() == clone(est).fit(X).spec()
+
+
+@pytest.mark.parametrize("est", ALL, ids=IDS)
 def test_dense_equals_csr(est):
     fmap = _fitted(est)
     assert fmap.accepts_sparse  # every map today; one that is not would skip the CSR half below
