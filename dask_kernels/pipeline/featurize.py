@@ -280,6 +280,11 @@ def featurize(X: Any, feature_map: FeatureMap, *, labels: Any = None, row_ids: A
         warnings.warn("featurize(chunks=) is deprecated and will be removed in the next release: use "
                       "block_rows=", FutureWarning, stacklevel=2)
         block_rows = chunks
+    from ..maps.base import FeatureMap
+
+    if not isinstance(feature_map, FeatureMap):
+        raise TypeError(f"feature_map must be a dask_kernels feature map (GCWS, RFF, NRFF, Fastfood, Nystroem, "
+                        f"CoRE), got {type(feature_map).__name__}")
     if store is not None:  # before any work: what is at the path, and what it is inside
         refuse_link(store)
         refuse_nesting(store, storage_options)

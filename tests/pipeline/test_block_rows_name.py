@@ -87,3 +87,12 @@ def test_a_bad_param_is_one_line(tmp_path, capsys, command, item, expected):
     err = capsys.readouterr().err
     assert err.startswith(f"dask-kernels {command}: error: {expected}") and len(err.splitlines()) == 1
     assert len(err) < 300
+
+
+def test_something_other_than_a_feature_map_is_refused_before_any_work(tmp_path):
+    # it failed inside fit with "BaseSGDClassifier.fit() missing 1 required positional argument: 'y'"
+    from sklearn.linear_model import SGDClassifier
+
+    with pytest.raises(TypeError, match="feature_map must be a dask_kernels feature map .*got SGDClassifier"):
+        featurize(np.zeros((3, 2)), SGDClassifier(), store=str(tmp_path / "s.zarr"))
+    assert not (tmp_path / "s.zarr").exists()
