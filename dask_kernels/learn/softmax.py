@@ -377,10 +377,10 @@ class SoftmaxSGD(ClassifierMixin, Estimator):
             self._validate_params()
             if classes is None:
                 raise ValueError("classes must be passed on the first call to partial_fit")
-            from sklearn.utils.multiclass import check_classification_targets
-
             classes = np.unique(np.asarray(classes))
-            check_classification_targets(classes)  # as fit checks y: a regression target is no classes
+            if classes.dtype.kind == "f" and not np.all(classes == np.floor(classes)):  # without scikit-learn
+                raise ValueError("Unknown label type: continuous. Maybe you are trying to fit a classifier, which "
+                                 "expects discrete classes on a regression target with continuous values.")
             if classes.size < 2:
                 raise ValueError(f"a classifier needs at least two classes, got {classes.tolist()}")
             self.classes_ = classes
