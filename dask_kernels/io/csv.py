@@ -1,7 +1,8 @@
 """CSV files as dense rows: dask's CSV reader followed by :func:`~dask_kernels.io.tabular.from_dataframe`.
 
 The reader does not guess whether the first line names the columns: a first line whose every field
-is a number is a row of data, refused unless ``header=`` says what it is (an
+is a number, but for one that is the label column's name (a class name in a headerless file's
+first row), is a row of data, refused unless ``header=`` says what it is (an
 :class:`~dask_kernels.io.tabular.InputChoiceError`).
 
 Nor does it trust dask's guess of a column's type from the first rows: a feature column of
@@ -39,16 +40,38 @@ def _fields(line):
     return next(csv.reader([line.rstrip("\r\n")]), [])
 
 
-def _looks_like_data(line):
-    """Whether every field of a CSV line reads as a number (then it is a row, not column names)."""
+def _looks_like_data(line, label=None):
+    """Whether every field of a CSV line reads as a number (then it is a row, not column names),
+    but for one field equal to ``label`` (the label column's name, which may be a class name of
+    a headerless file's first row). Returns False, or the position of ``label`` (None if no
+    field is it)."""
     fields = [f.strip() for f in _fields(line)]
     if not fields or fields == [""]:
         return False
+    at = fields.index(label) if label is not None and label in fields else None
     try:
-        [float(f) for f in fields]
+        [float(f) for i, f in enumerate(fields) if i != at]
     except ValueError:
         return False
-    return True
+    return at if at is None or len(fields) > 1 else False  # a one-field line is a name
+
+
+def _refuse_data_line(path, line, at):
+    """The error for a first line of numbers (``at``: the position of a field that is the label
+    column's name, or None)."""
+    what = f"{path}: the first line looks like data, not column names ({line.strip()[:60]!r}); "
+    if at is None:
+        what += "say whether the file has a header: "
+        raise InputChoiceError(what + "header=False (columns named '0', '1', ...) or header=True",
+                               what + "--no-header (columns named 0, 1, ...) or --header")
+    label = _fields(line)[at].strip()
+    what += (f"every field but {label!r}, the label column's name, is a number, so {label!r} may be a value of a "
+             "first row of data: if the file has no header line, ")
+    raise InputChoiceError(
+        what + f"read it with header=False and name the label column by its position (label='{at}'); if the "
+               "first line names the columns, pass header=True",
+        what + f"give --no-header and name the label column by its position (--label-column {at}); if the "
+               "first line names the columns, pass --header")
 
 
 def read_csv(path: str, *, columns: list[str] | None = None, label: str | None = None, blocksize: int | str = "64MB",
@@ -61,8 +84,9 @@ def read_csv(path: str, *, columns: list[str] | None = None, label: str | None =
 
     ``header``: True, the first line names the columns; False, there is no header line and the
     columns are named ``"0"``, ``"1"``, ... (so ``label="0"`` is the first column); ``"auto"``
-    (default), True unless every field of the first line is a number, which is refused: such a
-    line is a row of data, and reading it as column names would lose it and misname every column.
+    (default), True unless every field of the first line is a number, or every field but one
+    equal to ``label``, which is refused: such a line is a row of data (its label a class name),
+    and reading it as column names would lose it and misname every column.
 
     Examples
     --------
@@ -114,17 +138,15 @@ def csv_columns(path: str, *, label: str | None = None, header: bool | str = "au
     return default_columns(_frame(path, header, "64MB", storage_options, kwargs, None, label)[0], label)
 
 
-def _options(path, header, storage_options, kwargs):
+def _options(path, header, storage_options, kwargs, label=None):
     """dask's ``read_csv`` options for ``path``, ``header`` resolved (see :func:`read_csv`)."""
     if header not in (True, False, "auto"):
         raise ValueError(f"header must be True, False or 'auto', got {header!r}")
     if header is not True:
         line = _first_line(path, storage_options, kwargs.get("compression", "infer"))
-        if header == "auto" and _looks_like_data(line):
-            what = (f"{path}: the first line looks like data, not column names ({line.strip()[:60]!r}); "
-                    "say whether the file has a header: ")
-            raise InputChoiceError(what + "header=False (columns named '0', '1', ...) or header=True",
-                                   what + "--no-header (columns named 0, 1, ...) or --header")
+        at = _looks_like_data(line, label) if header == "auto" else False
+        if at is not False:
+            _refuse_data_line(path, line, at)
         if header is False:
             kwargs = {**kwargs, "header": None, "names": [str(i) for i in range(len(_fields(line)))]}
     # every float exactly as written, on every supported pandas (the caller's kwargs win)
@@ -143,7 +165,7 @@ def _frame(path, header, blocksize, storage_options, kwargs, columns, label):
     """
     import dask.dataframe as dd
 
-    options = _options(path, header, storage_options, kwargs)
+    options = _options(path, header, storage_options, kwargs, label)
     ddf = dd.read_csv(path, blocksize=blocksize, storage_options=storage_options, **options)
     given = options.get("dtype")
     if given is not None and not isinstance(given, dict):  # one dtype for every column: the caller's choice
