@@ -62,13 +62,19 @@ def _text_kind(arrow_type):
 
 
 def _files(path, storage_options):
+    """``(filesystem, Parquet file URLs)`` of ``path``, in dask's ``read_parquet`` order: the files
+    of a folder or a glob in natural order (``part.2`` before ``part.10``, as dask writes and
+    reads them), a list as given."""
     import fsspec
+    from dask.utils import natural_sort_key
 
     fs, _, paths = fsspec.get_fs_token_paths(path, storage_options=storage_options or {})
+    if not isinstance(path, (list, tuple)):  # a glob's matches (fsspec sorts them as text)
+        paths = sorted(paths, key=natural_sort_key)
     out = []
     for p in paths:
         if fs.isdir(p):
-            found = sorted(fs.find(p))
+            found = sorted(fs.find(p), key=natural_sort_key)
             out.extend(f for f in found if f.endswith(PARQUET_SUFFIXES))
             _refuse_other_files(path, p, [f for f in found if not f.endswith(PARQUET_SUFFIXES)])
         else:
@@ -346,7 +352,9 @@ def read_parquet(path: str, *, columns: list[str] | None = None, label: str | No
     ----------
     path : str or list of str
         A file, a folder of ``*.parquet`` files, a glob, or a list; local or fsspec URL
-        (``s3://...``), readable by every worker.
+        (``s3://...``), readable by every worker. Rows come in dask's ``read_parquet`` order:
+        a folder's or a glob's files in natural order (``part.2`` before ``part.10``), a list's
+        as given.
     columns : list of str, optional
         Feature columns, in this order. Default: every numeric column except ``label`` and the
         DataFrame index pandas or dask stored as a column (``__index_level_0__``,
