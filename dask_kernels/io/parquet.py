@@ -54,6 +54,14 @@ def _numeric_kind(arrow_type):
     return pt.is_integer(arrow_type) or pt.is_floating(arrow_type) or pt.is_boolean(arrow_type)
 
 
+def _label_type(arrow_type):
+    """The type of a label column's values: a dictionary-encoded column (pandas' ``category``,
+    R's factors) holds its dictionary's values, class names or numbers, read decoded."""
+    import pyarrow.types as pt
+
+    return arrow_type.value_type if pt.is_dictionary(arrow_type) else arrow_type
+
+
 def _text_kind(arrow_type):
     """Strings: a label column of class names (read as an object array of str)."""
     import pyarrow.types as pt
@@ -62,13 +70,19 @@ def _text_kind(arrow_type):
 
 
 def _files(path, storage_options):
+    """``(filesystem, Parquet file URLs)`` of ``path``, in dask's ``read_parquet`` order: the files
+    of a folder or a glob in natural order (``part.2`` before ``part.10``, as dask writes and
+    reads them), a list as given."""
     import fsspec
+    from dask.utils import natural_sort_key
 
     fs, _, paths = fsspec.get_fs_token_paths(path, storage_options=storage_options or {})
+    if not isinstance(path, (list, tuple)):  # a glob's matches (fsspec sorts them as text)
+        paths = sorted(paths, key=natural_sort_key)
     out = []
     for p in paths:
         if fs.isdir(p):
-            found = sorted(fs.find(p))
+            found = sorted(fs.find(p), key=natural_sort_key)
             out.extend(f for f in found if f.endswith(PARQUET_SUFFIXES))
             _refuse_other_files(path, p, [f for f in found if not f.endswith(PARQUET_SUFFIXES)])
         else:
@@ -190,7 +204,7 @@ class _PartReader:
     def rows(self, tables, n):
         """The rows of :meth:`tables`' tables (``n`` in all, checked there), as one array."""
         if self.dtype.kind == "O":  # a label column of class names: str objects (None where null)
-            parts = [t.column(self.columns[0]).to_numpy(zero_copy_only=False) for t in tables]
+            parts = [_decoded(t.column(self.columns[0])).to_numpy(zero_copy_only=False) for t in tables]
             return np.concatenate(parts) if parts else np.empty(0, object)
         out = np.empty((n, len(self.columns)), dtype=self.dtype)
         start = 0
@@ -266,8 +280,15 @@ def _to_rows(table, out):
     for a in range(0, table.num_columns, _COLUMN_BATCH):
         k = min(_COLUMN_BATCH, table.num_columns - a)
         for j in range(k):
-            batch[j] = table.column(a + j).to_numpy(zero_copy_only=False)
+            batch[j] = _decoded(table.column(a + j)).to_numpy(zero_copy_only=False)
         out[:, a:a + k] = batch[:k].T
+
+
+def _decoded(column):
+    """A column's values (a dictionary-encoded label column: its dictionary's values, row by row)."""
+    import pyarrow.types as pt
+
+    return column.cast(column.type.value_type) if pt.is_dictionary(column.type) else column
 
 
 def _array(name, parts, storage_options, columns, dtype, column=False):
@@ -314,7 +335,8 @@ def _pick_columns(schema, columns, label, where):
         if not _numeric_kind(schema.field(c).type):
             raise ValueError(f"{where}: column {c!r} has type {schema.field(c).type}, not a number; select "
                              "numeric columns with columns=[...]")
-    if label is not None and not (_numeric_kind(schema.field(label).type) or _text_kind(schema.field(label).type)):
+    if label is not None and not (_numeric_kind(_label_type(schema.field(label).type))
+                                  or _text_kind(_label_type(schema.field(label).type))):
         raise ValueError(f"{where}: label column {label!r} has type {schema.field(label).type}: labels are numbers "
                          "or class names (strings)")
     return columns
@@ -346,7 +368,9 @@ def read_parquet(path: str, *, columns: list[str] | None = None, label: str | No
     ----------
     path : str or list of str
         A file, a folder of ``*.parquet`` files, a glob, or a list; local or fsspec URL
-        (``s3://...``), readable by every worker.
+        (``s3://...``), readable by every worker. Rows come in dask's ``read_parquet`` order:
+        a folder's or a glob's files in natural order (``part.2`` before ``part.10``), a list's
+        as given.
     columns : list of str, optional
         Feature columns, in this order. Default: every numeric column except ``label`` and the
         DataFrame index pandas or dask stored as a column (``__index_level_0__``,
@@ -354,7 +378,8 @@ def read_parquet(path: str, *, columns: list[str] | None = None, label: str | No
     label : str, optional
         Label column, returned as a second array chunked like the rows: numbers, or class
         names (a string column, returned as an object array of ``str``; a null is refused
-        where the labels are stored, naming the row).
+        where the labels are stored, naming the row); a dictionary-encoded column (pandas'
+        ``category``, R's factors) gives its values.
     block_rows : int, optional
         Target rows per partition (row groups are never split); default about 32 MiB of float64
         input.
@@ -390,7 +415,10 @@ def read_parquet(path: str, *, columns: list[str] | None = None, label: str | No
     columns = _pick_columns(schema, columns, label, urls[0])
     for u, (s, _, _) in zip(urls[1:], footers[1:]):
         for c in columns + ([label] if label is not None else []):
-            if c not in s.names or s.field(c).type != schema.field(c).type:
+            # a label's dictionary may have other index widths from file to file: its values count
+            same = (c in s.names and (s.field(c).type == schema.field(c).type
+                    or (c == label and _label_type(s.field(c).type) == _label_type(schema.field(c).type))))
+            if not same:
                 raise ValueError(f"{u}: column {c!r} is missing or has another type than in {urls[0]}")
     # float32 columns stay float32; anything else (integers, booleans, float64) becomes float64,
     # which holds integers exactly up to 2**53
@@ -420,10 +448,10 @@ def read_parquet(path: str, *, columns: list[str] | None = None, label: str | No
     X = _array(f"parquet-{token}-{_hash(columns, dtype.str)}", x_parts, storage_options, columns, dtype)
     if label is None:
         return X
-    if _text_kind(schema.field(label).type):
+    if _text_kind(_label_type(schema.field(label).type)):
         ldtype = np.dtype(object)  # class names: checked and encoded where they are stored
     else:
-        ldtype = np.dtype(schema.field(label).type.to_pandas_dtype())
+        ldtype = np.dtype(_label_type(schema.field(label).type).to_pandas_dtype())
         ldtype = np.dtype(np.float64) if ldtype.kind not in "iufb" else ldtype
     y = _array(f"parquet-{token}-label-{_hash(label)}", x_parts, storage_options, [label], ldtype, column=True)
     return X, y

@@ -166,6 +166,8 @@ def from_dataframe(ddf: dd.DataFrame, *, columns: list[str] | None = None, label
     """
     if label is not None and label not in ddf.columns:
         raise ValueError(f"label column {label!r} not found (columns: {list(ddf.columns)[:20]})")
+    if label is not None and _is_categorical(ddf[label].dtype):
+        ddf = ddf.assign(**{label: _decoded(ddf[label])})
     columns = default_columns(ddf, label) if columns is None else list(columns)
     missing = [c for c in columns if c not in ddf.columns]
     if missing:
@@ -184,9 +186,26 @@ def from_dataframe(ddf: dd.DataFrame, *, columns: list[str] | None = None, label
     return X, _label_array(ddf[label], lengths)
 
 
+def _is_categorical(dtype):
+    import pandas as pd
+
+    return isinstance(dtype, pd.CategoricalDtype)
+
+
+def _decoded(series):
+    """A categorical Series of labels (pandas' ``category``, a Parquet dictionary column) as its
+    values: class names as objects, numbers as the categories' dtype (object when dask does not
+    know the categories: their values are class names then, checked where they are stored)."""
+    known = series.cat.known if is_dataframe(series) else True
+    categories = series.dtype.categories.dtype if known else np.dtype(object)
+    return series.astype(categories if _is_number(categories) else object)
+
+
 def _label_array(series, lengths):
     """A dask Series of labels as a dask array; class names as Python strings (object), cast in
     the Series first: dask warns when it converts pandas' string dtype itself."""
+    if _is_categorical(series.dtype):
+        series = _decoded(series)
     if _is_text(series.dtype) and series.dtype != object:
         series = series.astype(object)
     return series.to_dask_array(lengths=lengths)

@@ -96,3 +96,65 @@ def test_a_folder_without_parquet_files_says_what_it_holds(tmp_path, capsys):
     (tmp_path / "csvs" / "a.csv").write_text("a\n1\n")
     message = one_line_error(capsys, ["featurize", str(tmp_path / "csvs"), str(tmp_path / "s.zarr")])
     assert "a folder without .parquet files" in message and "a.csv" in message and "Errno" not in message
+
+
+#: rows of "1,2,0" beyond dask's sample of a CSV file (its first 256 kB), which types the columns
+BELOW_SAMPLE = 50_000
+
+
+def test_a_csv_column_of_integers_then_other_numbers_reads_as_numbers(tmp_path, capsys):
+    """R's write.csv of UCI Glass: Ba is 0 in the first rows, 0.09 later; dask typed it int64 from
+    its sample and failed with its table of mismatched dtypes and advice the CLI cannot follow."""
+    rows = ["a,b,y", *["1,2,0"] * BELOW_SAMPLE, "0.09,,1", "3,4,1"]
+    (tmp_path / "t.csv").write_text("\n".join(rows) + "\n")
+    X, y = read_csv(str(tmp_path / "t.csv"), label="y")
+    got = X.compute()
+    assert got.dtype == np.float64 and got[BELOW_SAMPLE].tolist()[0] == 0.09 and np.isnan(got[BELOW_SAMPLE, 1])
+    assert y.dtype == np.int64 and y.compute()[-2:].tolist() == [1, 1]  # integer class ids stay integers
+    (tmp_path / "r.csv").write_text("\n".join([*rows[:-1], "3,4,2.5"]) + "\n")  # a target of numbers
+    assert read_csv(str(tmp_path / "r.csv"), label="y")[1].compute()[-1] == 2.5
+    (tmp_path / "ok.csv").write_text("\n".join([*rows[:-2], "0.09,5,1"]) + "\n")
+    assert main(["featurize", str(tmp_path / "ok.csv"), str(tmp_path / "s.zarr"), "--label-column", "y",
+                 "--param", "n_components=8", "--no-progress"]) == 0
+    assert open_store(str(tmp_path / "s.zarr")).n_rows == BELOW_SAMPLE + 1
+
+
+def test_a_marker_below_the_first_rows_is_named_with_its_row(tmp_path, capsys):
+    """A "?" after dask's sample gave dask's table of mismatched dtypes, not the documented error."""
+    (tmp_path / "q.csv").write_text("\n".join(["a,b,y", *["1,2,0"] * BELOW_SAMPLE, "3,?,1", "4,x,1"]) + "\n")
+    message = one_line_error(capsys, ["featurize", str(tmp_path / "q.csv"), str(tmp_path / "s.zarr"),
+                                      "--label-column", "y"])
+    assert f"row {BELOW_SAMPLE} of 'b' holds '?' among numbers" in message and "clean or impute" in message
+    assert "dtype" not in message and not os.path.exists(tmp_path / "s.zarr")
+    with pytest.raises(InputChoiceError, match=f"q.csv: column 'b' .*row {BELOW_SAMPLE} of 'b' holds '\\?'"):
+        read_csv(str(tmp_path / "q.csv"), label="y")
+
+
+def test_a_headerless_csv_whose_label_is_a_class_name_is_refused(tmp_path, capsys):
+    """BreastCancer without its header, class names last: the first row of data ("...,benign")
+    was read as column names because one field was not a number, and --label-column benign
+    (named after it) then lost that row and named the columns '1000025', '5', '1', '1.1'..."""
+    rows = ["1000025,5,1,1,1,2,1,3,1,1,benign", "1002945,5,4,4,5,7,10,3,2,1,benign",
+            "1015425,3,1,1,1,2,2,3,1,1,malignant"]
+    (tmp_path / "bc.csv").write_text("\n".join(rows) + "\n")
+    message = one_line_error(capsys, ["featurize", str(tmp_path / "bc.csv"), str(tmp_path / "s.zarr"),
+                                      "--label-column", "benign"])
+    assert "'benign'" in message and "--no-header" in message and "--label-column 10" in message
+    assert "--header" in message and not os.path.exists(tmp_path / "s.zarr")
+    with pytest.raises(InputChoiceError, match=r"header=False .*label='10'"):
+        read_csv(str(tmp_path / "bc.csv"), label="benign")
+    X, y = read_csv(str(tmp_path / "bc.csv"), header=False, label="10")
+    assert X.shape == (3, 10) and y.compute().tolist() == ["benign", "benign", "malignant"]
+
+
+def test_a_header_with_numbers_among_its_names_reads_as_names(tmp_path):
+    (tmp_path / "t.csv").write_text("x,2019,2020,y\n1,2,3,a\n4,5,6,b\n")
+    X, y = read_csv(str(tmp_path / "t.csv"), label="y")  # 'x' is a name: the line is names
+    assert X.compute().tolist() == [[1, 2, 3], [4, 5, 6]] and y.compute().tolist() == ["a", "b"]
+    (tmp_path / "n.csv").write_text("2019,2020,y\n1,2,a\n4,5,b\n")
+    with pytest.raises(InputChoiceError, match="header=True"):  # numbers and the label's name: data or names?
+        read_csv(str(tmp_path / "n.csv"), label="y")
+    X, y = read_csv(str(tmp_path / "n.csv"), label="y", header=True)  # said: names
+    assert X.compute().tolist() == [[1, 2], [4, 5]] and y.compute().tolist() == ["a", "b"]
+    (tmp_path / "one.csv").write_text("y\n1\n2\n")  # a single column named like the label
+    assert read_csv(str(tmp_path / "one.csv"), columns=[], label="y")[1].compute().tolist() == [1, 2]

@@ -111,3 +111,43 @@ def test_codes_index_the_sorted_names_and_objects_must_all_be_strings():
     np.testing.assert_array_equal(labels_mod.decode(codes.compute(), classes), y.astype(str))
     with pytest.raises(ValueError, match=r"row 4 holds None \(NoneType\), not a class name"):
         labels_mod.encode(da.from_array(np.array(["a", "b", "c", "d", None, "a"], dtype=object), chunks=3))
+
+
+def test_a_dictionary_encoded_label_column_gives_its_values(tmp_path):
+    """pandas' ``category`` written to Parquet (and R's factors) is a dictionary column: it was
+    refused as "labels are numbers or class names (strings)"."""
+    import dask.dataframe as dd
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from dask_kernels import open_store
+    from dask_kernels.cli import main
+    from dask_kernels.io import InputChoiceError, from_dataframe
+
+    rng = np.random.default_rng(1)
+    frame = pd.DataFrame({"a": rng.random(40), "b": rng.random(40), "type": NAMES[rng.integers(0, 3, 40)]})
+    frame.astype({"type": "category"}).to_parquet(tmp_path / "cat.parquet", index=False)
+    X, y = read_parquet(str(tmp_path / "cat.parquet"), label="type")
+    assert y.compute().tolist() == frame["type"].tolist() and X.shape == (40, 2)
+    assert main(["featurize", str(tmp_path / "cat.parquet"), str(tmp_path / "s.zarr"), "--label-column", "type",
+                 "--param", "n_components=8", "--no-progress"]) == 0
+    store = open_store(str(tmp_path / "s.zarr"))
+    assert store.classes.tolist() == sorted(set(frame["type"]))
+    assert store.labels.compute().tolist() == frame["type"].tolist()
+    # integer class ids, and files whose dictionaries have other index widths (int8 here, int32 there)
+    ids = pa.array(rng.integers(0, 3, 40)).dictionary_encode()
+    pq.write_table(pa.table({"a": frame["a"], "id": ids}), tmp_path / "ids.parquet")
+    assert read_parquet(str(tmp_path / "ids.parquet"), label="id")[1].compute().tolist() == ids.to_pylist()
+    (tmp_path / "two").mkdir()
+    frame[:20].astype({"type": "category"}).to_parquet(tmp_path / "two" / "part.0.parquet", index=False)
+    pq.write_table(pa.table({"a": frame["a"][20:], "b": frame["b"][20:],
+                             "type": pa.array(frame["type"][20:]).dictionary_encode()}),
+                   tmp_path / "two" / "part.1.parquet")
+    assert read_parquet(str(tmp_path / "two"), label="type")[1].compute().tolist() == frame["type"].tolist()
+    # a pandas/dask categorical label Series or column
+    ddf = dd.from_pandas(frame.astype({"type": "category"}), npartitions=2)
+    assert from_dataframe(ddf, label="type")[1].compute().tolist() == frame["type"].tolist()
+    # a dictionary *feature* column is not numbers: named, not read
+    frame.astype({"type": "category"}).to_parquet(tmp_path / "feat.parquet", index=False)
+    with pytest.raises(InputChoiceError, match="'type' .*not numeric"):
+        read_parquet(str(tmp_path / "feat.parquet"))

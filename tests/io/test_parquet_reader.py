@@ -364,3 +364,18 @@ def test_threads_reading_at_once_each_get_their_own_rows(tmp_path):
     with ThreadPoolExecutor(4) as pool:
         for i, got in pool.map(read, range(20 * len(parts))):
             assert got.dtype == wants[i].dtype and np.array_equal(got, wants[i])
+
+
+def test_a_folder_of_twelve_parts_reads_in_dasks_order(tmp_path):
+    """dask writes part.0 ... part.11: read as sorted text (part.10 before part.2), the rows and
+    so predictions written without a row column did not line up with dask's read of the folder."""
+    import dask.dataframe as dd
+    import pandas as pd
+
+    frame = pd.DataFrame({"a": np.arange(120.0), "y": np.arange(120) % 3})
+    dd.from_pandas(frame, npartitions=12).to_parquet(str(tmp_path / "p"), write_index=False)
+    X, y = read_parquet(str(tmp_path / "p"), label="y")
+    expected = dd.read_parquet(str(tmp_path / "p")).compute()
+    assert X.compute()[:, 0].tolist() == expected["a"].tolist() == frame["a"].tolist()
+    assert y.compute().tolist() == expected["y"].tolist()
+    assert read_parquet(str(tmp_path / "p" / "*.parquet")).compute()[:, 0].tolist() == frame["a"].tolist()

@@ -160,3 +160,25 @@ def test_sparse_blocks_across_partitions_with_labels_and_row_ids(tmp_path):
     ids = np.arange(600)[::-1]
     s = featurize(src, G, labels=-Y, row_ids=ids, store=str(tmp_path / "b.zarr"), block_rows=100, progress=False)
     assert np.array_equal(s.labels.compute(), -Y) and np.array_equal(s.row_ids.compute(), ids)
+
+
+@pytest.mark.parametrize("lazy", [False, True])
+def test_a_missing_label_is_refused_naming_its_row(tmp_path, lazy):
+    """NaN labels were stored silently; training then failed with "y contains labels not in
+    classes_ [0.0, 1.0, nan]: [nan]"."""
+    X = np.random.default_rng(0).random((30, 3))
+    y = np.r_[np.zeros(15), np.ones(15)]
+    y[23] = np.nan
+    labels = da.from_array(y, chunks=10) if lazy else y
+    with pytest.raises(ValueError, match="labels: row 23 is missing"):
+        featurize(da.from_array(X, chunks=(10, 3)), GCWS(n_components=8).fit(X), labels=labels,
+                  store=str(tmp_path / "s.zarr"), progress=False)
+
+
+def test_an_empty_label_cell_of_a_csv_is_refused_naming_its_row(tmp_path, capsys):
+    from dask_kernels.cli import main
+
+    (tmp_path / "t.csv").write_text("a,b,y\n1,2,0\n3,4,\n5,6,1\n")
+    assert main(["featurize", str(tmp_path / "t.csv"), str(tmp_path / "s.zarr"), "--label-column", "y",
+                 "--param", "n_components=8", "--no-progress"]) != 0
+    assert "labels: row 1 is missing" in capsys.readouterr().err
