@@ -38,7 +38,7 @@ def add_arguments(parser):
                         help="replace OUTPUT if it is a prediction output written by dask-kernels predict "
                              "(anything else is refused, never replaced)")
     parser.add_argument("--job", default=None, help=argparse.SUPPRESS)  # set by `run`: the job file writing OUTPUT
-    add_input_arguments(parser)
+    add_input_arguments(parser, for_model=True)
     add_cluster_arguments(parser)
 
 
