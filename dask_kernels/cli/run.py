@@ -191,18 +191,25 @@ def load_job(path):
                 raise JobError(f"[[outputs]] #{i + 1} {key}: missing")
         if "model" not in o and "training" not in checked:
             raise JobError(f"[[outputs]] #{i + 1} model: missing (no [training] in this job to take it from)")
-        if "model" not in o and o.get("proba", (None, False))[1] and not _gives_proba(checked):
+        why_not = _no_proba(checked) if "model" not in o and o.get("proba", (None, False))[1] else None
+        if why_not:
             raise JobError(f"[[outputs]] #{i + 1} proba: the model [training] trains gives no probabilities "
-                           "(a hinge loss or a perceptron); train with the default loss (drop loss = \"hinge\") "
-                           "or estimator = \"sgd\", or drop proba")
+                           + why_not)
     return checked
 
 
-def _gives_proba(checked):
-    """False if the job's [training] trains a model without probabilities: a hinge SGD
-    (``estimator = "sgd-hinge"``, or ``loss = "hinge"`` of SoftmaxSGD) or a perceptron."""
+def _no_proba(checked):
+    """Why the model the job's [training] trains gives no probabilities, with the advice that
+    fits, or None if it gives them. A regressor (``estimator = "sgd-regressor"``) predicts values,
+    not classes; a hinge SGD (``estimator = "sgd-hinge"``, or ``loss = "hinge"`` of SoftmaxSGD)
+    or a perceptron is a classifier without probabilities."""
     t = {k: v for k, (_f, v) in checked["training"].items()}
-    return t.get("estimator") not in ("sgd-hinge", "perceptron") and t.get("loss") != "hinge"
+    if t.get("estimator") == "sgd-regressor":
+        return "(a regressor predicts values, not class probabilities); drop proba"
+    if t.get("estimator") in ("sgd-hinge", "perceptron") or t.get("loss") == "hinge":
+        return ("(a hinge loss or a perceptron); train with the default loss (drop loss = \"hinge\") or "
+                "estimator = \"sgd\", or drop proba")
+    return None
 
 
 def _items(table):

@@ -119,6 +119,19 @@ def test_probabilities_are_asked_only_of_a_training_that_gives_them(job_dir, cap
             'with the default loss (drop loss = "hinge") or estimator = "sgd", or drop proba' in err) != gives_proba
 
 
+def test_probabilities_are_not_asked_of_a_regressor(job_dir, capsys):
+    # refused before any step (it failed after featurizing and training), with advice for a
+    # regression target: not another classifier
+    job = _write(job_dir, JOB.replace("epochs = 2", 'epochs = 2\nestimator = "sgd-regressor"').replace(
+        'path = "out/pred.npy"', 'path = "out/pred.npy"\nproba = true'))
+    assert main(["run", job, "--dry-run", "--scheduler", "tcp://10.0.0.1:8786"]) == 1
+    out, err = capsys.readouterr()
+    assert "== " not in out  # no step printed
+    assert ("[[outputs]] #1 proba: the model [training] trains gives no probabilities (a regressor predicts values, "
+            "not class probabilities); drop proba") in err, err
+    assert "naive Bayes" not in err and "softmax" not in err
+
+
 def test_invalid_toml_names_the_file(tmp_path, capsys):
     job = _write(tmp_path, "[input\npath = 1")
     assert main(["run", job]) == 1

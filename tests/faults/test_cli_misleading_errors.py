@@ -38,3 +38,24 @@ def test_a_csv_of_its_header_alone_is_said_to_have_no_rows(tmp_path, capsys):
                                       "--label-column", "y"])
     assert "empty.csv" in message and "has no rows" in message and "not numeric" not in message
     assert sorted(os.listdir(tmp_path)) == ["empty.csv"]
+
+
+def test_predict_proba_of_a_regressor_says_to_drop_proba(tmp_path, capsys):
+    # it advised training "with --estimator sgd, softmax or a naive Bayes estimator": classifiers,
+    # for a regression target
+    import numpy as np
+
+    from dask_kernels.cli import main
+
+    rng = np.random.default_rng(0)
+    X = rng.random((200, 4))
+    np.save(tmp_path / "X.npy", X)
+    np.save(tmp_path / "y.npy", X[:, 0] * 3.0)
+    assert main(["train", str(tmp_path / "X.npy"), "--labels", str(tmp_path / "y.npy"), "--n-components", "16",
+                 "--estimator", "sgd-regressor", "--epochs", "1", "--no-progress", "-o", str(tmp_path / "m.dk")]) == 0
+    capsys.readouterr()
+    message = one_line_error(capsys, ["predict", str(tmp_path / "m.dk"), str(tmp_path / "X.npy"), "-o",
+                                      str(tmp_path / "p.npy"), "--proba"])
+    assert "--proba: the model's SGDRegressor" in message and "drop --proba" in message, message
+    assert "naive Bayes" not in message
+    assert not (tmp_path / "p.npy").exists()
