@@ -40,6 +40,7 @@ Example::
 
 import json
 import os
+import re
 import shlex
 import sys
 import tomllib
@@ -275,7 +276,24 @@ def cluster_override(args):
     return argv or None
 
 
+#: A step's flags as the job file's keys, in a step's error: a job is fixed in its file
+_JOB_KEYS = {"featurize": {"--overwrite": "overwrite = true under [store]", "--append": "append = true under [store]"},
+             "train": {"--overwrite": "overwrite = true under [training]"}}
+
+
+def _job_advice(message, command):
+    """A ``command`` step's error with the flags it advises (``pass --overwrite``) said as the
+    job file's keys (``set overwrite = true under [store]``)."""
+    for flag, key in _JOB_KEYS.get(command, {}).items():
+        message = re.sub(rf"\b([Pp])ass {flag}\b", lambda m: ("S" if m.group(1) == "P" else "s") + f"et {key}",
+                         message)
+        message = re.sub(rf"(?<![\w-]){flag}\b", key, message)
+    return message
+
+
 def run(args):
+    from . import USER_ERRORS, _debug, _where
+    from ._args import user_message
     from .featurize import build_map
 
     job = load_job(args.job)
@@ -306,8 +324,10 @@ def run(args):
             continue
         try:
             rc = parsed._run(parsed)
-        except UsageError as e:
-            raise JobError(f"{where}: {e}") from None
+        except USER_ERRORS as e:
+            if _debug(args):
+                raise
+            raise JobError(f"{where}: {_job_advice(_where(parsed, e) + user_message(e), parsed.command)}") from None
         sys.stdout.flush()
         if rc:
             return rc

@@ -142,3 +142,20 @@ def test_the_deploy_example_job_file_is_valid():
     job = load_job(os.path.join(ROOT, "deploy", "job.toml"))
     names = [argv[0] for _, argv, _ in steps(job, ["--scheduler-file", "/run/dask/scheduler.json"])]
     assert names == ["featurize", "train", "predict"]
+
+
+def test_errors_of_a_step_advise_the_job_file_keys(job_dir, capsys):
+    # a job is fixed in its file: "pass --overwrite" was advice for the command line
+    job = _write(job_dir, JOB)
+    assert main(["run", job]) == 0
+    capsys.readouterr()
+    assert main(["run", job]) == 1  # the store resumes (nothing to do); the model is there
+    err = capsys.readouterr().err
+    assert "[training]: " in err and "already holds a saved model: set overwrite = true under [training] to " \
+        "replace it" in err, err
+    assert "--overwrite" not in err
+    job = _write(job_dir, JOB.replace("block_rows = 100", "block_rows = 50"))
+    assert main(["run", job]) == 1
+    err = capsys.readouterr().err
+    assert "[input]/[map]/[store]: " in err and "holds features of a different job" in err, err
+    assert "Set overwrite = true under [store] to replace it" in err and "--overwrite" not in err, err
