@@ -232,7 +232,7 @@ def _source(args):
         if method == "gcws" and fmt != "svmlight" and not {"scale", "center"} & set(given):
             params["scale"] = GCWS_DENSE_SCALE
         params.update(given)
-        fmap = make_map(method, params)
+        fmap = make_map(method, params, others=(RAW,))
     elif args.param or args.n_components is not None:
         raise UsageError(f"{'--param' if args.param else '--n-components'}: --method raw trains on the rows as "
                          "they are, with no map to parameterize; drop it, or name a map with --method")

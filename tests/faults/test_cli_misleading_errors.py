@@ -59,3 +59,16 @@ def test_predict_proba_of_a_regressor_says_to_drop_proba(tmp_path, capsys):
     assert "--proba: the model's SGDRegressor" in message and "drop --proba" in message, message
     assert "naive Bayes" not in message
     assert not (tmp_path / "p.npy").exists()
+
+
+def test_an_unknown_train_method_lists_raw_too(tmp_path, capsys):
+    import numpy as np
+
+    np.save(tmp_path / "X.npy", np.zeros((10, 3)))
+    np.save(tmp_path / "y.npy", np.arange(10) % 2)
+    message = one_line_error(capsys, ["train", str(tmp_path / "X.npy"), "--labels", str(tmp_path / "y.npy"),
+                                      "--method", "foo", "-o", str(tmp_path / "m.dk")])
+    assert "--method 'foo' is unknown; known: core, fastfood, gcws, nrff, nystroem, raw, rff" in message, message
+    message = one_line_error(capsys, ["featurize", str(tmp_path / "X.npy"), str(tmp_path / "s.zarr"),
+                                      "--method", "foo"])
+    assert "raw" not in message  # featurize has no raw: its stores hold features of a map
