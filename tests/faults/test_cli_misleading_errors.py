@@ -72,3 +72,16 @@ def test_an_unknown_train_method_lists_raw_too(tmp_path, capsys):
     message = one_line_error(capsys, ["featurize", str(tmp_path / "X.npy"), str(tmp_path / "s.zarr"),
                                       "--method", "foo"])
     assert "raw" not in message  # featurize has no raw: its stores hold features of a map
+
+
+def test_n_components_given_twice_is_refused_naming_both(tmp_path, capsys):
+    # --param n_components=128 silently won over --n-components 64
+    import numpy as np
+
+    np.save(tmp_path / "X.npy", np.zeros((10, 3)))
+    np.save(tmp_path / "y.npy", np.arange(10) % 2)
+    message = one_line_error(capsys, ["train", str(tmp_path / "X.npy"), "--labels", str(tmp_path / "y.npy"),
+                                      "--method", "rff", "--n-components", "64", "--param", "n_components=128",
+                                      "-o", str(tmp_path / "m.dk")])
+    assert "--n-components 64 and --param n_components=128" in message and "give one of them" in message, message
+    assert not (tmp_path / "m.dk").exists()
