@@ -17,6 +17,9 @@ features (d = the padded input width): the features of a block share their Hadam
 so a block costs the same whether one or all of its features are kept; D is rounded up to a
 multiple of d and a block's score is the sum of its features' scores.
 
+What the map learns from the data (``scale``, ``gamma="scale"``) is learned once from all rows
+before the first round: a feature id is then the same feature in every round and in the result.
+
 Random rows: round t takes the R rows with the smallest
 ``rank(seed, STREAM_SELECT_ROWS, t, i)`` (:mod:`dask_kernels.rng`), a pure function of the seed.
 """
@@ -37,10 +40,12 @@ from ._compat import HasMethods, Interval
 from ._docstrings import fill_doc
 
 from .io.sparse import SparsePartitions
-from .maps.base import FeatureMap
+from .maps.base import FeatureMap, ensure_fitted
+from .maps._parallel import RUNTIME_PARAMS
 from .maps.fastfood import Fastfood, padded_dim
 from .maps.nrff import NRFF
 from .maps.rff import RFF
+from .maps.spec import from_spec
 from .rng import rank_array, register_stream
 
 STREAM_SELECT_ROWS = register_stream("select.rows", 71)
@@ -115,6 +120,25 @@ class _RoundRows:
         return self.cache.pop(t)
 
 
+def _learned_state(base, X, unit):
+    """``base`` (a clone) fitted once on the training rows ``X``: what it learns from the data
+    (``scale``, ``gamma="scale"``) comes from all rows, as ``featurize`` and ``fit_incremental``
+    fit such maps (``fits_partitioned``); a map that learns nothing reads only the first row."""
+    template = clone(base).set_params(n_components=unit, feature_ids=None)  # the fit does not depend on the ids
+    return ensure_fitted(template, lambda: _take_rows(X, np.arange(1)), all_rows=X)
+
+
+def _with_ids(fitted, ids, runtime):
+    """``fitted`` with the features ``ids``: the same learned state, so an id is the same random
+    feature in every round and in the result. Built from the spec (a map is its spec), then the
+    runtime parameters (``n_jobs``) the spec leaves out."""
+    spec = fitted.spec()
+    spec["params"] = {**spec["params"], "n_components": int(ids.size), "feature_ids": ids.tolist()}
+    spec["state"] = {k: v for k, v in spec["state"].items() if k != "sidecar"}  # the ids are given, not a sidecar
+    spec["n_output_features"] = int(ids.size)
+    return from_spec(spec).set_params(**runtime)
+
+
 def _labels(y):
     if hasattr(y, "dask"):
         if y.ndim != 1:
@@ -164,7 +188,9 @@ class RandomFeatureSelector(TransformerMixin, BaseEstimator):
         The kept ids, increasing.
     feature_map_ : FeatureMap
         ``feature_map`` with ``n_components = len(feature_ids_)`` and the kept ``feature_ids``,
-        fitted: use it like any map (``featurize``, stores, ``fit_incremental``, the CLI).
+        fitted: use it like any map (``featurize``, stores, ``fit_incremental``, the CLI). What
+        the map learns from the data (``scale``, ``gamma="scale"``) is learned once from all
+        training rows, as ``featurize`` learns it, and every round selects on that state.
     scores_ : ndarray of float64
         ``sum_c W_jc^2`` of each kept id in the last round (Fastfood: its block's mean).
     n_generated_ : int
@@ -272,13 +298,15 @@ class RandomFeatureSelector(TransformerMixin, BaseEstimator):
         next_id = 0
         plans = [None] + [round_rows(int(self.seed), t, n, R) for t in range(1, T + 1)]
         read = _RoundRows(X, plans)
+        fitted = _learned_state(base, X, unit)  # once: every round's features share this state
+        runtime = {k: v for k, v in base.get_params(deep=False).items() if k in RUNTIME_PARAMS}
         for t in range(1, T + 1):
             new = D - pool.size
             pool = np.concatenate([pool, np.arange(next_id, next_id + new, dtype=np.int64)])
             next_id += new
             ids = (pool[:, None] * unit + np.arange(unit)).ravel()
             Xt, yt = read(t), y[plans[t]]
-            fmap = clone(base).set_params(n_components=ids.size, feature_ids=ids).fit(Xt)
+            fmap = _with_ids(fitted, ids, runtime)
             Z = fmap.transform(Xt)
             est = self._estimator(Z, t)
             est.partial_fit(Z, yt, classes=self.classes_)
@@ -295,9 +323,7 @@ class RandomFeatureSelector(TransformerMixin, BaseEstimator):
         self.n_generated_ = int(next_id * unit)
         self.feature_ids_ = (pool[:, None] * unit + np.arange(unit)).ravel()
         self.scores_ = np.repeat(pool_score / unit, unit)
-        self.feature_map_ = clone(base).set_params(n_components=self.feature_ids_.size,
-                                                    feature_ids=self.feature_ids_)
-        self.feature_map_.fit(_take_rows(X, np.arange(min(n, 1))))
+        self.feature_map_ = _with_ids(fitted, self.feature_ids_, runtime)
         self.n_data_passes_ = read.passes
         self.selection_seconds_ = time.perf_counter() - start
         return self
@@ -344,7 +370,8 @@ def select_features(feature_map: FeatureMap, X: Any, y: Any, *, n_components: in
     Returns
     -------
     FeatureMap
-        ``feature_map`` with ``n_components`` kept ``feature_ids``, fitted on ``X``'s width.
+        ``feature_map`` with ``n_components`` kept ``feature_ids``, fitted on ``X`` (what it
+        learns from the data, such as ``scale`` or ``gamma="scale"``, from all rows).
         Long id lists are kept beside its spec (the sidecar: saved models, feature stores and
         :func:`dask_kernels.maps.save_map` carry them).
 

@@ -6,6 +6,7 @@ import numpy as np
 
 from ._args import UsageError
 from ._inputs import columns_by_name, open_rows, table_columns
+from ._paths import existing, input_format
 
 
 def _apply_part(model, method, part):
@@ -36,16 +37,18 @@ def open_for_model(model, path, args, flag="input"):
     """``(rows, labels)`` of ``path`` for ``model``: labels lazily, None when the input has none.
 
     svmlight input is read with the model's input dimension (a test file's highest index may be
-    smaller than the training file's).
+    smaller than the training file's) and index base (``svmlight_zero_based_``, when the model
+    knows it: another base would shift every column by one).
     """
     n_features = args.n_features
     if n_features is None and model.feature_map is not None:
         n_features = int(model.feature_map.n_features_in_)
+    zero_based = svmlight_base_for(model, path, args, flag)
     # a table: the columns of the names the model was trained on, in that order, whatever else it holds
     given = table_columns(args)
     columns = columns_by_name(path, args.format, given, getattr(model, "feature_names_in_", None), "model", flag)
     try:
-        fmt, X, labels = open_rows(path, args.format, n_features=n_features, zero_based=args.zero_based,
+        fmt, X, labels = open_rows(path, args.format, n_features=n_features, zero_based=zero_based,
                                    blocksize=args.blocksize, columns=columns, label_column=args.label_column,
                                    flag=flag, header=args.header)
     except UsageError as e:
@@ -54,6 +57,19 @@ def open_for_model(model, path, args, flag="input"):
         raise UsageError(f"{e}; the model was trained on columns {','.join(columns)} and reads them by name: "
                          "name the input's columns with --columns") from None
     return X, labels
+
+
+def svmlight_base_for(model, path, args, flag="input"):
+    """``--zero-based``, or for svmlight input the index base the model was trained with; a
+    ``--zero-based`` against a model trained one-based is refused (the flag cannot say one-based)."""
+    trained = getattr(model, "svmlight_zero_based_", None)
+    if trained is None or input_format(existing(path, flag), args.format, flag) != "svmlight":
+        return args.zero_based  # a model saved before it kept the base, or trained on other input
+    if args.zero_based and not trained:
+        raise UsageError(f"--zero-based: the model was trained on svmlight input with 1-based indices (as in "
+                         f"LIBSVM files), so reading {path} from 0 would shift every column by one; drop "
+                         "--zero-based (svmlight input is read with the model's index base)")
+    return trained
 
 
 def check_npy_first(model, path, args):

@@ -133,13 +133,15 @@ def parse_params(items, flag="--param"):
     return params
 
 
-def make_map(method, params, flag="--param"):
-    """An (unfitted) feature map of ``method`` with ``params``, parameters validated now."""
+def make_map(method, params, flag="--param", others=()):
+    """An (unfitted) feature map of ``method`` with ``params``, parameters validated now;
+    ``others``: the command's methods that are no map (``train``'s raw), listed when unknown."""
     from ..maps.spec import map_class, registered_maps
 
     cls = map_class(method)
     if cls is None:
-        raise UsageError(f"--method {method!r} is unknown; known: {', '.join(sorted(registered_maps()))}")
+        known = sorted({*registered_maps(), *others})
+        raise UsageError(f"--method {method!r} is unknown; known: {', '.join(known)}")
     known = sorted(cls().get_params())
     unknown = sorted(set(params) - set(known))
     if unknown:

@@ -23,14 +23,17 @@ def add_table_arguments(parser):
                         help="CSV: no header line; the columns are named 0, 1, ... (e.g. --label-column 0)")
 
 
-def add_input_arguments(parser, blocksize_default=64 * 2**20):
+def add_input_arguments(parser, blocksize_default=64 * 2**20, for_model=False):
+    """The input flags; ``for_model``: a saved model's input (``predict``, ``score``), whose
+    svmlight index base defaults to the one the model was trained with."""
     parser.add_argument("--format", choices=["auto", "npy", "zarr", "svmlight", "parquet", "csv"], default="auto",
                         help="input format (default: from the name: .npy, .zarr, .parquet/.pq or a folder of "
                              ".parquet files, .csv (also .csv.gz), anything else svmlight)")
     parser.add_argument("--n-features", type=positive_int, help="svmlight: input dimension (default: found in a "
                         "first pass; give the training dimension to read a file whose highest index is smaller)")
     parser.add_argument("--zero-based", action="store_true",
-                        help="svmlight: indices start at 0 (default: 1, as in LIBSVM files)")
+                        help="svmlight: indices start at 0 (default: " + ("as the model's training file, else "
+                             if for_model else "") + "1, as in LIBSVM files)")
     parser.add_argument("--blocksize", type=positive_int, default=blocksize_default,
                         help="svmlight and CSV: bytes per partition")
     add_table_arguments(parser)

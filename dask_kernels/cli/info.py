@@ -106,6 +106,7 @@ def model_summary(path):
         "n_features_in": None if fmap is None else int(fmap.n_features_in_),
         "feature_names": None if getattr(model, "feature_names_in_", None) is None else
         [str(c) for c in model.feature_names_in_],
+        "svmlight_zero_based": getattr(model, "svmlight_zero_based_", None),
         "estimator": type(est).__name__,
         "estimator_params": {k: v for k, v in est.get_params(deep=False).items()
                              if isinstance(v, (str, int, float, bool, type(None)))},
@@ -121,6 +122,9 @@ def _print_model(s):
     print(f"map: {s['method']}({params}) on {s['n_features_in']} features" if s["method"] else "map: none (raw rows)")
     _print_learned(s["learned"])
     _print_names(s["feature_names"])
+    if s["svmlight_zero_based"] is not None:
+        base = "0 (--zero-based)" if s["svmlight_zero_based"] else "1 (as in LIBSVM files)"
+        print(f"svmlight input: indices from {base}; predict and score read svmlight files so")
     est = ", ".join(f"{k}={v!r}" for k, v in sorted(s["estimator_params"].items()))
     print(f"estimator: {s['estimator']}({est})")
     _print_classes(s["classes"])

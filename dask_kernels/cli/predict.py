@@ -38,7 +38,7 @@ def add_arguments(parser):
                         help="replace OUTPUT if it is a prediction output written by dask-kernels predict "
                              "(anything else is refused, never replaced)")
     parser.add_argument("--job", default=None, help=argparse.SUPPRESS)  # set by `run`: the job file writing OUTPUT
-    add_input_arguments(parser)
+    add_input_arguments(parser, for_model=True)
     add_cluster_arguments(parser)
 
 
@@ -126,9 +126,12 @@ def run(args):
     existing(args.input, "input")
     model = load_model(model_path)
     if args.proba and not hasattr(model.estimator, "predict_proba"):
+        from .._estimator import is_regressor
+
         est = model.estimator
         loss = est.get_params().get("loss")
-        how = ("train with --loss log_loss" if type(est).__name__ == "SoftmaxSGD"
+        how = ("a regressor predicts values, not class probabilities: drop --proba" if is_regressor(est)
+               else "train with --loss log_loss" if type(est).__name__ == "SoftmaxSGD"
                else "train with --estimator sgd, softmax or a naive Bayes estimator")
         raise UsageError(f"--proba: the model's {type(est).__name__}"
                          + (f" (loss={loss!r})" if loss else "") + f" has no predict_proba ({how})")

@@ -40,6 +40,7 @@ Example::
 
 import json
 import os
+import re
 import shlex
 import sys
 import tomllib
@@ -191,18 +192,25 @@ def load_job(path):
                 raise JobError(f"[[outputs]] #{i + 1} {key}: missing")
         if "model" not in o and "training" not in checked:
             raise JobError(f"[[outputs]] #{i + 1} model: missing (no [training] in this job to take it from)")
-        if "model" not in o and o.get("proba", (None, False))[1] and not _gives_proba(checked):
+        why_not = _no_proba(checked) if "model" not in o and o.get("proba", (None, False))[1] else None
+        if why_not:
             raise JobError(f"[[outputs]] #{i + 1} proba: the model [training] trains gives no probabilities "
-                           "(a hinge loss or a perceptron); train with the default loss (drop loss = \"hinge\") "
-                           "or estimator = \"sgd\", or drop proba")
+                           + why_not)
     return checked
 
 
-def _gives_proba(checked):
-    """False if the job's [training] trains a model without probabilities: a hinge SGD
-    (``estimator = "sgd-hinge"``, or ``loss = "hinge"`` of SoftmaxSGD) or a perceptron."""
+def _no_proba(checked):
+    """Why the model the job's [training] trains gives no probabilities, with the advice that
+    fits, or None if it gives them. A regressor (``estimator = "sgd-regressor"``) predicts values,
+    not classes; a hinge SGD (``estimator = "sgd-hinge"``, or ``loss = "hinge"`` of SoftmaxSGD)
+    or a perceptron is a classifier without probabilities."""
     t = {k: v for k, (_f, v) in checked["training"].items()}
-    return t.get("estimator") not in ("sgd-hinge", "perceptron") and t.get("loss") != "hinge"
+    if t.get("estimator") == "sgd-regressor":
+        return "(a regressor predicts values, not class probabilities); drop proba"
+    if t.get("estimator") in ("sgd-hinge", "perceptron") or t.get("loss") == "hinge":
+        return ("(a hinge loss or a perceptron); train with the default loss (drop loss = \"hinge\") or "
+                "estimator = \"sgd\", or drop proba")
+    return None
 
 
 def _items(table):
@@ -268,7 +276,24 @@ def cluster_override(args):
     return argv or None
 
 
+#: A step's flags as the job file's keys, in a step's error: a job is fixed in its file
+_JOB_KEYS = {"featurize": {"--overwrite": "overwrite = true under [store]", "--append": "append = true under [store]"},
+             "train": {"--overwrite": "overwrite = true under [training]"}}
+
+
+def _job_advice(message, command):
+    """A ``command`` step's error with the flags it advises (``pass --overwrite``) said as the
+    job file's keys (``set overwrite = true under [store]``)."""
+    for flag, key in _JOB_KEYS.get(command, {}).items():
+        message = re.sub(rf"\b([Pp])ass {flag}\b", lambda m: ("S" if m.group(1) == "P" else "s") + f"et {key}",
+                         message)
+        message = re.sub(rf"(?<![\w-]){flag}\b", key, message)
+    return message
+
+
 def run(args):
+    from . import USER_ERRORS, _debug, _where
+    from ._args import user_message
     from .featurize import build_map
 
     job = load_job(args.job)
@@ -299,8 +324,10 @@ def run(args):
             continue
         try:
             rc = parsed._run(parsed)
-        except UsageError as e:
-            raise JobError(f"{where}: {e}") from None
+        except USER_ERRORS as e:
+            if _debug(args):
+                raise
+            raise JobError(f"{where}: {_job_advice(_where(parsed, e) + user_message(e), parsed.command)}") from None
         sys.stdout.flush()
         if rc:
             return rc

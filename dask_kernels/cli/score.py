@@ -23,7 +23,7 @@ def add_arguments(parser):
     parser.add_argument("input", help="labelled rows: svmlight file, .npy/Zarr rows with --labels, Parquet/CSV "
                                       "with --label-column, or a feature store with labels made with the model's map")
     parser.add_argument("--labels", help=".npy file of labels (for .npy and Zarr input)")
-    add_input_arguments(parser)
+    add_input_arguments(parser, for_model=True)
     add_cluster_arguments(parser)
 
 

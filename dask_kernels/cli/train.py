@@ -225,6 +225,9 @@ def _source(args):
             params["n_components"] = args.n_components
         params["seed"] = args.seed
         given = parse_params(args.param)
+        if args.n_components is not None and "n_components" in given:  # which one wins is no guess to leave
+            raise UsageError(f"--n-components {args.n_components} and --param n_components={given['n_components']} "
+                             "both set the number of components; give one of them")
         if method in GAUSSIAN_METHODS and not {"gamma", "sigma"} & set(given):
             params["gamma"] = GAUSSIAN_GAMMA
         if method in SCALED_METHODS:
@@ -232,7 +235,7 @@ def _source(args):
         if method == "gcws" and fmt != "svmlight" and not {"scale", "center"} & set(given):
             params["scale"] = GCWS_DENSE_SCALE
         params.update(given)
-        fmap = make_map(method, params)
+        fmap = make_map(method, params, others=(RAW,))
     elif args.param or args.n_components is not None:
         raise UsageError(f"{'--param' if args.param else '--n-components'}: --method raw trains on the rows as "
                          "they are, with no map to parameterize; drop it, or name a map with --method")

@@ -202,14 +202,15 @@ def fit_incremental(estimator: Any, source: Any, y: Any = None, *, feature_map: 
     True
     """
     from ..io.tabular import column_names
-    from .model import KernelModel, with_feature_names
+    from .model import KernelModel, svmlight_base, with_feature_names, with_svmlight_base
 
     run = _Run(estimator, source, y, feature_map, TrainConfig.from_options(config, options))
     with run.feed:
         _train(run)
     names = getattr(source, "feature_names", None)  # a store's input columns (featurize kept them)
     names = column_names(source) if names is None else names  # a DataFrame's
-    return with_feature_names(KernelModel(run.src.feature_map, estimator, run.state.history), names)
+    model = with_feature_names(KernelModel(run.src.feature_map, estimator, run.state.history), names)
+    return with_svmlight_base(model, svmlight_base(source))  # predict reads svmlight files as trained
 
 
 def _train(run: _Run) -> None:

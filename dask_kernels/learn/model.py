@@ -62,6 +62,11 @@ class KernelModel(Estimator):
         columns have names (``dask-kernels train`` on a Parquet or CSV file). Kept when saved;
         ``dask-kernels predict`` and ``score`` read the columns of that name from a table, and
         the methods from a pandas or dask DataFrame.
+    svmlight_zero_based_ : bool
+        Whether the svmlight input the model was trained on numbered its columns from 0 (set by
+        :func:`dask_kernels.fit_incremental` on svmlight input, or on a feature store made from
+        it; absent otherwise and in models saved before it was kept). Kept when saved;
+        ``dask-kernels predict`` and ``score`` read svmlight input with this index base.
 
     Notes
     -----
@@ -137,6 +142,7 @@ class KernelModel(Estimator):
         """
         if self.estimator is None:
             raise ValueError("KernelModel.fit needs an estimator")
+        self.__dict__.pop("svmlight_zero_based_", None)  # in-memory rows: no svmlight file to number
         if self.feature_map is not None:
             self.feature_map.fit(X)
         F = X if self.feature_map is None else self.features(X)
@@ -347,8 +353,9 @@ def load_model(path: str | os.PathLike, *, max_bytes: int | None = None,
     >>> bool((load_model(path).predict(X) == model.predict(X)).all())
     True
     """
-    fmap, estimator, history, names = read_model(path, max_bytes=max_bytes, storage_options=storage_options)
-    return with_feature_names(KernelModel(fmap, estimator, history), names)
+    fmap, estimator, history, names, zero_based = read_model(path, max_bytes=max_bytes,
+                                                              storage_options=storage_options)
+    return with_svmlight_base(with_feature_names(KernelModel(fmap, estimator, history), names), zero_based)
 
 
 def with_feature_names(model: KernelModel, names: Any) -> KernelModel:
@@ -357,6 +364,27 @@ def with_feature_names(model: KernelModel, names: Any) -> KernelModel:
     if names is not None:
         model.feature_names_in_ = np.asarray([str(n) for n in names], dtype=object)
     return model
+
+
+def with_svmlight_base(model: KernelModel, zero_based: bool | None) -> KernelModel:
+    """``model`` with ``svmlight_zero_based_`` set to ``zero_based`` (None: unchanged)."""
+    if zero_based is not None:
+        model.svmlight_zero_based_ = bool(zero_based)
+    return model
+
+
+def svmlight_base(source: Any) -> bool | None:
+    """Whether the svmlight input behind ``source`` numbers its columns from 0: ``source`` is
+    SparsePartitions (``read_svmlight``), a source holding them (``.parts``), or a feature store
+    (or a source holding it, ``.store``) whose every segment was featurized from svmlight files. None: other input, or segments
+    read with different bases."""
+    store = getattr(source, "store", source)  # a StoreSource holds the store
+    if _is_store(store) and isinstance(getattr(store, "info", None), dict):
+        fps = [s.info.get("fingerprint", {}).get("input") for s in [store, *getattr(store, "segments", [])]]
+    else:
+        fps = [getattr(getattr(source, "parts", source), "fingerprint", None)]
+    bases = {fp.get("zero_based") if isinstance(fp, dict) and fp.get("kind") == "svmlight" else None for fp in fps}
+    return bases.pop() if len(bases) == 1 and None not in bases else None
 
 
 def _raw_block(b, model, method, block_info=None):

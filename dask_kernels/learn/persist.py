@@ -2,7 +2,7 @@
 
 A saved model is a directory of ``model.json`` (the format marker, the feature map's spec, the
 estimator's class name, parameters and scalar state, the history, the input column names if
-known), ``arrays.npz`` (the
+known, whether its svmlight input was zero-based if it was svmlight), ``arrays.npz`` (the
 estimator's learned arrays, no pickle) and, for maps with fitted arrays, ``feature_map.npz``
 (the sidecar). Locally it is written beside its path and renamed into place; on an fsspec URL
 the files are uploaded with ``model.json`` last. Loading never runs code from the files and
@@ -74,6 +74,9 @@ def save_model(model: Any, path: str | os.PathLike, overwrite: bool = False,
         "feature_names": _names_json(getattr(model, "feature_names_in_", None)),
         "versions": versions(),  # said again when loaded under others (dask_kernels._versions)
     }
+    zero_based = getattr(model, "svmlight_zero_based_", None)
+    if zero_based is not None:  # only a model trained on svmlight input has the key
+        meta["svmlight_zero_based"] = bool(zero_based)
     path = os.fspath(path)
     path = path.rstrip("/") or path
     if local_path(path) is None:
@@ -276,8 +279,9 @@ def _remove_model_dir(path):
 
 
 def read_model(path: str | os.PathLike, *, max_bytes: int | None = None,
-               storage_options: dict | None = None) -> tuple[Any, Any, list, list | None]:
-    """``(feature map, estimator, history, feature names or None)`` of the model saved at ``path``, every field and
+               storage_options: dict | None = None) -> tuple[Any, Any, list, list | None, bool | None]:
+    """``(feature map, estimator, history, feature names or None, svmlight index base or None)``
+    of the model saved at ``path``, every field and
     array checked: :func:`~dask_kernels.learn.model.load_model` (which documents the checks,
     the parameters and the errors)."""
     path = os.fspath(path)
@@ -309,6 +313,7 @@ def read_model(path: str | os.PathLike, *, max_bytes: int | None = None,
         history = meta["history"]
         spec = meta["feature_map"]
         names = meta.get("feature_names")  # absent in models saved before it was kept
+        zero_based = meta.get("svmlight_zero_based")  # likewise (and null: not trained on svmlight)
     except KeyError as e:
         raise ValueError(f"{where}: missing key {e.args[0]!r}") from None
     except (TypeError, AttributeError) as e:
@@ -317,6 +322,8 @@ def read_model(path: str | os.PathLike, *, max_bytes: int | None = None,
         raise ValueError(f"{where}: history must be a list of objects")
     if not isinstance(state, dict):
         raise ValueError(f"{where}: estimator.state must be an object")
+    if zero_based is not None and not isinstance(zero_based, bool):
+        raise ValueError(f"{where}: svmlight_zero_based must be true, false or null, got {zero_based!r}")
     if not os.path.isfile(os.path.join(path, "arrays.npz")):  # e.g. only model.json was copied
         raise ValueError(f"{path}: incomplete saved model: arrays.npz is missing (copy the whole folder)")
     arrays, _ = load_npz(os.path.join(path, "arrays.npz"), max_bytes=max_bytes)
@@ -338,4 +345,4 @@ def read_model(path: str | os.PathLike, *, max_bytes: int | None = None,
             raise ValueError(f"{where}: the estimator was trained on {n_in} features, the feature map "
                              f"gives {width}")
     n_raw = int(fmap.n_features_in_) if fmap is not None else getattr(estimator, "n_features_in_", None)
-    return fmap, estimator, history, check_feature_names(names, n_raw, f"{where}: feature_names")
+    return fmap, estimator, history, check_feature_names(names, n_raw, f"{where}: feature_names"), zero_based

@@ -119,6 +119,19 @@ def test_probabilities_are_asked_only_of_a_training_that_gives_them(job_dir, cap
             'with the default loss (drop loss = "hinge") or estimator = "sgd", or drop proba' in err) != gives_proba
 
 
+def test_probabilities_are_not_asked_of_a_regressor(job_dir, capsys):
+    # refused before any step (it failed after featurizing and training), with advice for a
+    # regression target: not another classifier
+    job = _write(job_dir, JOB.replace("epochs = 2", 'epochs = 2\nestimator = "sgd-regressor"').replace(
+        'path = "out/pred.npy"', 'path = "out/pred.npy"\nproba = true'))
+    assert main(["run", job, "--dry-run", "--scheduler", "tcp://10.0.0.1:8786"]) == 1
+    out, err = capsys.readouterr()
+    assert "== " not in out  # no step printed
+    assert ("[[outputs]] #1 proba: the model [training] trains gives no probabilities (a regressor predicts values, "
+            "not class probabilities); drop proba") in err, err
+    assert "naive Bayes" not in err and "softmax" not in err
+
+
 def test_invalid_toml_names_the_file(tmp_path, capsys):
     job = _write(tmp_path, "[input\npath = 1")
     assert main(["run", job]) == 1
@@ -129,3 +142,20 @@ def test_the_deploy_example_job_file_is_valid():
     job = load_job(os.path.join(ROOT, "deploy", "job.toml"))
     names = [argv[0] for _, argv, _ in steps(job, ["--scheduler-file", "/run/dask/scheduler.json"])]
     assert names == ["featurize", "train", "predict"]
+
+
+def test_errors_of_a_step_advise_the_job_file_keys(job_dir, capsys):
+    # a job is fixed in its file: "pass --overwrite" was advice for the command line
+    job = _write(job_dir, JOB)
+    assert main(["run", job]) == 0
+    capsys.readouterr()
+    assert main(["run", job]) == 1  # the store resumes (nothing to do); the model is there
+    err = capsys.readouterr().err
+    assert "[training]: " in err and "already holds a saved model: set overwrite = true under [training] to " \
+        "replace it" in err, err
+    assert "--overwrite" not in err
+    job = _write(job_dir, JOB.replace("block_rows = 100", "block_rows = 50"))
+    assert main(["run", job]) == 1
+    err = capsys.readouterr().err
+    assert "[input]/[map]/[store]: " in err and "holds features of a different job" in err, err
+    assert "Set overwrite = true under [store] to replace it" in err and "--overwrite" not in err, err

@@ -38,3 +38,50 @@ def test_a_csv_of_its_header_alone_is_said_to_have_no_rows(tmp_path, capsys):
                                       "--label-column", "y"])
     assert "empty.csv" in message and "has no rows" in message and "not numeric" not in message
     assert sorted(os.listdir(tmp_path)) == ["empty.csv"]
+
+
+def test_predict_proba_of_a_regressor_says_to_drop_proba(tmp_path, capsys):
+    # it advised training "with --estimator sgd, softmax or a naive Bayes estimator": classifiers,
+    # for a regression target
+    import numpy as np
+
+    from dask_kernels.cli import main
+
+    rng = np.random.default_rng(0)
+    X = rng.random((200, 4))
+    np.save(tmp_path / "X.npy", X)
+    np.save(tmp_path / "y.npy", X[:, 0] * 3.0)
+    assert main(["train", str(tmp_path / "X.npy"), "--labels", str(tmp_path / "y.npy"), "--n-components", "16",
+                 "--estimator", "sgd-regressor", "--epochs", "1", "--no-progress", "-o", str(tmp_path / "m.dk")]) == 0
+    capsys.readouterr()
+    message = one_line_error(capsys, ["predict", str(tmp_path / "m.dk"), str(tmp_path / "X.npy"), "-o",
+                                      str(tmp_path / "p.npy"), "--proba"])
+    assert "--proba: the model's SGDRegressor" in message and "drop --proba" in message, message
+    assert "naive Bayes" not in message
+    assert not (tmp_path / "p.npy").exists()
+
+
+def test_an_unknown_train_method_lists_raw_too(tmp_path, capsys):
+    import numpy as np
+
+    np.save(tmp_path / "X.npy", np.zeros((10, 3)))
+    np.save(tmp_path / "y.npy", np.arange(10) % 2)
+    message = one_line_error(capsys, ["train", str(tmp_path / "X.npy"), "--labels", str(tmp_path / "y.npy"),
+                                      "--method", "foo", "-o", str(tmp_path / "m.dk")])
+    assert "--method 'foo' is unknown; known: core, fastfood, gcws, nrff, nystroem, raw, rff" in message, message
+    message = one_line_error(capsys, ["featurize", str(tmp_path / "X.npy"), str(tmp_path / "s.zarr"),
+                                      "--method", "foo"])
+    assert "raw" not in message  # featurize has no raw: its stores hold features of a map
+
+
+def test_n_components_given_twice_is_refused_naming_both(tmp_path, capsys):
+    # --param n_components=128 silently won over --n-components 64
+    import numpy as np
+
+    np.save(tmp_path / "X.npy", np.zeros((10, 3)))
+    np.save(tmp_path / "y.npy", np.arange(10) % 2)
+    message = one_line_error(capsys, ["train", str(tmp_path / "X.npy"), "--labels", str(tmp_path / "y.npy"),
+                                      "--method", "rff", "--n-components", "64", "--param", "n_components=128",
+                                      "-o", str(tmp_path / "m.dk")])
+    assert "--n-components 64 and --param n_components=128" in message and "give one of them" in message, message
+    assert not (tmp_path / "m.dk").exists()

@@ -9,7 +9,7 @@ import sys
 import dask.array as da
 import numpy as np
 import pytest
-from sklearn.linear_model import SGDClassifier
+from sklearn.linear_model import LogisticRegression, SGDClassifier
 
 from dask_kernels import GCWS, NRFF, RFF, Fastfood, featurize, fit_incremental, load_model, open_store, select_features
 from dask_kernels.select import RandomFeatureSelector, round_rows
@@ -189,3 +189,32 @@ def test_the_softmax_learner_selects_like_the_recipe():
     assert sel.feature_ids_.size == 40
     support = sel.feature_map_.fit(X[:1])._tables()[0].idx[:, 0]
     assert np.isin(support, [0, 1]).mean() > 0.6  # Binomial(40, 0.2) without selection: 6.3 sd below
+
+
+# Inputs 0 and 1 decide the class, on scales and offsets far apart: a map sees them only through
+# the scaling (and gamma) it learned from the rows.
+SPREAD = X * np.logspace(-2, 3, 10) + np.linspace(-500, 500, 10)
+
+
+@pytest.mark.parametrize("params", [dict(scale="auto", gamma=0.05), dict(gamma="scale"),
+                                    dict(scale="auto", gamma="scale")])
+@pytest.mark.parametrize("lazy", [False, True])
+def test_learned_state_comes_from_all_rows(params, lazy):
+    # The state a map learns in fit (scale, gamma="scale") is learned once from all training
+    # rows, as featurize and fit_incremental learn it, not from the first row or one round's rows.
+    rows = da.from_array(SPREAD, chunks=150) if lazy else SPREAD
+    fmap = select_features(RFF(seed=4, **params), rows, Y, n_components=30, rounds=3, subset_rows=200)
+    whole = RFF(seed=4, n_components=30, feature_ids=fmap.feature_ids, **params).fit(SPREAD)
+    assert fmap.spec() == whole.spec()
+    assert np.array_equal(fmap.transform(SPREAD), whole.transform(SPREAD))
+
+
+@pytest.mark.parametrize("gamma", [0.5, "scale"])
+def test_selection_with_learned_scale_finds_the_signal(gamma):
+    # The features are selected and used on the scaling of all rows: on the first row's
+    # (min == max) every input looked constant and the model scored at chance.
+    y = (X[:, 0] > 0).astype(int) + 2 * (X[:, 1] > 0)
+    sel = RandomFeatureSelector(RFF(seed=5, scale="auto", gamma=gamma, dtype="float64"), n_components=60,
+                                rounds=4, subset_rows=400, seed=2).fit(SPREAD[:400], y[:400])
+    clf = LogisticRegression(C=10, max_iter=2000).fit(sel.transform(SPREAD[:400]), y[:400])
+    assert clf.score(sel.transform(SPREAD[400:]), y[400:]) > 0.75  # 4 balanced classes: chance is 0.25
