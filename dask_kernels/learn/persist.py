@@ -29,6 +29,12 @@ from .state import get_state, json_params, params_from_json, set_state
 
 
 MODEL_FORMAT = "dask-kernels-model-1"
+#: The format of a model that reads its svmlight input zero-based (``svmlight_zero_based``):
+#: versions before it read every svmlight file one-based, so they refuse such a model rather
+#: than shift every column of its input by one. Any other model stays ``MODEL_FORMAT``.
+MODEL_FORMAT_ZERO_BASED = "dask-kernels-model-2"
+#: The formats this version reads.
+MODEL_FORMATS = (MODEL_FORMAT, MODEL_FORMAT_ZERO_BASED)
 #: The files of a saved model: a directory holding anything else is not replaced or deleted.
 MODEL_FILES = ("model.json", "arrays.npz", "feature_map.npz")  # the last: a map's sidecar arrays, if any
 #: model.json larger than this is refused before it is parsed.
@@ -77,6 +83,8 @@ def save_model(model: Any, path: str | os.PathLike, overwrite: bool = False,
     zero_based = getattr(model, "svmlight_zero_based_", None)
     if zero_based is not None:  # only a model trained on svmlight input has the key
         meta["svmlight_zero_based"] = bool(zero_based)
+        if zero_based:
+            meta["format"] = MODEL_FORMAT_ZERO_BASED
     path = os.fspath(path)
     path = path.rstrip("/") or path
     if local_path(path) is None:
@@ -158,7 +166,7 @@ def _read_model_json(path):
 
 def _is_model_json(path):
     try:
-        return _read_model_json(path).get("format") == MODEL_FORMAT
+        return _read_model_json(path).get("format") in MODEL_FORMATS
     except (OSError, ValueError):
         return False
 
@@ -190,7 +198,7 @@ def check_model_path(path: str | os.PathLike, overwrite: bool = False, storage_o
         return "empty"
     if not _is_model_json(path):
         raise FileExistsError(f"{path} exists and is not a saved dask_kernels model (no model.json with "
-                              f"format {MODEL_FORMAT!r}): refusing to replace it")
+                              f"format {' or '.join(map(repr, MODEL_FORMATS))}): refusing to replace it")
     others = [e for e in entries if e not in MODEL_FILES]
     if others:
         raise FileExistsError(f"{path} holds a saved model and other files ({', '.join(others[:5])}): "
@@ -224,9 +232,9 @@ def _check_remote(url, overwrite, storage_options):
         meta = _read_remote_json(fs, f"{p}/model.json", f"{url}/model.json")
     except ValueError:
         meta = {}
-    if meta.get("format") != MODEL_FORMAT:
+    if meta.get("format") not in MODEL_FORMATS:
         raise FileExistsError(f"{url} exists and is not a saved dask_kernels model (no model.json with "
-                              f"format {MODEL_FORMAT!r}): refusing to replace it")
+                              f"format {' or '.join(map(repr, MODEL_FORMATS))}): refusing to replace it")
     if not overwrite:
         raise FileExistsError(f"{url} already holds a saved model: pass overwrite=True to replace it")
     return "model"
@@ -292,7 +300,7 @@ def read_model(path: str | os.PathLike, *, max_bytes: int | None = None,
         raise FileNotFoundError(f"{path} is not a saved model (no {os.path.join(path, 'model.json')})")
     meta = _read_model_json(path)
     where = os.path.join(path, "model.json")
-    if meta.get("format") != MODEL_FORMAT:
+    if meta.get("format") not in MODEL_FORMATS:
         raise ValueError(f"{path} is not a saved dask_kernels model (format {meta.get('format')!r})")
     try:
         est_meta = meta["estimator"]

@@ -49,7 +49,9 @@ def test_predict_and_score_read_svmlight_with_the_trained_base(files, capsys):
     assert plain > 0.8  # the class is column 1; read from 1 it was near chance
     assert load_model(str(files / "m0.dk")).svmlight_zero_based_ is True
     with open(files / "m0.dk" / "model.json") as f:
-        assert json.load(f)["svmlight_zero_based"] is True
+        meta = json.load(f)
+    # a version that reads every svmlight file one-based must refuse this model, not misread it
+    assert meta["svmlight_zero_based"] is True and meta["format"] == "dask-kernels-model-2"
     assert main(["predict", str(files / "m0.dk"), str(files / "te0.svm"), "-o", str(files / "p.npy")]) == 0
     model, (X, y) = load_model(str(files / "m0.dk")), read_svmlight(str(files / "te0.svm"), zero_based=True,
                                                                     n_features=6).compute()[:2]
@@ -65,6 +67,8 @@ def test_zero_based_against_a_one_based_model_is_refused(files, capsys):
         assert "--zero-based" in line and "1-based" in line and "drop --zero-based" in line, line
     assert not os.path.exists(files / "p.npy")
     assert load_model(str(files / "m1.dk")).svmlight_zero_based_ is False
+    with open(files / "m1.dk" / "model.json") as f:  # read one-based: what every version does
+        assert json.load(f)["format"] == "dask-kernels-model-1"
 
 
 def test_info_shows_the_base(files, capsys):
@@ -83,6 +87,7 @@ def test_models_saved_without_the_base_load_and_read_as_before(files, capsys):
     with open(meta_path) as f:
         meta = json.load(f)
     del meta["svmlight_zero_based"]
+    meta["format"] = "dask-kernels-model-1"
     with open(meta_path, "w") as f:
         json.dump(meta, f)
     assert not hasattr(load_model(str(files / "m0.dk")), "svmlight_zero_based_")
