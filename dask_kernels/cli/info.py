@@ -23,6 +23,15 @@ def add_arguments(parser):
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of lines")
 
 
+def _blocks(rows, blocks, block_rows):
+    """``"3 blocks of 1000 rows (the last 500)"``: the rows each block really holds (a store's
+    ``block_rows`` is at most that: one block of 500 rows is not "of 1500")."""
+    if blocks <= 1:
+        return f"{blocks} block{'' if blocks == 1 else 's'}" + (f" of {rows} rows" if blocks else "")
+    last = rows - (blocks - 1) * block_rows
+    return f"{blocks} blocks of {block_rows} rows" + (f" (the last {last})" if last != block_rows else "")
+
+
 def _print_names(names):
     if names is not None:
         print("input columns: " + ", ".join(names[:20]) + (f", ... ({len(names)})" if len(names) > 20 else ""))
@@ -170,10 +179,9 @@ def run(args):
     if s["segments"]:
         print(f"blocks: {s['blocks']}, {s['blocks_done']} done, in {len(s['segments'])} segments (appended):")
         for n, seg in enumerate(s["segments"]):
-            print(f"  segment {n}: {seg['rows']} rows, {seg['blocks']} block{'' if seg['blocks'] == 1 else 's'} "
-                  f"of {seg['block_rows']} rows")
+            print(f"  segment {n}: {seg['rows']} rows, {_blocks(seg['rows'], seg['blocks'], seg['block_rows'])}")
     else:
-        print(f"blocks: {s['blocks']} of {s['block_rows']} rows, {s['blocks_done']} done")
+        print(f"blocks: {_blocks(s['rows'], s['blocks'], s['block_rows'])}, {s['blocks_done']} done")
     print(f"columns: {', '.join(s['columns']) or 'none'}")
     _print_names(s["feature_names"])
     _print_classes(s["classes"])

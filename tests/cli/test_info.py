@@ -71,3 +71,24 @@ def test_info_says_what_the_map_learned_from_the_rows(tmp_path, capsys):
     assert main(["featurize", str(tmp_path / "X.npy"), store, "--no-progress"]) == 0
     capsys.readouterr()
     assert _info(capsys, store)["learned"] == {"scale": "minmax"}  # GCWS's default scale
+
+
+def test_info_says_the_rows_each_block_holds(tmp_path, capsys):
+    # a 500-row segment of block_rows 1500 read "1 block of 1500 rows"
+    rng = np.random.default_rng(2)
+    store = str(tmp_path / "s.zarr")
+    for day, (rows, block_rows) in enumerate([(100, 40), (30, 1500)]):
+        np.save(tmp_path / f"d{day}.npy", rng.random((rows, 3)))
+        assert main(["featurize", str(tmp_path / f"d{day}.npy"), store, "--append", "--param", "n_components=8",
+                     "--block-rows", str(block_rows), "--no-progress"]) == 0
+    capsys.readouterr()
+    assert main(["info", store]) == 0
+    out = capsys.readouterr().out
+    assert "segment 0: 100 rows, 3 blocks of 40 rows (the last 20)" in out
+    assert "segment 1: 30 rows, 1 block of 30 rows" in out
+    np.save(tmp_path / "even.npy", rng.random((80, 3)))
+    assert main(["featurize", str(tmp_path / "even.npy"), str(tmp_path / "e.zarr"), "--param", "n_components=8",
+                 "--block-rows", "40", "--no-progress"]) == 0
+    capsys.readouterr()
+    assert main(["info", str(tmp_path / "e.zarr")]) == 0
+    assert "blocks: 2 blocks of 40 rows, 2 done" in capsys.readouterr().out
