@@ -279,12 +279,15 @@ class CoRE(FeatureMap):
         self
         """
         X = dask_rows(X)
-        if not ((is_dask(X) or is_partitions(X)) and self._scales(n_features_of(X))):
+        if not (is_dask(X) or is_partitions(X)):
             return super().fit(X, y)
         self._validate_params()
         self._validate_params_extra()
-        self._check_width(n_features_of(X))
-        self.scale_, _, d = fitted_scale_partitioned("maxabs", X, "CoRE")
+        d = n_features_of(X)
+        self._check_width(d)
+        # without a scale nothing is learned from the rows: none is read (svmlight partitions
+        # wider than 2**20 columns are no array to validate whole)
+        self.scale_ = fitted_scale_partitioned("maxabs", X, "CoRE")[0] if self._scales(d) else None
         if hasattr(self, "feature_names_in_"):
             del self.feature_names_in_
         self.n_features_in_ = d

@@ -91,3 +91,17 @@ def test_spec_scale_state_is_checked():
     unscaled = CoRE(n_components=8, scale=None).fit(X).spec()
     with pytest.raises(ValueError, match="expected the keys \\[\\]"):
         from_spec({**unscaled, "state": spec["state"]})
+
+
+def test_wide_partitioned_input_fits_without_reading_it(tmp_path):
+    # svmlight partitions of more than 2**20 columns: scale="auto" scales nothing, and fit handed
+    # the partitions to the in-memory fit (TypeError: float() argument must be ... not 'SparsePartitions')
+    from dask_kernels.io import read_svmlight
+
+    lines = ["0 1:1"] * 100 + ["1 1:1 1048577:1"]
+    (tmp_path / "w.svm").write_text("\n".join(lines) + "\n")
+    parts = read_svmlight(str(tmp_path / "w.svm"))
+    core = CoRE(n_components=16).fit(parts)
+    assert core.n_features_in_ == 2**20 + 1 and core.scale_ is None
+    rows = sp.csr_matrix(([1.0, 1.0], ([0, 0], [0, 2**20])), shape=(1, 2**20 + 1))
+    assert core.spec() == CoRE(n_components=16).fit(rows).spec()
