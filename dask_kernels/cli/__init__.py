@@ -7,17 +7,13 @@ and its name in :func:`_subcommands` (``tests/test_imports.py`` checks that none
 
 import argparse
 import logging
-import os
 import sys
 
 from ._exit import arm, exit_with
 
 arm()  # first: its exit handler must run after those of everything a command imports
 
-from ._args import UsageError, user_message  # noqa: E402
-
-#: Errors that are the user's to fix: printed as one line (no traceback) with exit status 1.
-USER_ERRORS = (UsageError, ValueError, OSError, KeyError)
+from ._args import USER_ERRORS, UsageError, debug_on, input_where, user_message  # noqa: E402
 
 
 def _subcommands():
@@ -35,10 +31,6 @@ INTERRUPTED = {
     "run": "; a store keeps its finished blocks: re-run the same job to resume",
     "train": "; with --checkpoint, re-running the same command resumes from the last checkpoint",
 }
-
-
-def _debug(args):
-    return args.debug or os.environ.get("DASK_KERNELS_DEBUG", "") not in ("", "0")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -101,7 +93,7 @@ def _log_to_stderr(args):
     (the dashboard's address, what a command chose for you), DEBUG with ``--debug``. Results go to
     stdout; progress and diagnostics to stderr, so a log file of stderr shows them in order."""
     logger = logging.getLogger("dask_kernels")
-    logger.setLevel(logging.DEBUG if _debug(args) else logging.INFO)
+    logger.setLevel(logging.DEBUG if debug_on(args) else logging.INFO)
     if not any(getattr(h, "_dask_kernels_cli", False) for h in logger.handlers):
         handler = _Stderr()
         handler.setFormatter(logging.Formatter(f"dask-kernels {args.command}: %(message)s"))
@@ -119,16 +111,16 @@ def _main(argv):
     try:
         return args._run(args)
     except KeyboardInterrupt:  # Ctrl-C: what was kept and how to go on, not the stack of a wait
-        if _debug(args):
+        if debug_on(args):
             raise
         print(f"dask-kernels {args.command}: interrupted{INTERRUPTED.get(args.command, '')}", file=sys.stderr)
         return 130  # 128 + SIGINT, as a shell reports it
     except USER_ERRORS as e:
-        if _debug(args):
+        if debug_on(args):
             raise
         if isinstance(e, BrokenPipeError) and _reader_gone(sys.stdout):
             return 141  # 128 + SIGPIPE, as a shell reports a writer whose reader left (`| head`): no error
-        print(f"dask-kernels {args.command}: error: {_where(args, e)}{user_message(e)}", file=sys.stderr)
+        print(f"dask-kernels {args.command}: error: {input_where(args, e)}{user_message(e)}", file=sys.stderr)
         return 1
 
 
@@ -143,15 +135,6 @@ def _reader_gone(stream) -> bool:
         return any(event & select.POLLERR for _, event in poller.poll(0))
     except (AttributeError, OSError, ValueError):  # no poll (Windows), or no file descriptor
         return False
-
-
-def _where(args, exc):
-    """``input PATH: `` before a bad value of the input rows: the library names the row and
-    column, only the command knows the file (``input``; ``source`` for ``train``)."""
-    from ..blocks import InputValueError  # noqa: PLC0415  (an error path: numpy is loaded by now)
-
-    path = getattr(args, "input", None) or getattr(args, "source", None)
-    return f"input {path}: " if isinstance(exc, InputValueError) and path else ""
 
 
 def _dask_cli():

@@ -7,6 +7,7 @@ User errors raise :class:`UsageError` (or the library's ``ValueError``/``OSError
 import argparse
 import json
 import math
+import os
 import re
 import socket
 
@@ -166,6 +167,24 @@ def check_width(fmap, n_features, flag):
 
 #: Library wording -> this command line's flags.
 _FLAGS = (("overwrite=True", "--overwrite"), ("resume=False", "--no-resume"))
+
+
+#: Errors that are the user's to fix: printed as one line (no traceback) with exit status 1.
+USER_ERRORS = (UsageError, ValueError, OSError, KeyError)
+
+
+def debug_on(args):
+    """Whether a traceback is wanted (``--debug``, or ``DASK_KERNELS_DEBUG`` set)."""
+    return args.debug or os.environ.get("DASK_KERNELS_DEBUG", "") not in ("", "0")
+
+
+def input_where(args, exc):
+    """``input PATH: `` before a bad value of the input rows: the library names the row and
+    column, only the command knows the file (``input``; ``source`` for ``train``)."""
+    from ..blocks import InputValueError  # noqa: PLC0415  (an error path: numpy is loaded by now)
+
+    path = getattr(args, "input", None) or getattr(args, "source", None)
+    return f"input {path}: " if isinstance(exc, InputValueError) and path else ""
 
 
 def user_message(exc):

@@ -172,7 +172,8 @@ def load_job(path):
     checked = {}
     for section in ("cluster", "input", "map", "store", "training"):
         if section in job:
-            checked[section] = dict((k, (f, v)) for k, f, v in _check(f"[{section}]", job[section], SECTIONS[section], base))
+            checked[section] = dict((k, (f, v))
+                                    for k, f, v in _check(f"[{section}]", job[section], SECTIONS[section], base))
     outputs = job.get("outputs", [])
     if not isinstance(outputs, list):
         raise JobError("[[outputs]]: expected an array of tables ([[outputs]] ... )")
@@ -292,8 +293,7 @@ def _job_advice(message, command):
 
 
 def run(args):
-    from . import USER_ERRORS, _debug, _where
-    from ._args import user_message
+    from ._args import USER_ERRORS, debug_on, input_where, user_message
     from .featurize import build_map
 
     job = load_job(args.job)
@@ -325,9 +325,10 @@ def run(args):
         try:
             rc = parsed._run(parsed)
         except USER_ERRORS as e:
-            if _debug(args):
+            if debug_on(args):
                 raise
-            raise JobError(f"{where}: {_job_advice(_where(parsed, e) + user_message(e), parsed.command)}") from None
+            advice = _job_advice(input_where(parsed, e) + user_message(e), parsed.command)
+            raise JobError(f"{where}: {advice}") from None
         sys.stdout.flush()
         if rc:
             return rc
