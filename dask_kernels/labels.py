@@ -61,6 +61,26 @@ def names(block: Any, offset: int = 0, where: str = "labels") -> np.ndarray:
     return a.astype(f"<U{max(1, int(lengths.max()) if lengths.size else 1)}")
 
 
+def check_finite(y: np.ndarray, start: int = 0, where: str = "labels") -> None:
+    """Refuse a missing (NaN) or infinite label of a block whose first row is ``start``, naming
+    its row: stored or trained, it would be a class of its own to a classifier ("y contains
+    labels not in classes_ [0.0, 1.0, nan]"), or a regressor's NaN loss.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> check_finite(np.array([1.0, np.nan]), start=10)
+    Traceback (most recent call last):
+    ...
+    ValueError: labels: row 11 is missing (NaN); every row needs a label: drop the rows without one or fill them in first
+    """
+    if y.dtype.kind == "f" and not np.isfinite(y).all():
+        i = int(np.flatnonzero(~np.isfinite(y))[0])
+        what = "missing (NaN)" if np.isnan(y[i]) else f"{y[i]}, not a finite number"
+        raise ValueError(f"{where}: row {start + i} is {what}; every row needs a label: drop the rows without one "
+                         "or fill them in first")
+
+
 def check_count(n: int, where: str = "labels") -> None:
     """Refuse more than :data:`MAX_CLASSES` distinct class names, naming the bound."""
     if n > MAX_CLASSES:

@@ -28,6 +28,7 @@ import scipy.sparse as sp
 
 from ..blocks import row_bounds, validate_block
 from ..io.dense import mapped
+from ..labels import check_finite
 from ..maps.base import ensure_fitted
 
 #: scikit-learn's SGD family (classes of ``sklearn.linear_model``): dense rows go to them in the
@@ -436,11 +437,15 @@ class ArraySource(BlockSource):
         """``(raw rows, labels or None)`` of block ``i``, computed together when they share reads."""
         a, b = self.bounds[i]
         if self._together is None:
-            return self._rows(a, b), (self.read_labels(i) if self.has_labels else None)
-        import dask  # noqa: PLC0415
+            X, y = self._rows(a, b), (self.read_labels(i) if self.has_labels else None)
+        else:
+            import dask  # noqa: PLC0415
 
-        X, y = dask.compute(self._together[0][a:b], self._together[1][a:b], scheduler=self.scheduler)
-        return (sp.csr_matrix(X) if sp.issparse(X) else np.asarray(X)), np.asarray(y)
+            X, y = dask.compute(self._together[0][a:b], self._together[1][a:b], scheduler=self.scheduler)
+            X, y = (sp.csr_matrix(X) if sp.issparse(X) else np.asarray(X)), np.asarray(y)
+        if y is not None:  # the learners check no label of a step whose features are finite by construction
+            check_finite(y, a)
+        return X, y
 
     def read(self, i, rows=None):
         a, b = self.bounds[i]

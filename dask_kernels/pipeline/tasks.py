@@ -23,6 +23,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..blocks import InputValueError
+from ..labels import check_finite
 from ._digest import csr_digest, digest
 from .leases import check_lease
 from .location import open_group
@@ -159,18 +160,8 @@ def _block_arrays(job, i, pieces, g):
         if name in job["columns"]:
             arrays[name] = np.ascontiguousarray(col, dtype=g[name].dtype)
     if "labels" in arrays:
-        _check_labels(arrays["labels"], start)
+        check_finite(arrays["labels"], start)
     return arrays, in_digest
-
-
-def _check_labels(y, start):
-    """Refuse a missing label (NaN), naming its global row: stored, it would be a class of its own
-    to a classifier ("y contains labels not in classes_ [0.0, 1.0, nan]") or a NaN loss."""
-    if y.dtype.kind == "f" and not np.isfinite(y).all():
-        i = int(np.flatnonzero(~np.isfinite(y))[0])
-        what = "missing (NaN)" if np.isnan(y[i]) else f"{y[i]}, not a finite number"
-        raise ValueError(f"labels: row {start + i} is {what}; every row needs a label: drop the rows without one "
-                         "or fill them in first")
 
 
 def write_blocks(job: dict, blocks: list[tuple[int, list]]) -> int:

@@ -493,3 +493,19 @@ def test_lazy_prediction_reads_nothing_until_computed():
     assert lazy.shape == (10, 2) and lazy.dtype == np.float64
     with pytest.raises(RuntimeError, match="read"):
         lazy.compute()
+
+
+@pytest.mark.parametrize("bad", [np.inf, np.nan])
+def test_a_label_that_is_not_a_finite_number_is_refused_naming_its_row(bad):
+    # SGDRegressor trained on an infinite label without a word (the features are finite by
+    # construction, so scikit-learn's check was off, and it skipped the labels too)
+    import dask.array as da
+    from sklearn.linear_model import SGDRegressor
+
+    X = np.random.default_rng(0).random((200, 5))
+    y = X[:, 0].copy()
+    y[123] = bad
+    for labels in (y, da.from_array(y, chunks=50)):
+        with pytest.raises(ValueError, match="labels: row 123 is (inf, not a finite number|missing \\(NaN\\))"):
+            fit_incremental(SGDRegressor(), X, labels, feature_map=GCWS(n_components=16), epochs=1,
+                            validation_fraction=None, block_rows=50, progress=False)
