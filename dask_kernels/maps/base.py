@@ -206,8 +206,17 @@ class FeatureMap(TransformerMixin, Estimator):
         return self._output(self.expand(out) if getattr(self, "output", None) == "onehot" else out, X)
 
     def get_feature_names_out(self, input_features: Any = None) -> np.ndarray:
-        """Output feature names ``<method>0, <method>1, ...``."""
+        """Output feature names ``<method>0, <method>1, ...``; ``input_features``, if given, must
+        be the input's (scikit-learn's rule: ``feature_names_in_`` if fitted with names, else
+        ``n_features_in_`` of them)."""
         check_is_fitted(self)
+        if input_features is not None:
+            given, known = np.asarray(input_features, dtype=object), getattr(self, "feature_names_in_", None)
+            if known is not None and not np.array_equal(given, known):
+                raise ValueError("input_features is not equal to feature_names_in_")
+            if given.ndim != 1 or given.shape[0] != self.n_features_in_:
+                raise ValueError(f"input_features should have length equal to number of features "
+                                 f"({self.n_features_in_}), got {given.shape[0] if given.ndim else 0}")
         return np.asarray([f"{self.method}{i}" for i in range(self.n_output_features_)], dtype=object)
 
     def __sklearn_tags__(self):

@@ -410,7 +410,7 @@ class CoRE(FeatureMap):
 
     def get_feature_names_out(self, input_features: Any = None) -> np.ndarray:
         """``core_code{j}`` and ``core_value{j}`` for the stored layout; ``core{j}_{code}`` one-hot."""
-        check_is_fitted(self)
+        super().get_feature_names_out(input_features)  # checks input_features
         k = int(self.n_components)
         if self.output == "codes":
             return np.asarray([f"core_code{j}" for j in range(k)] + [f"core_value{j}" for j in range(k)], dtype=object)

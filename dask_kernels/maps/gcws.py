@@ -474,9 +474,9 @@ class GCWS(FeatureMap):
 
     def get_feature_names_out(self, input_features: Any = None) -> np.ndarray:
         """``gcws0 .. gcws{k-1}`` for codes; ``gcws{j}_{code}`` for the one-hot output."""
-        self._check_fitted()
+        codes = super().get_feature_names_out(input_features)  # checks input_features
         if self.output == "codes":
-            return super().get_feature_names_out(input_features)
+            return codes
         return np.asarray(
             [f"gcws{j}_{c}" for j in range(self.n_components) for c in range(2**self.bits)], dtype=object
         )

@@ -126,6 +126,23 @@ def test_fit_on_a_dask_dataframe_is_fit_on_its_rows(est):
 
 
 @pytest.mark.parametrize("est", ALL, ids=IDS)
+def test_input_features_must_be_the_inputs(est):
+    # they were ignored: get_feature_names_out(["x", "y"]) of a 10-column map gave its names
+    import pandas as pd
+
+    fmap = _fitted(est)
+    names = fmap.get_feature_names_out()
+    assert list(fmap.get_feature_names_out([f"x{j}" for j in range(X.shape[1])])) == list(names)
+    with pytest.raises(ValueError, match=rf"should have length equal to number of features \({X.shape[1]}\), got 2"):
+        fmap.get_feature_names_out(["x", "y"])
+    columns = [f"c{j}" for j in range(X.shape[1])]
+    named = clone(est).fit(pd.DataFrame(X, columns=columns))
+    assert list(named.get_feature_names_out(columns)) == list(named.get_feature_names_out())
+    with pytest.raises(ValueError, match="input_features is not equal to feature_names_in_"):
+        named.get_feature_names_out(columns[::-1])
+
+
+@pytest.mark.parametrize("est", ALL, ids=IDS)
 def test_dense_equals_csr(est):
     fmap = _fitted(est)
     assert fmap.accepts_sparse  # every map today; one that is not would skip the CSR half below
