@@ -27,7 +27,7 @@ class _JointReader:
 
     def __call__(self, url, groups, n, identity):
         tables = self.x.tables(url, groups, n, identity, dict.fromkeys((*self.x.columns, *self.y.columns)))
-        return self.x.rows(tables, n), self.y.rows(tables, n)
+        return self.x.rows(tables, n, url, groups, identity), self.y.rows(tables, n, url, groups, identity)
 
 
 def _reader_layer(A):

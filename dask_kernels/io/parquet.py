@@ -201,11 +201,11 @@ class _PartReader:
                                     f"the file's metadata said {n} when the job started")
         return tables
 
-    def rows(self, tables, n):
-        """The rows of :meth:`tables`' tables (``n`` in all, checked there), as one array."""
-        if self.dtype.kind == "O":  # a label column of class names: str objects (None where null)
-            parts = [_decoded(t.column(self.columns[0])).to_numpy(zero_copy_only=False) for t in tables]
-            return np.concatenate(parts) if parts else np.empty(0, object)
+    def rows(self, tables, n, url, groups, identity):
+        """The rows of :meth:`tables`' tables (``n`` in all, checked there) of row groups ``groups``
+        of ``url``, as one array."""
+        if self.column:
+            return self.labels(tables, url, groups, identity)
         out = np.empty((n, len(self.columns)), dtype=self.dtype)
         start = 0
         for table in tables:
@@ -213,10 +213,28 @@ class _PartReader:
                 table = table.select(list(self.columns))
             _to_rows(table, out[start:start + table.num_rows])
             start += table.num_rows
-        return out[:, 0] if self.column else out
+        return out
+
+    def labels(self, tables, url, groups, identity):
+        """The label column of the tables, in its own type: never through float64 (which rounds
+        integers above 2**53 and turns uint64 2**64 - 1 into 0). A null is refused here, naming
+        its row in the file: an integer or boolean column has no value for it."""
+        import pyarrow.compute as pc
+
+        parts = []
+        for g, table in zip(groups, tables):
+            column = _decoded(table.column(self.columns[0]))
+            if column.null_count:
+                meta = _metadata(url, _options_json(self.storage_options), identity.size, identity.mtime)
+                before = sum(meta.row_group(k).num_rows for k in range(g))
+                i = int(np.flatnonzero(pc.is_null(column).to_numpy(zero_copy_only=False))[0])
+                raise ValueError(f"{url}: row {before + i} (row group {g}): label column {self.columns[0]!r} is "
+                                 "null; every row needs a label: drop the rows without one or fill them in first")
+            parts.append(column.to_numpy(zero_copy_only=False))
+        return np.concatenate(parts).astype(self.dtype, copy=False) if parts else np.empty(0, self.dtype)
 
     def __call__(self, url, groups, n, identity):
-        return self.rows(self.tables(url, groups, n, identity, self.columns), n)
+        return self.rows(self.tables(url, groups, n, identity, self.columns), n, url, groups, identity)
 
 
 def _call(reader, part):
@@ -376,10 +394,11 @@ def read_parquet(path: str, *, columns: list[str] | None = None, label: str | No
         DataFrame index pandas or dask stored as a column (``__index_level_0__``,
         ``__null_dask_index__`` or a named index, as the file's pandas metadata lists them).
     label : str, optional
-        Label column, returned as a second array chunked like the rows: numbers, or class
-        names (a string column, returned as an object array of ``str``; a null is refused
-        where the labels are stored, naming the row); a dictionary-encoded column (pandas'
-        ``category``, R's factors) gives its values.
+        Label column, returned as a second array chunked like the rows: numbers in the
+        column's own type (int64 and uint64 exactly, bool), or class names (a string column,
+        returned as an object array of ``str``); a dictionary-encoded column (pandas'
+        ``category``, R's factors) gives its values. A null label is refused when the labels
+        are read, naming the file and its row.
     block_rows : int, optional
         Target rows per partition (row groups are never split); default about 32 MiB of float64
         input.
