@@ -103,10 +103,16 @@ def read_csv(path: str, *, columns: list[str] | None = None, label: str | None =
     try:  # the one pass that parses every row
         lengths, integers, extra = _lengths(ddf, label if int_label else None)
     except ValueError:
-        found = _first_non_number(path, header, blocksize, storage_options, kwargs, floats)
+        # the label column too: read as float64 when its first rows hold integers
+        found = _first_non_number(path, header, blocksize, storage_options, kwargs,
+                                  floats + ([label] if int_label else []))
         if found is None:
             raise
         column, row, value, among_numbers = found
+        if int_label and column == label:
+            raise ValueError(f"{path}: row {row} of label column {label!r} holds {value!r} among numbers: labels are "
+                             "either all numbers or all class names; if it marks a missing label, drop the rows "
+                             "without one or fill them in first") from None
         raise _non_numeric(str(path), [column], ["text"], (row, value, among_numbers)) from None
     if extra is not None:
         _refuse_extra_fields(path, ddf.columns, header, *extra)

@@ -174,3 +174,19 @@ def test_rows_with_more_fields_than_the_header_are_refused_naming_both_counts(tm
     (tmp_path / "first.csv").write_text("b,c,y\n" + "0.1,0.2,1\n" * 20)
     with pytest.raises(ValueError, match=r"row 20 has 4 fields but the header names 3 columns"):
         read_csv([str(tmp_path / "first.csv"), str(path)], label="y")
+
+
+def test_a_non_number_in_an_integer_label_column_past_the_sample_is_named(tmp_path, capsys):
+    """dask types the label column from its first rows (integers, read as float64): a '?' further
+    on gave pandas' "could not convert string to float: '?'", naming no column or row."""
+    rng = np.random.default_rng(0)
+    y = (np.arange(20_000) % 3).astype(str)
+    y[15_000] = "?"
+    frame = pd.DataFrame({"a": rng.random(20_000).round(4), "b": rng.random(20_000).round(4), "y": y})
+    path = tmp_path / "q.csv"
+    frame.to_csv(path, index=False)
+    assert path.stat().st_size > 256_000  # past dask's sample of the first rows
+    with pytest.raises(ValueError, match=r"q\.csv: row 15000 of label column 'y' holds '\?' among numbers"):
+        read_csv(str(path), label="y")
+    message = one_line_error(capsys, ["featurize", str(path), str(tmp_path / "s.zarr"), "--label-column", "y"])
+    assert "row 15000 of label column 'y' holds '?' among numbers" in message and "could not convert" not in message
