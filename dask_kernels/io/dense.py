@@ -30,6 +30,15 @@ def default_block_rows(n_features, itemsize=8, target_bytes=TARGET_BLOCK_BYTES):
     return max(1, int(target_bytes // max(1, n_features * itemsize)))
 
 
+def refuse_no_columns(shape, where):
+    """Refuse rows of no columns (shape ``(n, 0)``), naming ``where``: every map would make each
+    row's features of nothing, and the default blocks of such rows (:func:`default_block_rows`
+    of 0 columns: 32 Mi rows each) made a file of shape (10**15, 0) a graph of 3e7 tasks."""
+    if len(shape) == 2 and shape[1] == 0:
+        raise ValueError(f"{where}: the rows have no columns (shape {tuple(shape)}): there is nothing to make "
+                         "features of; give rows of at least one column")
+
+
 def _file_token(path):
     st = os.stat(path)
     return f"{os.path.abspath(path)}|{st.st_size}|{st.st_mtime_ns}"
@@ -70,6 +79,8 @@ def load_npy(path: str, ndim: int | None = None) -> np.ndarray:
     if ndim is not None and a.ndim != ndim:
         what = "a 2-d array of rows" if ndim == 2 else "a 1-d array"
         raise ValueError(f"{path}: expected {what}, found shape {a.shape}")
+    if ndim == 2:
+        refuse_no_columns(a.shape, path)
     return a
 
 
@@ -233,6 +244,7 @@ def read_zarr(url: str, component: str | None = None, *, block_rows: int | None 
     arr = zarr.open_array(url, path=component, mode="r", storage_options=storage_options)
     if arr.ndim != 2:
         raise ValueError(f"{url}: expected a 2-d array of rows, found shape {arr.shape}")
+    refuse_no_columns(arr.shape, url)
     rows = block_rows or arr.chunks[0]
     # Cheap content hash: metadata plus the first and last stored chunks.
     first = np.asarray(arr[: min(arr.chunks[0], arr.shape[0])])
@@ -258,6 +270,7 @@ def from_array(X, *, block_rows=None):
     X = f if f is not None else np.asarray(X)
     if X.ndim != 2:
         raise ValueError(f"expected a 2-d array of rows, found shape {X.shape}")
+    refuse_no_columns(X.shape, "X")
     if f is not None:
         return _mapped_rows(f, block_rows)
     rows = block_rows or default_block_rows(X.shape[1], X.dtype.itemsize)
