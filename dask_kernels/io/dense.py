@@ -64,15 +64,17 @@ def load_npy(path: str, ndim: int | None = None) -> np.ndarray:
                 if text.isprintable() or "\n" in text else "")
         raise ValueError(f"{path}: not a .npy file: it does not start with the .npy magic bytes "
                          f"b'\\x93NUMPY' but with {head[:16]!r}{kind}")
-    dtype = _header_dtype(path)
+    shape, dtype = _header(path)
     if dtype is not None and dtype.hasobject:  # numpy would say only "allow_pickle=False"
         raise ValueError(f"{path}: holds Python objects (dtype {dtype}), which only pickle can load; refused (loading "
                          "a pickle runs code from the file). Save numbers, or class names as fixed-width strings: "
                          "numpy.save(path, y.astype(str))")
     try:
         a = np.load(path, mmap_mode="r", allow_pickle=False)
-    except (ValueError, EOFError, OSError) as e:
+    except (ValueError, EOFError, OSError, OverflowError) as e:  # Overflow: a header's shape beyond a C long
         why = "empty file" if os.path.isfile(path) and os.path.getsize(path) == 0 else str(e) or type(e).__name__
+        if isinstance(e, OverflowError) and shape is not None:
+            why = f"its header gives shape {shape}, more elements than any array can hold; the file is damaged"
         raise ValueError(f"{path}: not a readable .npy file ({why})") from None
     if not isinstance(a, np.ndarray):  # np.load returns an NpzFile for a .npz renamed .npy
         raise ValueError(f"{path}: not a .npy file (an .npz archive?)")
@@ -84,16 +86,17 @@ def load_npy(path: str, ndim: int | None = None) -> np.ndarray:
     return a
 
 
-def _header_dtype(path):
-    """The dtype a ``.npy`` header declares, or None if the header cannot be read (np.load
-    then says why)."""
+def _header(path):
+    """``(shape, dtype)`` a ``.npy`` header declares, or ``(None, None)`` if the header cannot be
+    read (np.load then says why)."""
     try:
         with open(path, "rb") as f:
             version = np.lib.format.read_magic(f)
             read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
-            return read(f)[2]
+            shape, _, dtype = read(f)
+            return shape, dtype
     except (ValueError, OSError, EOFError):
-        return None
+        return None, None
 
 
 class MappedFile:
