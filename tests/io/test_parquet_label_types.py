@@ -48,3 +48,27 @@ def test_a_null_label_is_refused_naming_the_file_and_its_row(tmp_path, capsys, a
     message = one_line_error(capsys, ["featurize", path, str(tmp_path / "s.zarr"), "--label-column", "y",
                                       "--method", "gcws", "--param", "n_components=8", "--no-progress"])
     assert "t.parquet: row 17 (row group 1): label column 'y' is null" in message
+
+
+def test_a_too_long_class_name_is_refused_before_its_rows_are_decoded(tmp_path, capsys):
+    """40 rows repeating one 50 MiB class name (3 KB as zstd Parquet) made featurize allocate
+    2 GB decoding them before the names' length was checked; read dictionary-encoded, each
+    distinct name is held once and its length checked first, naming the file and the row.
+    (Smaller here: 1 MiB names, refused before with a message naming no file.)"""
+    big = "x" * (1 << 20)
+    y = pa.array(["a"] * 5 + [big] * 25, pa.large_string())
+    path = str(tmp_path / "t.parquet")
+    pq.write_table(pa.table({"a": np.arange(30.0), "y": y}), path, compression="zstd", row_group_size=10)
+    pattern = (r"t\.parquet: row 5 \(row group 0\): label column 'y' holds a class name of 1,048,576 characters, "
+               r"more than MAX_CLASS_CHARS = 256")
+    with pytest.raises(ValueError, match=pattern):
+        read_parquet(path, label="y")[1].compute()
+    message = one_line_error(capsys, ["featurize", path, str(tmp_path / "s.zarr"), "--label-column", "y",
+                                      "--method", "gcws", "--param", "n_components=8", "--no-progress"])
+    assert "t.parquet: row 5 (row group 0): label column 'y' holds a class name of 1,048,576 characters" in message
+    # names of at most MAX_CLASS_CHARS characters are read as before, a dictionary column too
+    ok = pa.array(["b" * 256, "a"] * 15, pa.large_string())
+    pq.write_table(pa.table({"a": np.arange(30.0), "y": ok}), path, row_group_size=10)
+    assert read_parquet(path, label="y")[1].compute().tolist() == ok.to_pylist()
+    pq.write_table(pa.table({"a": np.arange(30.0), "y": ok.dictionary_encode()}), path, row_group_size=10)
+    assert read_parquet(path, label="y")[1].compute().tolist() == ok.to_pylist()
