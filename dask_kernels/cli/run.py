@@ -154,8 +154,14 @@ def load_job(path):
             job = tomllib.load(f)
     except FileNotFoundError:
         raise JobError(f"job {path}: no such file") from None
+    except OSError as e:  # a folder, no permission: the OS's message names no job
+        raise JobError(f"job {path}: not readable ({e.strerror or e})") from None
     except tomllib.TOMLDecodeError as e:
         raise JobError(f"job {path}: not valid TOML ({e})") from None
+    except UnicodeDecodeError as e:  # TOML is UTF-8; tomllib decodes before parsing, naming no line
+        line = e.object[:e.start].count(b"\n") + 1  # e.object: the whole file, as read
+        raise JobError(f"job {path}: not valid TOML: line {line} holds byte {e.object[e.start:e.start + 1]!r}, "
+                       "not UTF-8 text (a TOML file is UTF-8; save the file as UTF-8)") from None
     base = os.path.dirname(os.path.abspath(path))
     unknown = sorted(set(job) - set(SECTIONS))
     if unknown:

@@ -26,8 +26,9 @@ class _JointReader:
         self.x, self.y = x, y
 
     def __call__(self, url, groups, n, identity):
-        tables = self.x.tables(url, groups, n, identity, dict.fromkeys((*self.x.columns, *self.y.columns)))
-        return self.x.rows(tables, n), self.y.rows(tables, n)
+        tables = self.x.tables(url, groups, n, identity, dict.fromkeys((*self.x.columns, *self.y.columns)),
+                               self.y.dictionary())
+        return self.x.rows(tables, n, url, groups, identity), self.y.rows(tables, n, url, groups, identity)
 
 
 def _reader_layer(A):

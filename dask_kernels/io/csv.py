@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .._compat import csv_float_options
-from .tabular import InputChoiceError, _non_numeric, default_columns, from_dataframe, partition_lengths
+from .tabular import InputChoiceError, _non_numeric, default_columns, from_dataframe
 
 if TYPE_CHECKING:  # names used only in annotations
     import dask.array as da
@@ -101,34 +101,63 @@ def read_csv(path: str, *, columns: list[str] | None = None, label: str | None =
     if columns is None:  # a column of text among the first rows: named before the data is read
         columns = default_columns(ddf, label)
     try:  # the one pass that parses every row
-        lengths, integers = _lengths(ddf, label if int_label else None)
+        lengths, integers, extra = _lengths(ddf, label if int_label else None)
     except ValueError:
-        found = _first_non_number(path, header, blocksize, storage_options, kwargs, floats)
+        # the label column too: read as float64 when its first rows hold integers
+        found = _first_non_number(path, header, blocksize, storage_options, kwargs,
+                                  floats + ([label] if int_label else []))
         if found is None:
             raise
         column, row, value, among_numbers = found
+        if int_label and column == label:
+            raise ValueError(f"{path}: row {row} of label column {label!r} holds {value!r} among numbers: labels are "
+                             "either all numbers or all class names; if it marks a missing label, drop the rows "
+                             "without one or fill them in first") from None
         raise _non_numeric(str(path), [column], ["text"], (row, value, among_numbers)) from None
+    if extra is not None:
+        _refuse_extra_fields(path, ddf.columns, header, *extra)
     if int_label and integers:  # integer class ids stay integers, as in the first rows
         ddf = ddf.assign(**{label: ddf[label].astype("int64")})
     return from_dataframe(ddf, columns=columns, label=label, lengths=lengths)
 
 
 def _lengths(ddf, label):
-    """Rows per partition, and whether every value of the float64 column ``label`` (if given)
-    is an integer (no missing one, which the labels' check refuses naming its row)."""
+    """``(rows per partition, whether every value of the float64 column label (if given) is an
+    integer (no missing one, which the labels' check refuses naming its row), (row, extra fields)
+    of the first partition whose rows have more fields than there are columns, or None)``."""
     import dask
 
-    if label is None:
-        return partition_lengths(ddf)[0], False
-    got = dask.compute(*[dask.delayed(_rows_integers)(p, label) for p in ddf.to_delayed()])
-    return tuple(n for n, _ in got), all(ok for _, ok in got)
+    got = dask.compute(*[dask.delayed(_partition_facts)(p, label) for p in ddf.to_delayed()])
+    lengths = tuple(n for n, _, _ in got)
+    extra = next(((sum(lengths[:i]), e) for i, (_, _, e) in enumerate(got) if e), None)
+    return lengths, label is not None and all(ok for _, ok, _ in got), extra
 
 
-def _rows_integers(df, label):
+def _refuse_extra_fields(path, columns, header, row, extra):
+    """The error for rows with ``extra`` fields more than the columns named: pandas reads the
+    extra leading fields as the row index, so a header one name short silently dropped the
+    first column. ``index_col=False`` is no better: pandas then drops the extra trailing fields,
+    with only a warning."""
+    k = len(columns)
+    names = ", ".join(map(str, columns[:5])) + (", ..." if k > 5 else "")
+    named = f"the header names {k} columns ({names})" if header is not False else f"the first line has {k} fields"
+    raise ValueError(f"{path}: row {row} has {k + extra} fields but {named}, so pandas would read "
+                     f"{'its first field' if extra == 1 else f'its first {extra} fields'} as the row index and drop "
+                     "it: name every column in the header, or remove the extra fields")
+
+
+def _partition_facts(df, label):
+    """``(rows, whether every value of column label is an integer (False without a label),
+    extra leading fields read as the index (0: none))`` of one partition."""
     import numpy as np
+    import pandas as pd
 
+    # read_csv gives a RangeIndex unless a row's extra leading fields were taken as the index
+    extra = 0 if isinstance(df.index, pd.RangeIndex) else df.index.nlevels
+    if label is None:
+        return len(df), False, extra
     y = df[label].to_numpy(dtype=np.float64)
-    return len(df), bool(np.all(np.isfinite(y) & (y == np.round(y)) & (np.abs(y) <= 2**53)))
+    return len(df), bool(np.all(np.isfinite(y) & (y == np.round(y)) & (np.abs(y) <= 2**53))), extra
 
 
 def csv_columns(path: str, *, label: str | None = None, header: bool | str = "auto",

@@ -30,6 +30,15 @@ def default_block_rows(n_features, itemsize=8, target_bytes=TARGET_BLOCK_BYTES):
     return max(1, int(target_bytes // max(1, n_features * itemsize)))
 
 
+def refuse_no_columns(shape, where):
+    """Refuse rows of no columns (shape ``(n, 0)``), naming ``where``: every map would make each
+    row's features of nothing, and the default blocks of such rows (:func:`default_block_rows`
+    of 0 columns: 32 Mi rows each) made a file of shape (10**15, 0) a graph of 3e7 tasks."""
+    if len(shape) == 2 and shape[1] == 0:
+        raise ValueError(f"{where}: the rows have no columns (shape {tuple(shape)}): there is nothing to make "
+                         "features of; give rows of at least one column")
+
+
 def _file_token(path):
     st = os.stat(path)
     return f"{os.path.abspath(path)}|{st.st_size}|{st.st_mtime_ns}"
@@ -55,34 +64,39 @@ def load_npy(path: str, ndim: int | None = None) -> np.ndarray:
                 if text.isprintable() or "\n" in text else "")
         raise ValueError(f"{path}: not a .npy file: it does not start with the .npy magic bytes "
                          f"b'\\x93NUMPY' but with {head[:16]!r}{kind}")
-    dtype = _header_dtype(path)
+    shape, dtype = _header(path)
     if dtype is not None and dtype.hasobject:  # numpy would say only "allow_pickle=False"
         raise ValueError(f"{path}: holds Python objects (dtype {dtype}), which only pickle can load; refused (loading "
                          "a pickle runs code from the file). Save numbers, or class names as fixed-width strings: "
                          "numpy.save(path, y.astype(str))")
     try:
         a = np.load(path, mmap_mode="r", allow_pickle=False)
-    except (ValueError, EOFError, OSError) as e:
+    except (ValueError, EOFError, OSError, OverflowError) as e:  # Overflow: a header's shape beyond a C long
         why = "empty file" if os.path.isfile(path) and os.path.getsize(path) == 0 else str(e) or type(e).__name__
+        if isinstance(e, OverflowError) and shape is not None:
+            why = f"its header gives shape {shape}, more elements than any array can hold; the file is damaged"
         raise ValueError(f"{path}: not a readable .npy file ({why})") from None
     if not isinstance(a, np.ndarray):  # np.load returns an NpzFile for a .npz renamed .npy
         raise ValueError(f"{path}: not a .npy file (an .npz archive?)")
     if ndim is not None and a.ndim != ndim:
         what = "a 2-d array of rows" if ndim == 2 else "a 1-d array"
         raise ValueError(f"{path}: expected {what}, found shape {a.shape}")
+    if ndim == 2:
+        refuse_no_columns(a.shape, path)
     return a
 
 
-def _header_dtype(path):
-    """The dtype a ``.npy`` header declares, or None if the header cannot be read (np.load
-    then says why)."""
+def _header(path):
+    """``(shape, dtype)`` a ``.npy`` header declares, or ``(None, None)`` if the header cannot be
+    read (np.load then says why)."""
     try:
         with open(path, "rb") as f:
             version = np.lib.format.read_magic(f)
             read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
-            return read(f)[2]
+            shape, _, dtype = read(f)
+            return shape, dtype
     except (ValueError, OSError, EOFError):
-        return None
+        return None, None
 
 
 class MappedFile:
@@ -233,6 +247,7 @@ def read_zarr(url: str, component: str | None = None, *, block_rows: int | None 
     arr = zarr.open_array(url, path=component, mode="r", storage_options=storage_options)
     if arr.ndim != 2:
         raise ValueError(f"{url}: expected a 2-d array of rows, found shape {arr.shape}")
+    refuse_no_columns(arr.shape, url)
     rows = block_rows or arr.chunks[0]
     # Cheap content hash: metadata plus the first and last stored chunks.
     first = np.asarray(arr[: min(arr.chunks[0], arr.shape[0])])
@@ -258,6 +273,7 @@ def from_array(X, *, block_rows=None):
     X = f if f is not None else np.asarray(X)
     if X.ndim != 2:
         raise ValueError(f"expected a 2-d array of rows, found shape {X.shape}")
+    refuse_no_columns(X.shape, "X")
     if f is not None:
         return _mapped_rows(f, block_rows)
     rows = block_rows or default_block_rows(X.shape[1], X.dtype.itemsize)

@@ -160,10 +160,11 @@ class _PartReader:
         self.storage_options, self.columns, self.dtype = storage_options, tuple(columns), np.dtype(dtype)
         self.column = column  # one column, returned 1-d (the label)
 
-    def tables(self, url, groups, n, identity, columns):
+    def tables(self, url, groups, n, identity, columns, dictionary=()):
         """The row groups' ``columns`` as Arrow tables, one per row group, from the file first
         seen: each read by pyarrow and checked against the footer (its rows, and each column
-        chunk's value count: a flat column holds one value or null per row)."""
+        chunk's value count: a flat column holds one value or null per row). The columns
+        ``dictionary`` are read dictionary-encoded (class names: each distinct name once)."""
         import fsspec
         import pyarrow.parquet as pq
 
@@ -175,7 +176,7 @@ class _PartReader:
         chunks = [leaves[c] for c in columns if c in leaves]
         tables = []
         with fs.open(p, "rb") as f:
-            reader = pq.ParquetFile(f, metadata=meta)
+            reader = pq.ParquetFile(f, metadata=meta, read_dictionary=list(dictionary) or None)
             for g in groups:
                 try:
                     # one thread: a task has one core (pyarrow's pool would take them all)
@@ -201,11 +202,11 @@ class _PartReader:
                                     f"the file's metadata said {n} when the job started")
         return tables
 
-    def rows(self, tables, n):
-        """The rows of :meth:`tables`' tables (``n`` in all, checked there), as one array."""
-        if self.dtype.kind == "O":  # a label column of class names: str objects (None where null)
-            parts = [_decoded(t.column(self.columns[0])).to_numpy(zero_copy_only=False) for t in tables]
-            return np.concatenate(parts) if parts else np.empty(0, object)
+    def rows(self, tables, n, url, groups, identity):
+        """The rows of :meth:`tables`' tables (``n`` in all, checked there) of row groups ``groups``
+        of ``url``, as one array."""
+        if self.column:
+            return self.labels(tables, url, groups, identity)
         out = np.empty((n, len(self.columns)), dtype=self.dtype)
         start = 0
         for table in tables:
@@ -213,10 +214,59 @@ class _PartReader:
                 table = table.select(list(self.columns))
             _to_rows(table, out[start:start + table.num_rows])
             start += table.num_rows
-        return out[:, 0] if self.column else out
+        return out
+
+    def labels(self, tables, url, groups, identity):
+        """The label column of the tables, in its own type: never through float64 (which rounds
+        integers above 2**53 and turns uint64 2**64 - 1 into 0). A null is refused here, naming
+        its row in the file: an integer or boolean column has no value for it."""
+        import pyarrow.compute as pc
+
+        def row(g, i):  # row i of row group g, as a row of the file
+            meta = _metadata(url, _options_json(self.storage_options), identity.size, identity.mtime)
+            return sum(meta.row_group(k).num_rows for k in range(g)) + i
+
+        name, parts = self.columns[0], []
+        for g, table in zip(groups, tables):
+            column = table.column(name)
+            if column.null_count:
+                i = int(np.flatnonzero(pc.is_null(column).to_numpy(zero_copy_only=False))[0])
+                raise ValueError(f"{url}: row {row(g, i)} (row group {g}): label column {name!r} is null; every "
+                                 "row needs a label: drop the rows without one or fill them in first")
+            if self.dtype.kind == "O":
+                _refuse_long_names(column, url, g, name, row)
+            parts.append(_decoded(column).to_numpy(zero_copy_only=False))
+        return np.concatenate(parts).astype(self.dtype, copy=False) if parts else np.empty(0, self.dtype)
+
+    def dictionary(self):
+        """The columns read dictionary-encoded: a label column of class names."""
+        return self.columns if self.column and self.dtype.kind == "O" else ()
 
     def __call__(self, url, groups, n, identity):
-        return self.rows(self.tables(url, groups, n, identity, self.columns), n)
+        tables = self.tables(url, groups, n, identity, self.columns, self.dictionary())
+        return self.rows(tables, n, url, groups, identity)
+
+
+def _refuse_long_names(column, url, g, name, row):
+    """Refuse a class name longer than :data:`~dask_kernels.labels.MAX_CLASS_CHARS` in the
+    dictionary-encoded ``column`` before it is decoded: 40 rows repeating one 50 MiB name, 3 KB
+    compressed, decoded to 2 GB (the names are checked again as labels, after decoding)."""
+    import pyarrow.compute as pc
+
+    from ..labels import MAX_CLASS_CHARS
+
+    start = 0
+    for chunk in column.chunks:
+        lengths = pc.utf8_length(chunk.dictionary).to_numpy(zero_copy_only=False)
+        if lengths.size and lengths.max() > MAX_CLASS_CHARS:  # the dictionary may hold names no row uses
+            codes = chunk.indices.to_numpy(zero_copy_only=False)
+            long = np.flatnonzero(lengths[codes] > MAX_CLASS_CHARS)
+            if long.size:
+                i = int(long[0])
+                raise ValueError(f"{url}: row {row(g, start + i)} (row group {g}): label column {name!r} holds a class "
+                                 f"name of {int(lengths[codes[i]]):,} characters, more than MAX_CLASS_CHARS = "
+                                 f"{MAX_CLASS_CHARS} (dask_kernels.labels); use shorter class names")
+        start += len(chunk)
 
 
 def _call(reader, part):
@@ -376,10 +426,11 @@ def read_parquet(path: str, *, columns: list[str] | None = None, label: str | No
         DataFrame index pandas or dask stored as a column (``__index_level_0__``,
         ``__null_dask_index__`` or a named index, as the file's pandas metadata lists them).
     label : str, optional
-        Label column, returned as a second array chunked like the rows: numbers, or class
-        names (a string column, returned as an object array of ``str``; a null is refused
-        where the labels are stored, naming the row); a dictionary-encoded column (pandas'
-        ``category``, R's factors) gives its values.
+        Label column, returned as a second array chunked like the rows: numbers in the
+        column's own type (int64 and uint64 exactly, bool), or class names (a string column,
+        returned as an object array of ``str``); a dictionary-encoded column (pandas'
+        ``category``, R's factors) gives its values. A null label is refused when the labels
+        are read, naming the file and its row.
     block_rows : int, optional
         Target rows per partition (row groups are never split); default about 32 MiB of float64
         input.

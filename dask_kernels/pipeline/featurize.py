@@ -21,7 +21,7 @@ from .._progress import local_progress, wait_futures
 from ..blocks import InputValueError, row_bounds, validate_block
 from .._config import switch
 from .._graph import active_client, shared_key
-from ..io.dense import MappedFile, file_identity, from_array, mapped, read_mapped
+from ..io.dense import MappedFile, file_identity, from_array, mapped, read_mapped, refuse_no_columns
 from ..io.sparse import SparsePartitions, from_sparse
 from ..sidecar import graph_arrays, map_arrays, write_group
 from ..io._layers import name_input_error, read_together, row_label_pairs
@@ -50,12 +50,15 @@ def _as_source(X, block_rows, lazy=False):
     """("dense", dask array chunked along rows only) or ("sparse", SparsePartitions); ``lazy``:
     dense row chunks of unknown sizes are taken (a lazy result needs no row offsets)."""
     if isinstance(X, SparsePartitions):
+        refuse_no_columns(X.shape, "X")
         return "sparse", X
     if sp.issparse(X):  # checked whole: slicing a malformed matrix silently drops entries
+        refuse_no_columns(X.shape, "X")
         return "sparse", from_sparse(validate_block(X), block_rows=block_rows)
     if isinstance(X, da.Array):
         if X.ndim != 2:
             raise ValueError(f"expected 2-d rows, got shape {X.shape}")
+        refuse_no_columns(X.shape, "X")
         if len(X.chunks[1]) > 1:
             X = X.rechunk({1: -1})
         if not lazy and (np.isnan(X.shape[0]) or any(np.isnan(c) for c in X.chunks[0])):

@@ -138,6 +138,19 @@ def test_invalid_toml_names_the_file(tmp_path, capsys):
     assert f"job {job}: not valid TOML" in capsys.readouterr().err
 
 
+def test_a_job_file_not_utf8_or_not_a_file_names_the_job(tmp_path, capsys):
+    """Before: "error: 'utf-8' codec can't decode byte 0xff in position 17" and "error: [Errno 21]
+    Is a directory: 'jobs'", naming no job file."""
+    job = tmp_path / "latin1.toml"
+    job.write_bytes(b'[input]\npath = "x\xff.npy"\n')
+    assert main(["run", str(job)]) == 1
+    err = capsys.readouterr().err
+    assert f"job {job}: not valid TOML: line 2 holds byte b'\\xff', not UTF-8 text" in err, err
+    assert len(err.strip().splitlines()) == 1
+    assert main(["run", str(tmp_path)]) == 1
+    assert f"job {tmp_path}: not readable (Is a directory)" in capsys.readouterr().err
+
+
 def test_the_deploy_example_job_file_is_valid():
     job = load_job(os.path.join(ROOT, "deploy", "job.toml"))
     names = [argv[0] for _, argv, _ in steps(job, ["--scheduler-file", "/run/dask/scheduler.json"])]

@@ -158,3 +158,35 @@ def test_a_header_with_numbers_among_its_names_reads_as_names(tmp_path):
     assert X.compute().tolist() == [[1, 2], [4, 5]] and y.compute().tolist() == ["a", "b"]
     (tmp_path / "one.csv").write_text("y\n1\n2\n")  # a single column named like the label
     assert read_csv(str(tmp_path / "one.csv"), columns=[], label="y")[1].compute().tolist() == [1, 2]
+
+
+def test_rows_with_more_fields_than_the_header_are_refused_naming_both_counts(tmp_path, capsys):
+    """A header one name short made pandas read each row's first field as the row index: the
+    first column was dropped and every other column shifted onto the wrong name, exit 0."""
+    path = tmp_path / "extra.csv"
+    path.write_text("b,c,y\n0.1,0.2,0.3,1\n0.4,0.5,0.6,0\n0.7,0.8,0.9,1\n")
+    with pytest.raises(ValueError, match=r"extra\.csv: row 0 has 4 fields but the header names 3 columns"):
+        read_csv(str(path), label="y")
+    message = one_line_error(capsys, ["featurize", str(path), str(tmp_path / "s.zarr"), "--label-column", "y"])
+    assert "row 0 has 4 fields but the header names 3 columns (b, c, y)" in message
+    assert not os.path.exists(tmp_path / "s.zarr")
+    # the extra fields in a later partition only (its file's first line is the same header)
+    (tmp_path / "first.csv").write_text("b,c,y\n" + "0.1,0.2,1\n" * 20)
+    with pytest.raises(ValueError, match=r"row 20 has 4 fields but the header names 3 columns"):
+        read_csv([str(tmp_path / "first.csv"), str(path)], label="y")
+
+
+def test_a_non_number_in_an_integer_label_column_past_the_sample_is_named(tmp_path, capsys):
+    """dask types the label column from its first rows (integers, read as float64): a '?' further
+    on gave pandas' "could not convert string to float: '?'", naming no column or row."""
+    rng = np.random.default_rng(0)
+    y = (np.arange(20_000) % 3).astype(str)
+    y[15_000] = "?"
+    frame = pd.DataFrame({"a": rng.random(20_000).round(4), "b": rng.random(20_000).round(4), "y": y})
+    path = tmp_path / "q.csv"
+    frame.to_csv(path, index=False)
+    assert path.stat().st_size > 256_000  # past dask's sample of the first rows
+    with pytest.raises(ValueError, match=r"q\.csv: row 15000 of label column 'y' holds '\?' among numbers"):
+        read_csv(str(path), label="y")
+    message = one_line_error(capsys, ["featurize", str(path), str(tmp_path / "s.zarr"), "--label-column", "y"])
+    assert "row 15000 of label column 'y' holds '?' among numbers" in message and "could not convert" not in message

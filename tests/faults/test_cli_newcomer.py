@@ -33,6 +33,10 @@ def files(tmp_path_factory):
     raw = (d / "X.npy").read_bytes()
     (d / "truncated.npy").write_bytes(raw[: len(raw) // 2])
     (d / "empty.npy").write_bytes(b"")
+    for name, shape in (("huge.npy", (2**64, 1)), ("huge_labels.npy", (2**64,))):  # numpy: OverflowError
+        h = ("{'descr': '<f8', 'fortran_order': False, 'shape': %r, }" % (shape,)).encode()
+        h += b" " * (64 - (10 + len(h) + 1) % 64) + b"\n"
+        (d / name).write_bytes(b"\x93NUMPY\x01\x00" + len(h).to_bytes(2, "little") + h + b"\0" * 800)
     np.savez(d / "arch.npz", X=X)
     os.rename(d / "arch.npz", d / "archive.npy")
     np.save(d / "one_d.npy", X[:, 0])
@@ -50,6 +54,8 @@ def files(tmp_path_factory):
     ("truncated.npy", "not a readable .npy file (mmap length is greater than file size)"),
     ("archive.npy", "not a .npy file (an .npz archive?)"),
     ("one_d.npy", "expected a 2-d array of rows, found shape (60,)"),
+    ("huge.npy", "not a readable .npy file (its header gives shape (18446744073709551616, 1), more elements than "
+                 "any array can hold; the file is damaged)"),
 ])
 def test_a_damaged_npy_input_is_one_line_naming_it(files, capsys, name, why):
     out = files / "out.npy"
@@ -77,6 +83,8 @@ def test_wrong_width_is_found_before_a_cluster_starts(files, capsys, monkeypatch
     ("objects.npy", "holds Python objects (dtype object), which only pickle can load; refused (loading a pickle "
                     "runs code from the file). Save numbers, or class names as fixed-width strings: "
                     "numpy.save(path, y.astype(str))"),
+    ("huge_labels.npy", "not a readable .npy file (its header gives shape (18446744073709551616,), more elements "
+                        "than any array can hold; the file is damaged)"),
 ])
 def test_damaged_or_pickled_labels_are_one_line_naming_them(files, capsys, labels, why):
     line = one_line_error(capsys, ["train", str(files / "X.npy"), "--labels", str(files / labels), "-o", str(files / "m.dk")])

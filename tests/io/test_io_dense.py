@@ -88,3 +88,39 @@ def test_a_mapping_of_a_replaced_file_keeps_its_own_rows(tmp_path, caplog):
     assert d.name.startswith("ndarray-")
     np.testing.assert_array_equal(d.compute(), X)
     assert "x.npy: the file no longer holds the rows this array maps" in caplog.text
+
+
+def _npy_header_only(path, shape):
+    """A .npy file of float64 ``shape`` holding no data (its rows have no columns)."""
+    import struct
+
+    h = ("{'descr': '<f8', 'fortran_order': False, 'shape': %r, }" % (shape,)).encode()
+    h += b" " * (64 - (10 + len(h) + 1) % 64) + b"\n"
+    with open(path, "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(h)) + h)
+    return str(path)
+
+
+def test_rows_of_no_columns_are_refused_up_front_naming_the_input(tmp_path, capsys):
+    """A .npy of shape (100, 0) was featurized into 100 rows of codes made of nothing, and one of
+    shape (10**15, 0) took 60 s and 5 GB before a MemoryError in dask's tokenize (default blocks
+    of 32 Mi rows of no columns: 3e7 of them)."""
+    import dask.array as da
+
+    from _cli import one_line_error
+    from dask_kernels import GCWS, featurize
+
+    small = str(tmp_path / "z.npy")
+    np.save(small, np.zeros((100, 0)))
+    huge = _npy_header_only(tmp_path / "huge.npy", (10**15, 0))
+    for p in (small, huge):
+        with pytest.raises(ValueError, match=r"huge\.npy|z\.npy"):
+            read_npy(p)
+        message = one_line_error(capsys, ["featurize", p, str(tmp_path / "s.zarr"), "--no-progress"])
+        assert p in message and "no columns" in message
+    assert not os.path.exists(tmp_path / "s.zarr")
+    for X in (np.zeros((100, 0)), np.zeros((10**15, 0)), da.zeros((100, 0), chunks=(10, 0)), sp.csr_matrix((100, 0))):
+        with pytest.raises(ValueError, match=r"the rows have no columns \(shape \(\d+, 0\)\)"):
+            featurize(X, GCWS(n_components=8))
+    with pytest.raises(ValueError, match="no columns"):
+        featurize(np.zeros((100, 0)), GCWS(n_components=8), store=str(tmp_path / "t.zarr"), progress=False)
