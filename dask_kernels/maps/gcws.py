@@ -440,11 +440,11 @@ class GCWS(FeatureMap):
 
         Parameters
         ----------
-        X : array-like or sparse matrix of shape (n_samples, n_features_in_)
+        X : array-like or sparse matrix of shape (n_samples, n_features)
 
         Returns
         -------
-        ndarray or csr_matrix of float64, shape (n_samples, n_features_in_)
+        ndarray or csr_matrix of float64, shape (n_samples, n_features)
             CSR stays CSR without a center or a shift.
 
         Examples
