@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import os
 import posixpath
 import re
+
+from .._files import file_problem
 
 #: the folder name of an appended segment inside its store (segments/seg-<16 hex digits>)
 SEGMENT_NAME = re.compile(r"^seg-[0-9a-f]{16}$")
@@ -18,6 +21,10 @@ SEGMENT_NAME = re.compile(r"^seg-[0-9a-f]{16}$")
 
 class StoreError(ValueError):
     """A store that cannot be used as it is (not ours, malformed attributes, edited spec)."""
+
+
+class StoreIntegrityError(StoreError):
+    """A stored block does not match its done record (damaged, missing or swapped chunk)."""
 
 
 def _storage_kwargs(storage_options):
@@ -93,6 +100,44 @@ def refuse_foreign(path, detail):
     raise StoreError(f"{path} exists and is not a dask_kernels feature store ({detail}); refusing to write "
                      "there, with or without overwrite=True (overwrite replaces only a feature store). Choose "
                      "another path, or move its contents away yourself.")
+
+
+#: A chunk file (or shard) larger than this many times its array's uncompressed bytes, plus
+#: ``CHUNK_SLACK``, is refused before it is read: zstd, the CRC32C and a shard's index add far less.
+CHUNK_GROWTH, CHUNK_SLACK = 2, 2**16
+
+
+def _local_root(store):
+    """The local folder of a zarr store, or None for a remote one (read without this check)."""
+    root = getattr(store, "root", None)  # zarr's LocalStore
+    if root is not None:
+        return str(root)
+    fs = getattr(store, "fs", None)  # FsspecStore: file:// URLs are local files too
+    if fs is not None and "file" in (fs.protocol if isinstance(fs.protocol, tuple) else (fs.protocol,)):
+        return store.path
+    return None
+
+
+def check_chunk_file(arr, block, where):
+    """Refuse the local file holding ``block`` of ``arr`` (its chunk, or the shard holding it)
+    before zarr reads it whole: a FIFO would hang the read, a link to a device (/dev/zero) or
+    an oversized file would exhaust memory. One ``stat``; a missing file passes (zarr reads
+    fill values, which the block's digest then refuses). Remote stores are not checked: their
+    objects are neither pipes nor devices, and a size costs a round trip per block."""
+    root = _local_root(arr.store)
+    if root is None:
+        return
+    rows = arr.shards[0] if arr.shards is not None else arr.chunks[0]
+    key = arr.metadata.encode_chunk_key((block * arr.chunks[0] // rows,) + (0,) * (arr.ndim - 1))
+    file = os.path.join(root, *arr.path.split("/"), *key.split("/"))
+    nbytes = rows * math.prod(arr.chunks[1:]) * arr.dtype.itemsize
+    try:
+        problem = file_problem(file, CHUNK_GROWTH * nbytes + CHUNK_SLACK)
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    if problem is not None:
+        raise StoreIntegrityError(f"{where}: its chunk file {file} {problem}; not read. Remove it and re-run "
+                                  "featurize with the same arguments to rewrite the block")
 
 
 # -- symbolic links and nesting ------------------------------------------------------------------
