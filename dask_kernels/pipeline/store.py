@@ -128,6 +128,12 @@ class BlockReader:
                 raise
             raise StoreIntegrityError(f"{where}: the chunk's CRC32C does not match (damaged chunk); re-run "
                                       "featurize with the same arguments to rewrite it") from None
+        except (RuntimeError, OSError, EOFError) as e:  # a decompressor's (zstd, gzip): it names nothing
+            codecs = ", ".join(c.to_dict()["name"] for c in arr.metadata.codecs)
+            raise StoreIntegrityError(f"{where}: the chunk cannot be decoded with the codecs its zarr.json names "
+                                      f"([{codecs}]): {type(e).__name__}: {e}; the chunk is damaged or the metadata "
+                                      "was edited: re-run featurize with the same arguments, or with overwrite=True"
+                                      ) from None
         if verify and self.info["format"] >= 2:
             rec = self.record(i) if record is None else record
             if not record_ok(rec, self.info, [i], check=False)[0]:
