@@ -156,6 +156,8 @@ def load_job(path):
         raise JobError(f"job {path}: no such file") from None
     except tomllib.TOMLDecodeError as e:
         raise JobError(f"job {path}: not valid TOML ({e})") from None
+    except RecursionError:  # tomllib parses nested arrays recursively: [[[[... thousands deep
+        raise JobError(f"job {path}: not valid TOML (arrays or tables nested too deep to parse)") from None
     base = os.path.dirname(os.path.abspath(path))
     unknown = sorted(set(job) - set(SECTIONS))
     if unknown:

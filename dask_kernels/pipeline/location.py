@@ -83,10 +83,9 @@ def inspect_path(path, storage_options=None):
     if not names:
         return "empty", None
     if "zarr.json" in names:
-        try:
-            meta = json.loads(fs.cat_file(p.rstrip("/") + "/zarr.json"))
-        except (ValueError, UnicodeDecodeError):
-            return "foreign", "its zarr.json is not valid JSON"
+        meta, problem = read_marker(fs, p, "zarr.json")
+        if problem is not None:
+            return "foreign", f"its zarr.json {problem}"
         if is_store_meta(meta):
             return "ours", meta
         return "foreign", "it is a Zarr v3 group or array without dask_kernels attributes"
@@ -173,15 +172,26 @@ MODEL_FORMAT_PREFIX = "dask-kernels-model-"
 MAX_MARKER_BYTES = 256 * 2**20
 
 
-def _marker(fs, p, name):
-    """The JSON object in file ``name`` of folder ``p``, or None."""
+def read_marker(fs, p, name):
+    """``(JSON value, None)`` of file ``name`` of folder ``p`` (zarr.json, model.json: what tells
+    what a folder is), or ``(None, why not)``: not a regular file (a FIFO would block the read),
+    larger than MAX_MARKER_BYTES, unreadable or not JSON (nested too deep for the parser too)."""
     f = p.rstrip("/") + "/" + name
     try:
-        if not fs.isfile(f) or fs.size(f) > MAX_MARKER_BYTES:
-            return None
-        meta = json.loads(fs.cat_file(f))
-    except (OSError, ValueError, RecursionError):
-        return None
+        if not fs.isfile(f):
+            return None, "is not a regular file"
+        if fs.size(f) > MAX_MARKER_BYTES:
+            return None, f"is larger than {MAX_MARKER_BYTES:,} bytes"
+        return json.loads(fs.cat_file(f)), None
+    except OSError as e:
+        return None, f"cannot be read ({e})"
+    except (ValueError, RecursionError):  # JSONDecodeError, UnicodeDecodeError; RecursionError: [[[[...
+        return None, "is not valid JSON"
+
+
+def _marker(fs, p, name):
+    """The JSON object in file ``name`` of folder ``p``, or None."""
+    meta, _ = read_marker(fs, p, name)
     return meta if isinstance(meta, dict) else None
 
 
