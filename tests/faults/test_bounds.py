@@ -203,3 +203,14 @@ def test_train_rank_beyond_its_bounds_is_one_line_before_training(small, tmp_pat
                                        "-o", str(tmp_path / "m"), "--rank", str(rank), "--no-progress"])
     assert time.perf_counter() - t < CLI_FAST and "rank" in line and says in line, line
     assert not (tmp_path / "m").exists()
+
+
+# -- booleans are no integers ----------------------------------------------------------------------
+@pytest.mark.parametrize("param, says", [("n_components=true", "NRFF's n_components takes no true/false"),
+                                         ("gamma=false", "NRFF's gamma takes no true/false")])
+def test_true_is_no_count_for_a_numeric_param(small, tmp_path, capsys, param, says):
+    out = tmp_path / "out.zarr"
+    line = one_line_error(capsys, ["featurize", str(small / "X.npy"), str(out), "--method", "nrff",
+                                   "--param", param])
+    assert f"--param {param}: {says}" in line, line
+    assert not out.exists()
