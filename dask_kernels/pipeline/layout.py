@@ -174,7 +174,8 @@ def _validate_records(group, info, path, keys):
     a zarr.json edited to another dtype reads the same bytes as other numbers, and one edited to
     other codecs fails deep in a decompressor naming nothing."""
     fix = "its metadata (zarr.json) was edited: restore it, or re-run featurize with overwrite=True"
-    records = _need(info, "arrays", path, dict, lambda v: sorted(v) == sorted(keys) and all(map(_record_ok, v.values())),
+    records = _need(info, "arrays", path, dict,
+                    lambda v: sorted(v) == sorted(keys) and all(map(_record_ok, v.values())),
                     f"a record {{dtype, codecs}} of each of the store's arrays ({', '.join(sorted(keys))})")
     for name in sorted(keys):
         got, want = array_record(group[name]), records[name]

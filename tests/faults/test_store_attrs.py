@@ -159,7 +159,8 @@ def _gzip(m):
 
 
 @pytest.mark.parametrize("name, edit, message", [
-    ("labels", _retype("float64"), r"array 'labels' has dtype float64 in its zarr.json, the store was written with '<i8'"),
+    ("labels", _retype("float64"),
+     r"array 'labels' has dtype float64 in its zarr.json, the store was written with '<i8'"),
     ("done", _retype("int64"), r"array 'done' has dtype int64"),
     ("features", _no_crc, r"array 'features' has codecs \[bytes, zstd\] in its zarr.json, the store was written "
                           r"with \[bytes, zstd, crc32c\]"),
