@@ -25,6 +25,8 @@ import zlib
 
 import numpy as np
 
+from ._files import file_problem
+
 _META = "__meta__"
 #: Bytes loading may allocate per byte of the file on disk (np.savez stores, ratio ~1).
 MAX_RATIO = 16
@@ -94,6 +96,9 @@ def _remove_stale_temps(folder, base):
 
 
 def _budget(path, max_bytes):
+    problem = file_problem(path, 2**63)  # a FIFO would block the zip reader, a device never end
+    if problem is not None:
+        raise ValueError(f"{path} {problem}; refusing to read it")
     budget = MIN_BUDGET + MAX_RATIO * os.path.getsize(path)
     return budget if max_bytes is None else min(budget, int(max_bytes))
 

@@ -134,6 +134,19 @@ def parse_params(items, flag="--param"):
     return params
 
 
+def _refuse_bools_as_numbers(cls, params, flag):
+    """Refuse true/false for a parameter that takes no boolean: the constraints follow scikit-learn's,
+    whose Interval counts True as the integer 1 (``n_components=true`` made a width-1 store)."""
+    from .._params import declared_constraints
+
+    constraints = declared_constraints(cls)
+    for name, value in params.items():
+        takes = constraints.get(name, "no_validation")
+        if isinstance(value, bool) and takes != "no_validation" and not any(c in ("boolean", bool) for c in takes):
+            raise UsageError(f"{flag} {name}={str(value).lower()}: {cls.__name__}'s {name} takes no true/false "
+                             "(a number or a name: see the map's parameters)")
+
+
 def make_map(method, params, flag="--param", others=()):
     """An (unfitted) feature map of ``method`` with ``params``, parameters validated now;
     ``others``: the command's methods that are no map (``train``'s raw), listed when unknown."""
@@ -147,6 +160,7 @@ def make_map(method, params, flag="--param", others=()):
     unknown = sorted(set(params) - set(known))
     if unknown:
         raise UsageError(f"{flag} {unknown[0]}: {method} has no such parameter; known: {', '.join(known)}")
+    _refuse_bools_as_numbers(cls, params, flag)
     fmap = cls(**params)
     try:
         fmap._validate_params()

@@ -79,7 +79,7 @@ def _command_method(args):
         try:
             with open(spec_path) as f:
                 method = json.load(f).get("method")
-        except (OSError, ValueError, AttributeError):
+        except (OSError, ValueError, AttributeError, RecursionError):  # RecursionError: [[[[... nested too deep
             return None  # the command reports a bad --spec itself, with its own message
     elif method is None and not getattr(args, "append", False):  # an append runs the store's map
         method = getattr(args, "default_method", None)

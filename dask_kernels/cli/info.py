@@ -149,10 +149,12 @@ def run(args):
 
     path = existing(args.store, "path")
     if not is_store(path):
-        from ..learn.persist import check_model_path
+        from ..learn.persist import UnreadableModelFile, check_model_path
 
         try:
             is_model = check_model_path(path, overwrite=True) == "model"
+        except UnreadableModelFile as e:
+            raise UsageError(f"{args.store}: {e}") from None
         except (OSError, ValueError):
             is_model = False
         if not is_model:

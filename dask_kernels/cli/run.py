@@ -88,6 +88,21 @@ class JobError(UsageError):
     pass
 
 
+def _not_json(value):
+    """The first item of ``value`` (TOML, so at most a few hundred levels deep) that JSON cannot hold,
+    else None."""
+    todo = [value]
+    while todo:
+        v = todo.pop()
+        if isinstance(v, dict):
+            todo.extend(v.values())
+        elif isinstance(v, list):
+            todo.extend(v)
+        elif not isinstance(v, (str, int, float)):  # bool is an int: true and false pass
+            return v
+    return None
+
+
 def _check(where, table, keys, base):
     """``[(key, flag, value-as-text-or-bool)]`` of a table, every key and type checked."""
     if not isinstance(table, dict):
@@ -111,6 +126,11 @@ def _check(where, table, keys, base):
         elif kind == "table":
             if not isinstance(value, dict):
                 raise JobError(f"{name}: expected a table like {{ n_components = 256 }}, got {value!r}")
+            for k, v in value.items():  # passed on as --param k=<JSON>: TOML dates and times have no JSON form
+                bad = _not_json(v)
+                if bad is not None:
+                    raise JobError(f"{name} {k}: a TOML {type(bad).__name__} ({bad}) is not a parameter value; give "
+                                   "a number, a string, true/false or an array of those")
         elif kind == "names":
             names = value.split(",") if isinstance(value, str) else value
             if not isinstance(names, list) or not names or not all(isinstance(n, str) and n.strip() and "," not in n
@@ -162,6 +182,8 @@ def load_job(path):
         line = e.object[:e.start].count(b"\n") + 1  # e.object: the whole file, as read
         raise JobError(f"job {path}: not valid TOML: line {line} holds byte {e.object[e.start:e.start + 1]!r}, "
                        "not UTF-8 text (a TOML file is UTF-8; save the file as UTF-8)") from None
+    except RecursionError:  # tomllib parses nested arrays recursively: [[[[... thousands deep
+        raise JobError(f"job {path}: not valid TOML (arrays or tables nested too deep to parse)") from None
     base = os.path.dirname(os.path.abspath(path))
     unknown = sorted(set(job) - set(SECTIONS))
     if unknown:

@@ -18,6 +18,7 @@ import shutil
 import tempfile
 from typing import Any
 
+from .._files import file_problem
 from .._versions import check_saved, estimator_class, versions
 from ..pipeline.fingerprint import check_feature_names
 from ..pipeline.location import filesystem, local_path, refuse_nesting
@@ -149,11 +150,17 @@ def _save_remote(url, overwrite, storage_options, write_files):
     return url
 
 
+class UnreadableModelFile(ValueError):
+    """A model.json that is no file to read (a FIFO, a device, too large): said as it is, not as
+    "not a saved model", since a reader that tried would hang or exhaust memory."""
+
+
 def _read_model_json(path):
     """model.json of directory ``path`` as a dict, or ValueError naming the file."""
     file = os.path.join(path, "model.json")
-    if os.path.getsize(file) > MAX_JSON_BYTES:
-        raise ValueError(f"{file} is larger than {MAX_JSON_BYTES:,} bytes: not a model file")
+    problem = file_problem(file, MAX_JSON_BYTES)  # before opening: a FIFO would block, a device never end
+    if problem is not None:
+        raise UnreadableModelFile(f"{file} {problem}: not a model file; refusing to read it")
     try:
         with open(file, "rb") as f:
             meta = json.loads(f.read())
@@ -167,6 +174,8 @@ def _read_model_json(path):
 def _is_model_json(path):
     try:
         return _read_model_json(path).get("format") in MODEL_FORMATS
+    except UnreadableModelFile:
+        raise
     except (OSError, ValueError):
         return False
 
@@ -296,7 +305,7 @@ def read_model(path: str | os.PathLike, *, max_bytes: int | None = None,
     if local_path(path) is None:
         return _load_remote(path.rstrip("/"), max_bytes, storage_options)
     path = local_path(path)
-    if not os.path.isfile(os.path.join(path, "model.json")):
+    if not os.path.exists(os.path.join(path, "model.json")):  # a FIFO or device: refused naming it below
         raise FileNotFoundError(f"{path} is not a saved model (no {os.path.join(path, 'model.json')})")
     meta = _read_model_json(path)
     where = os.path.join(path, "model.json")
@@ -332,7 +341,7 @@ def read_model(path: str | os.PathLike, *, max_bytes: int | None = None,
         raise ValueError(f"{where}: estimator.state must be an object")
     if zero_based is not None and not isinstance(zero_based, bool):
         raise ValueError(f"{where}: svmlight_zero_based must be true, false or null, got {zero_based!r}")
-    if not os.path.isfile(os.path.join(path, "arrays.npz")):  # e.g. only model.json was copied
+    if not os.path.exists(os.path.join(path, "arrays.npz")):  # e.g. only model.json was copied
         raise ValueError(f"{path}: incomplete saved model: arrays.npz is missing (copy the whole folder)")
     arrays, _ = load_npz(os.path.join(path, "arrays.npz"), max_bytes=max_bytes)
     set_state(estimator, arrays, state, where=f"{path} (estimator state)")

@@ -22,6 +22,7 @@ from scipy.special import log_softmax, softmax
 
 from .._estimator import ClassifierMixin, Estimator, available_if, check_is_fitted, check_random_state, column_or_1d
 from .._params import Interval, ParameterConstraints, StrOptions
+from ..maps._bounds import MAX_TABLE_BYTES, refuse_above
 from ._softmax_kernels import code_hidden, sgd_block
 
 __all__ = ["SoftmaxSGD", "feeds_codes", "takes_rows"]
@@ -68,6 +69,24 @@ def _has_probabilities(est: SoftmaxSGD) -> bool:
         raise AttributeError(f"{type(est).__name__}(loss={est.loss!r}) has no probabilities: its scores are "
                              "margins; train with loss='log_loss' for predict_proba")
     return True
+
+
+#: Largest bottleneck rank: as many as classes there can be (dask_kernels.labels.MAX_CLASSES); a
+#: bottleneck as wide as the classes already saves nothing.
+MAX_RANK = 2**14
+
+
+def check_rank(rank: int | None, n_weights: int, average: bool | int = False) -> None:
+    """Refuse a bottleneck whose weights U (``n_weights`` x ``rank`` float64, twice with averaging)
+    would take more than :data:`~dask_kernels.maps._bounds.MAX_TABLE_BYTES`, before they are made."""
+    if rank is None:
+        return
+    copies = 2 if average else 1
+    refuse_above(8 * int(n_weights) * int(rank) * copies, MAX_TABLE_BYTES,
+                 f"SoftmaxSGD: rank={int(rank):,} makes the bottleneck U {int(n_weights):,} (the features it "
+                 f"learns from; on codes 2**code_bits x hashes) x {int(rank):,} float64"
+                 f"{' twice (average)' if copies == 2 else ''}: {{value:,}} bytes, more than the bound of "
+                 "{bound:,}; lower rank (--rank on the command line)")
 
 
 class SoftmaxSGD(ClassifierMixin, Estimator):
@@ -175,7 +194,7 @@ class SoftmaxSGD(ClassifierMixin, Estimator):
     _parameter_constraints = ParameterConstraints({
         "loss": [StrOptions({"log_loss", "hinge"})],
         "code_bits": [Interval(numbers.Integral, 1, 16, closed="both"), None],
-        "rank": [Interval(numbers.Integral, 1, None, closed="left"), None],
+        "rank": [Interval(numbers.Integral, 1, MAX_RANK, closed="both"), None],
         "alpha": [Interval(numbers.Real, 0, None, closed="left")],
         "learning_rate": [StrOptions({"constant", "invscaling"})],
         "eta0": [Interval(numbers.Real, 0, None, closed="neither")],
@@ -277,6 +296,7 @@ class SoftmaxSGD(ClassifierMixin, Estimator):
             self.weights_ = np.zeros((n_weights, C))
             self.output_weights_ = np.zeros((C, 0))
         else:  # Glorot and Bengio (2010), as the thesis initializes a bottleneck
+            check_rank(self.rank, n_weights, self.average)
             r = int(self.rank)
             rs = check_random_state(self.random_state)
             self.output_weights_ = rs.uniform(-1, 1, (C, r)) * np.sqrt(6.0 / (C + r))

@@ -216,6 +216,13 @@ def stats_to_state(rule, stats):
     return {"rule": rule, "min": stats[0].tolist(), "max": stats[1].tolist()}
 
 
+def _numbers(values):
+    """Whether ``values`` is a list of JSON numbers (ints or floats, not bools) or a numeric array."""
+    if isinstance(values, np.ndarray):
+        return values.dtype.kind in "iuf"
+    return isinstance(values, list) and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in values)
+
+
 def state_to_stats(state, n_features, key):
     """``(rule, stats)`` of a spec's ``state['scale']``, checked (ValueError naming ``key``)."""
     if not isinstance(state, dict) or state.get("rule") not in RULES:
@@ -226,10 +233,9 @@ def state_to_stats(state, n_features, key):
         raise ValueError(f"{key}: rule {rule!r} has the keys {sorted(('rule', *names))}, got {sorted(state)}")
     stats = []
     for name in names:
-        try:
-            v = np.asarray(state[name], dtype=np.float64)
-        except (TypeError, ValueError):
-            raise ValueError(f"{key}[{name!r}]: expected a list of numbers") from None
+        if not _numbers(state[name]):  # np.asarray(..., float64) would read "1" and true as 1.0
+            raise ValueError(f"{key}[{name!r}]: expected a list of numbers (not strings or true/false)")
+        v = np.asarray(state[name], dtype=np.float64)
         if v.shape != (n_features,):
             raise ValueError(f"{key}[{name!r}]: has shape {v.shape}, expected ({n_features},)")
         bad = np.flatnonzero(~(np.abs(v) <= SCALE_MAX))

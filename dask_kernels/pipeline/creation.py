@@ -11,7 +11,7 @@ import warnings
 
 import numpy as np
 
-from .layout import CLASSES_FORMAT, OWN_FILE, OWN_FOLDER, SHARDED_FORMAT, STORE_FORMAT
+from .layout import CLASSES_FORMAT, OWN_FILE, OWN_FOLDER, SHARDED_FORMAT, STORE_FORMAT, array_record
 from .location import StoreError, filesystem, inspect_path, local_path, open_group, refuse_foreign
 from .records import RECORD_FIELDS
 
@@ -81,6 +81,8 @@ def _build(path, storage_options, *, n_rows, block_rows, width, dtype, columns, 
     g.create_array("done", shape=(n_blocks, len(RECORD_FIELDS)), chunks=(1, len(RECORD_FIELDS)), dtype="uint64",
                    fill_value=0, compressors=_codecs(None, checksums), dimension_names=("block", "field"),
                    **shards(1, len(RECORD_FIELDS)))
+    # each array's dtype and codecs as written: opening refuses a zarr.json edited to read it otherwise
+    g.attrs["dask_kernels"] = dict(meta, arrays={name: array_record(g[name]) for name in sorted(g.array_keys())})
     return g
 
 

@@ -3,6 +3,7 @@ nothing read from disk is used before it is checked."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 
@@ -137,8 +138,74 @@ def _validate_segments(info, path):
                          "refusing to use it: the store would show other rows than were appended to it")
 
 
+#: Most codecs one array's record (``dask_kernels["arrays"]``) lists: bytes, compressors, a CRC32C,
+#: or one sharding codec holding those.
+MAX_CODECS = 16
+#: The dtypes each column may have in a store written before ``dask_kernels["arrays"]`` recorded
+#: them (numeric labels as given; class names as int32 codes; qid int64; row ids integers).
+COLUMN_KINDS = {"labels": "biuf", "qid": "iu", "row_ids": "iu"}
+
+
+def array_record(arr):
+    """``{"dtype", "codecs"}`` of a Zarr array as its metadata (zarr.json) says: what creation
+    records in ``dask_kernels["arrays"]`` and opening compares."""
+    codecs = json.loads(json.dumps([c.to_dict() for c in arr.metadata.codecs]))  # as JSON has them: lists
+    return {"dtype": arr.dtype.str, "codecs": codecs}
+
+
+def _codec_names(codecs):
+    """"bytes, zstd, crc32c"; a sharding codec with the codecs inside: "sharding_indexed(bytes, ...)"."""
+    def name(c):
+        if not isinstance(c, dict):
+            return "?"
+        inner = c.get("configuration", {}).get("codecs") if isinstance(c.get("configuration"), dict) else None
+        return str(c.get("name")) + (f"({_codec_names(inner)})" if isinstance(inner, list) else "")
+
+    return ", ".join(map(name, codecs))
+
+
+def _record_ok(r):
+    return (isinstance(r, dict) and sorted(r) == ["codecs", "dtype"] and isinstance(r["dtype"], str)
+            and isinstance(r["codecs"], list) and len(r["codecs"]) <= MAX_CODECS)
+
+
+def _validate_records(group, info, path, keys):
+    """Each array's dtype and codecs against those recorded at creation (``dask_kernels["arrays"]``):
+    a zarr.json edited to another dtype reads the same bytes as other numbers, and one edited to
+    other codecs fails deep in a decompressor naming nothing."""
+    fix = "its metadata (zarr.json) was edited: restore it, or re-run featurize with overwrite=True"
+    records = _need(info, "arrays", path, dict,
+                    lambda v: sorted(v) == sorted(keys) and all(map(_record_ok, v.values())),
+                    f"a record {{dtype, codecs}} of each of the store's arrays ({', '.join(sorted(keys))})")
+    for name in sorted(keys):
+        got, want = array_record(group[name]), records[name]
+        if got["dtype"] != want["dtype"]:
+            raise StoreError(f"{path}: array {name!r} has dtype {np.dtype(got['dtype'])} in its zarr.json, the store "
+                             f"was written with {want['dtype']!r} (dask_kernels['arrays']); {fix}")
+        if got["codecs"] != want["codecs"]:
+            raise StoreError(f"{path}: array {name!r} has codecs [{_codec_names(got['codecs'])}] in its zarr.json, "
+                             f"the store was written with [{_codec_names(want['codecs'])}] (dask_kernels['arrays']) "
+                             f"and its chunks cannot be decoded otherwise; {fix}")
+
+
+def _validate_kinds(group, info, path, keys):
+    """What a store written before ``dask_kernels["arrays"]`` can be checked against: the dtypes
+    featurize writes for each array."""
+    classes = "classes" in info["fingerprint"]
+    for name in sorted(keys & set(COLUMNS)):
+        dtype = group[name].dtype
+        want = ("int32" if classes else None) if name == "labels" else None
+        if (dtype != np.dtype(want)) if want else dtype.kind not in COLUMN_KINDS[name]:
+            what = want or {"biuf": "numbers", "iu": "integers"}[COLUMN_KINDS[name]]
+            raise StoreError(f"{path}: array {name!r} has dtype {dtype}, featurize writes {what} there; the store's "
+                             "metadata (zarr.json) is damaged or was edited")
+    if info["format"] >= 2 and group["done"].dtype != np.uint64:
+        raise StoreError(f"{path}: array 'done' has dtype {group['done'].dtype}, featurize writes uint64 there; "
+                         "the store's metadata (zarr.json) is damaged or was edited")
+
+
 def validate_arrays(group, info, path):
-    """Check the arrays' shapes, chunks and dtypes against the attributes."""
+    """Check the arrays' shapes, chunks, dtypes and codecs against the attributes."""
     n_rows, block_rows, n_blocks = info["n_rows"], info["block_rows"], info["n_blocks"]
     keys = set(group.array_keys())
     for name in ("features", "done"):
@@ -154,6 +221,10 @@ def validate_arrays(group, info, path):
     if "dtype" in info and f.dtype != np.dtype(info["dtype"]):
         raise StoreError(f"{path}: array 'features' has dtype {f.dtype}, attribute dask_kernels['dtype'] says "
                          f"{np.dtype(info['dtype'])}")
+    if "arrays" in info:
+        _validate_records(group, info, path, keys)
+    else:
+        _validate_kinds(group, info, path, keys)
     for name in COLUMNS:
         if name in keys:
             c = group[name]

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import os
 import posixpath
 import re
+
+from .._files import file_problem
 
 #: the folder name of an appended segment inside its store (segments/seg-<16 hex digits>)
 SEGMENT_NAME = re.compile(r"^seg-[0-9a-f]{16}$")
@@ -18,6 +21,10 @@ SEGMENT_NAME = re.compile(r"^seg-[0-9a-f]{16}$")
 
 class StoreError(ValueError):
     """A store that cannot be used as it is (not ours, malformed attributes, edited spec)."""
+
+
+class StoreIntegrityError(StoreError):
+    """A stored block does not match its done record (damaged, missing or swapped chunk)."""
 
 
 def _storage_kwargs(storage_options):
@@ -76,10 +83,9 @@ def inspect_path(path, storage_options=None):
     if not names:
         return "empty", None
     if "zarr.json" in names:
-        try:
-            meta = json.loads(fs.cat_file(p.rstrip("/") + "/zarr.json"))
-        except (ValueError, UnicodeDecodeError):
-            return "foreign", "its zarr.json is not valid JSON"
+        meta, problem = read_marker(fs, p, "zarr.json")
+        if problem is not None:
+            return "foreign", f"its zarr.json {problem}"
         if is_store_meta(meta):
             return "ours", meta
         return "foreign", "it is a Zarr v3 group or array without dask_kernels attributes"
@@ -93,6 +99,44 @@ def refuse_foreign(path, detail):
     raise StoreError(f"{path} exists and is not a dask_kernels feature store ({detail}); refusing to write "
                      "there, with or without overwrite=True (overwrite replaces only a feature store). Choose "
                      "another path, or move its contents away yourself.")
+
+
+#: A chunk file (or shard) larger than this many times its array's uncompressed bytes, plus
+#: ``CHUNK_SLACK``, is refused before it is read: zstd, the CRC32C and a shard's index add far less.
+CHUNK_GROWTH, CHUNK_SLACK = 2, 2**16
+
+
+def _local_root(store):
+    """The local folder of a zarr store, or None for a remote one (read without this check)."""
+    root = getattr(store, "root", None)  # zarr's LocalStore
+    if root is not None:
+        return str(root)
+    fs = getattr(store, "fs", None)  # FsspecStore: file:// URLs are local files too
+    if fs is not None and "file" in (fs.protocol if isinstance(fs.protocol, tuple) else (fs.protocol,)):
+        return store.path
+    return None
+
+
+def check_chunk_file(arr, block, where):
+    """Refuse the local file holding ``block`` of ``arr`` (its chunk, or the shard holding it)
+    before zarr reads it whole: a FIFO would hang the read, a link to a device (/dev/zero) or
+    an oversized file would exhaust memory. One ``stat``; a missing file passes (zarr reads
+    fill values, which the block's digest then refuses). Remote stores are not checked: their
+    objects are neither pipes nor devices, and a size costs a round trip per block."""
+    root = _local_root(arr.store)
+    if root is None:
+        return
+    rows = arr.shards[0] if arr.shards is not None else arr.chunks[0]
+    key = arr.metadata.encode_chunk_key((block * arr.chunks[0] // rows,) + (0,) * (arr.ndim - 1))
+    file = os.path.join(root, *arr.path.split("/"), *key.split("/"))
+    nbytes = rows * math.prod(arr.chunks[1:]) * arr.dtype.itemsize
+    try:
+        problem = file_problem(file, CHUNK_GROWTH * nbytes + CHUNK_SLACK)
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    if problem is not None:
+        raise StoreIntegrityError(f"{where}: its chunk file {file} {problem}; not read. Remove it and re-run "
+                                  "featurize with the same arguments to rewrite the block")
 
 
 # -- symbolic links and nesting ------------------------------------------------------------------
@@ -128,15 +172,26 @@ MODEL_FORMAT_PREFIX = "dask-kernels-model-"
 MAX_MARKER_BYTES = 256 * 2**20
 
 
-def _marker(fs, p, name):
-    """The JSON object in file ``name`` of folder ``p``, or None."""
+def read_marker(fs, p, name):
+    """``(JSON value, None)`` of file ``name`` of folder ``p`` (zarr.json, model.json: what tells
+    what a folder is), or ``(None, why not)``: not a regular file (a FIFO would block the read),
+    larger than MAX_MARKER_BYTES, unreadable or not JSON (nested too deep for the parser too)."""
     f = p.rstrip("/") + "/" + name
     try:
-        if not fs.isfile(f) or fs.size(f) > MAX_MARKER_BYTES:
-            return None
-        meta = json.loads(fs.cat_file(f))
-    except (OSError, ValueError, RecursionError):
-        return None
+        if not fs.isfile(f):
+            return None, "is not a regular file"
+        if fs.size(f) > MAX_MARKER_BYTES:
+            return None, f"is larger than {MAX_MARKER_BYTES:,} bytes"
+        return json.loads(fs.cat_file(f)), None
+    except OSError as e:
+        return None, f"cannot be read ({e})"
+    except (ValueError, RecursionError):  # JSONDecodeError, UnicodeDecodeError; RecursionError: [[[[...
+        return None, "is not valid JSON"
+
+
+def _marker(fs, p, name):
+    """The JSON object in file ``name`` of folder ``p``, or None."""
+    meta, _ = read_marker(fs, p, name)
     return meta if isinstance(meta, dict) else None
 
 

@@ -10,7 +10,7 @@ import numpy as np
 from ._digest import digest
 from .fingerprint import job_key
 from .leases import check_lease, lease_key
-from .location import open_group
+from .location import check_chunk_file, open_group
 
 #: Fields of a block's done record (one uint64 each).
 RECORD_FIELDS = ("state", "block", "rows", "lease", "job", "features", "labels", "qid", "row_ids", "input")
@@ -35,6 +35,9 @@ def make_record(i, rows, lease, key, arrays, input_digest, checked=True):
 def read_records(group):
     """All done records; a record whose chunk fails its checksum reads as zeros (not done)."""
     done = group["done"]
+    per_object = done.shards[0] if done.shards is not None else 1
+    for i in range(0, done.shape[0], per_object):  # one stat per file, before any is read
+        check_chunk_file(done, i, f"array 'done', block {i}")
     try:
         return np.asarray(done[:])
     except ValueError:

@@ -81,13 +81,9 @@ from ..labels import check_classes, decode
 from ._digest import digest
 from .fingerprint import check_feature_names
 from .layout import COLUMNS, open_checked
-from .location import StoreError, open_group
+from .location import StoreError, StoreIntegrityError, check_chunk_file, open_group
 from .records import DONE, FIELD, RECORD_FIELDS, read_records, record_ok
 from .segments import records_digest, segment_path
-
-class StoreIntegrityError(StoreError):
-    """A stored block does not match its done record (damaged, missing or swapped chunk)."""
-
 
 def _name(entry):
     """A listed segment's name (format 4 lists entries, earlier formats names)."""
@@ -111,8 +107,10 @@ class BlockReader:
 
     def record(self, i):
         """Block i's done record, shape (1, fields): zeros if its chunk fails its checksum."""
+        done = _reader_array(*self._key, "done")
+        check_chunk_file(done, i, f"{self.path}: array 'done', block {i}")
         try:
-            return np.asarray(_reader_array(*self._key, "done")[i:i + 1])
+            return np.asarray(done[i:i + 1])
         except ValueError:
             return np.zeros((1, len(RECORD_FIELDS)), np.uint64)
 
@@ -121,13 +119,21 @@ class BlockReader:
         :meth:`record` given, read once for all the block's arrays, or read here)."""
         a, b = block_bounds(i, self.info["block_rows"], self.info["n_rows"])
         where = f"{self.path}: array {name!r}, block {i} (rows {a}..{b - 1})"
+        arr = _reader_array(*self._key, name)
+        check_chunk_file(arr, i, where)
         try:
-            block = np.asarray(_reader_array(*self._key, name)[a:b])
+            block = np.asarray(arr[a:b])
         except ValueError as e:
             if "checksum" not in str(e):
                 raise
             raise StoreIntegrityError(f"{where}: the chunk's CRC32C does not match (damaged chunk); re-run "
                                       "featurize with the same arguments to rewrite it") from None
+        except (RuntimeError, OSError, EOFError) as e:  # a decompressor's (zstd, gzip): it names nothing
+            codecs = ", ".join(c.to_dict()["name"] for c in arr.metadata.codecs)
+            raise StoreIntegrityError(f"{where}: the chunk cannot be decoded with the codecs its zarr.json names "
+                                      f"([{codecs}]): {type(e).__name__}: {e}; the chunk is damaged or the metadata "
+                                      "was edited: re-run featurize with the same arguments, or with overwrite=True"
+                                      ) from None
         if verify and self.info["format"] >= 2:
             rec = self.record(i) if record is None else record
             if not record_ok(rec, self.info, [i], check=False)[0]:

@@ -172,3 +172,29 @@ def test_errors_of_a_step_advise_the_job_file_keys(job_dir, capsys):
     err = capsys.readouterr().err
     assert "[input]/[map]/[store]: " in err and "holds features of a different job" in err, err
     assert "Set overwrite = true under [store] to replace it" in err and "--overwrite" not in err, err
+
+
+def test_a_job_file_nested_too_deep_is_invalid_toml_not_a_traceback(tmp_path, capsys):
+    job = _write(tmp_path, JOB.replace("params = { n_components = 32, bits = 8 }",
+                                       "params = { center = " + "[" * 3000 + "]" * 3000 + " }"))
+    assert main(["run", job, "--dry-run"]) == 1
+    assert f"job {job}: not valid TOML (arrays or tables nested too deep" in capsys.readouterr().err
+
+
+def test_a_spec_file_nested_too_deep_leaves_the_warm_plugin_out_not_a_traceback(tmp_path):
+    import argparse
+
+    from dask_kernels.cli._cluster import _command_method
+
+    spec = tmp_path / "spec.json"
+    spec.write_text('{"method": "gcws", "params": ' + "[" * 50_000 + "]" * 50_000 + "}")
+    assert _command_method(argparse.Namespace(spec=str(spec), method=None)) is None  # featurize says what is wrong
+
+
+@pytest.mark.parametrize("value, kind", [("1979-05-27", "date"), ("1979-05-27T07:32:00Z", "datetime"),
+                                         ("[0.5, 07:32:00]", "time")])
+def test_a_toml_date_or_time_as_a_map_parameter_is_refused_naming_the_key(tmp_path, capsys, value, kind):
+    job = _write(tmp_path, JOB.replace("bits = 8 }", f"bits = 8, seed = {value} }}"))
+    assert main(["run", job, "--dry-run"]) == 1
+    err = capsys.readouterr().err
+    assert f"[map] params seed: a TOML {kind} (" in err and "Traceback" not in err, err

@@ -173,3 +173,44 @@ def test_gcws_center_and_forced_table_on_wide_input_are_refused():
     _timed_refusal(lambda: GCWS(center="mean").fit(X), "center='mean'")
     _timed_refusal(lambda: GCWS(table=True).fit(X), "table=True")
     assert GCWS().fit(X).transform(X).shape == (1, 256)  # the hash path needs no per-column memory
+
+
+# -- SoftmaxSGD's bottleneck rank ------------------------------------------------------------------
+def test_softmax_rank_beyond_its_bounds_is_refused_before_allocating():
+    from _special_files import memory_cap
+
+    from dask_kernels import SoftmaxSGD
+    from dask_kernels.learn.softmax import MAX_RANK
+
+    codes, y = np.zeros((4, 128), np.uint8), np.array([0, 1, 0, 1])
+    _timed_refusal(lambda: SoftmaxSGD(code_bits=8, rank=HUGE).fit(codes, y), r"'rank'.*16384")
+    with memory_cap(2**30):  # U would be 2**15 x 2**14 float64: 4 GiB
+        message = _timed_refusal(lambda: SoftmaxSGD(code_bits=8, rank=MAX_RANK).fit(codes, y), "rank=16,384")
+        assert "32,768" in message and f"{MAX_TABLE_BYTES:,}" in message, message
+        _timed_refusal(lambda: SoftmaxSGD(code_bits=8, rank=MAX_RANK).partial_fit(codes, y, classes=[0, 1]),
+                       "rank=16,384")
+    SoftmaxSGD(code_bits=8, rank=64, max_iter=1).fit(codes, y)  # within the bound: trains
+
+
+@pytest.mark.parametrize("rank, says", [(100_000, "at most 16,384"), (16_384, "bytes, more than the bound")])
+def test_train_rank_beyond_its_bounds_is_one_line_before_training(small, tmp_path, capsys, rank, says):
+    from _special_files import memory_cap
+
+    np.save(tmp_path / "y.npy", np.arange(8) % 2)
+    t = time.perf_counter()
+    with memory_cap(2**30):  # GCWS's 256 8-bit codes: U would be 2**16 x 16,384 float64, 8 GiB
+        line = one_line_error(capsys, ["train", str(small / "X.npy"), "--labels", str(tmp_path / "y.npy"),
+                                       "-o", str(tmp_path / "m"), "--rank", str(rank), "--no-progress"])
+    assert time.perf_counter() - t < CLI_FAST and "rank" in line and says in line, line
+    assert not (tmp_path / "m").exists()
+
+
+# -- booleans are no integers ----------------------------------------------------------------------
+@pytest.mark.parametrize("param, says", [("n_components=true", "NRFF's n_components takes no true/false"),
+                                         ("gamma=false", "NRFF's gamma takes no true/false")])
+def test_true_is_no_count_for_a_numeric_param(small, tmp_path, capsys, param, says):
+    out = tmp_path / "out.zarr"
+    line = one_line_error(capsys, ["featurize", str(small / "X.npy"), str(out), "--method", "nrff",
+                                   "--param", param])
+    assert f"--param {param}: {says}" in line, line
+    assert not out.exists()

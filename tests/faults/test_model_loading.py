@@ -265,3 +265,20 @@ def test_a_model_loads_nothing_it_does_not_declare(saved, tmp_path):
     _write(npz, members)
     X = saved[1]
     np.testing.assert_array_equal(load_model(path).predict(X), load_model(saved[0]).predict(X))
+
+
+@pytest.mark.parametrize("name", ["model.json", "arrays.npz"])
+@pytest.mark.parametrize("how, says", [("fifo", "is a FIFO"), ("device", "is a character device")])
+def test_a_model_file_that_is_no_regular_file_is_refused_unread(saved, tmp_path, capsys, name, how, says):
+    from _cli import one_line_error
+    from _special_files import deadline, memory_cap
+
+    path = _copy(saved, tmp_path)
+    file = os.path.join(path, name)
+    os.remove(file)
+    os.mkfifo(file) if how == "fifo" else os.symlink("/dev/zero", file)
+    with deadline(fifo=file if how == "fifo" else None), memory_cap():
+        with pytest.raises(ValueError) as info:
+            load_model(path)
+        assert f"{file} {says}" in str(info.value) and "not a regular file" in str(info.value), info.value
+        assert file in one_line_error(capsys, ["info", path])

@@ -88,7 +88,7 @@ def _as_format_1(path):
     del g["done"]
     g.create_array("done", shape=(n,), chunks=(1,), dtype="uint8", fill_value=0, compressors=None)[:] = 1
     info = dict(g.attrs["dask_kernels"], format=1)
-    for k in ("lease", "width", "dtype"):
+    for k in ("lease", "width", "dtype", "arrays"):  # format 1 stores had none of them
         info.pop(k, None)
     g.attrs["dask_kernels"] = info
     with warnings.catch_warnings():
@@ -122,9 +122,79 @@ def test_damaged_array_entry_in_zarr_json_is_refused_naming_the_store(tmp_path, 
     featurize(X, G, labels=np.arange(len(X)) % 2, store=p, block_rows=100, progress=False)
     meta_path = os.path.join(p, "zarr.json")
     text = open(meta_path).read()
-    damaged = re.sub(damage[0], damage[1], text, count=1)
+    at = text.index('"consolidated_metadata"')  # the arrays' entries, not the attributes' record of them
+    damaged = text[:at] + re.sub(damage[0], damage[1], text[at:], count=1)
     assert damaged != text
     open(meta_path, "w").write(damaged)
     with pytest.raises(StoreError, match=message) as e:
         open_store(p)
     assert p in str(e.value)
+
+
+def _edit_array(path, name, edit, record=None):
+    """Edit array ``name``'s metadata where zarr reads it: its zarr.json and the consolidated copy;
+    ``record``: also edit the store's record of its arrays (``dask_kernels["arrays"]``)."""
+    meta_path = os.path.join(path, name, "zarr.json")
+    meta = json.load(open(meta_path))
+    edit(meta)
+    json.dump(meta, open(meta_path, "w"))
+    top = os.path.join(path, "zarr.json")
+    m = json.load(open(top))
+    edit(m["consolidated_metadata"]["metadata"][name])
+    if record is not None:
+        record(m["attributes"]["dask_kernels"])
+    json.dump(m, open(top, "w"))
+
+
+def _retype(dtype):
+    return lambda m: m.update(data_type=dtype)
+
+
+def _no_crc(m):
+    m["codecs"] = [c for c in m["codecs"] if c["name"] != "crc32c"]
+
+
+def _gzip(m):
+    m["codecs"] = [{"name": "gzip", "configuration": {"level": 1}} if c["name"] == "zstd" else c for c in m["codecs"]]
+
+
+@pytest.mark.parametrize("name, edit, message", [
+    ("labels", _retype("float64"),
+     r"array 'labels' has dtype float64 in its zarr.json, the store was written with '<i8'"),
+    ("done", _retype("int64"), r"array 'done' has dtype int64"),
+    ("features", _no_crc, r"array 'features' has codecs \[bytes, zstd\] in its zarr.json, the store was written "
+                          r"with \[bytes, zstd, crc32c\]"),
+    ("features", _gzip, r"array 'features' has codecs \[bytes, gzip, crc32c\]"),
+    ("labels", _gzip, r"array 'labels' has codecs \[bytes, gzip, crc32c\]"),
+])
+def test_an_array_retyped_or_recoded_in_its_zarr_json_is_refused_on_open(tmp_path, name, edit, message):
+    p = str(tmp_path / "l.zarr")
+    featurize(X, G, labels=np.arange(len(X)) % 2, store=p, block_rows=100, progress=False)
+    _edit_array(p, name, edit)
+    with pytest.raises(ValueError, match=message) as e:
+        open_store(p)
+    assert p in str(e.value) and "was edited" in str(e.value)
+
+
+def _unrecorded(info):  # as stores written before dask_kernels["arrays"]
+    info.pop("arrays")
+
+
+def test_a_store_without_array_records_is_checked_against_what_featurize_writes(tmp_path):
+    p = str(tmp_path / "c.zarr")
+    featurize(X, G, labels=np.array(["ant", "bee", "cat"])[np.arange(len(X)) % 3], store=p, block_rows=100,
+              progress=False)
+    _edit_array(p, "labels", lambda m: None, record=_unrecorded)
+    assert open_store(p).read_block(0)["labels"][0] == "ant"  # reads as before
+    _edit_array(p, "labels", _retype("float32"))  # class-name codes are int32
+    with pytest.raises(ValueError, match=rf"{p}: array 'labels' has dtype float32, featurize writes int32 there"):
+        open_store(p)
+
+
+def test_an_undecodable_chunk_of_a_store_without_array_records_names_the_array_and_block(tmp_path):
+    p = str(tmp_path / "g.zarr")
+    featurize(X, G, store=p, block_rows=100, progress=False)
+    _edit_array(p, "features", _gzip, record=_unrecorded)
+    with pytest.raises(ValueError, match=rf"{p}: array 'features', block 1 \(rows 100..199\): the chunk cannot be "
+                                         r"decoded with the codecs its zarr.json names \(\[bytes, gzip, crc32c\]\)"):
+        open_store(p).read_block(1)

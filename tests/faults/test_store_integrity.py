@@ -145,3 +145,37 @@ def test_spec_and_fingerprint_edited_together_are_refused(store):
     s = open_store(store)  # consistent attributes, but no block was written under this job
     with pytest.raises(ValueError, match=r"block \d \(rows \d+\.\.\d+\).*done record"):
         s.features.compute()
+
+
+# -- special files in place of a chunk: refused naming it before any read -------------------------
+def _replace(path, array, i, how):
+    c = _chunk(path, array, i)
+    os.remove(c)
+    if how == "fifo":
+        os.mkfifo(c)
+    elif how == "device":
+        os.symlink("/dev/zero", c)  # read whole, it never ends
+    else:
+        with open(c, "wb") as f:  # sparse: 64 MiB where 3,200 bytes (before compression) belong
+            f.truncate(64 * 2**20)
+    return c
+
+
+@pytest.mark.parametrize("how, says", [("fifo", "is a FIFO"), ("device", "is a character device"),
+                                       ("oversized", "holds 67,108,864 bytes")])
+@pytest.mark.parametrize("array", ["features", "labels", "done"])
+def test_a_chunk_that_is_no_regular_file_or_too_large_is_refused_unread(store, how, says, array):
+    from _special_files import deadline, memory_cap
+
+    chunk = _replace(store, array, 2, how)
+    with deadline(fifo=chunk if how == "fifo" else None), memory_cap():
+        with pytest.raises(ValueError) as info:
+            s = open_store(store)
+            s.done  # noqa: B018 - reads every done record
+            s.read_block(2)
+    msg = str(info.value)
+    assert f"array '{array}', block 2" in msg and chunk in msg and says in msg, msg
+    if array != "done":
+        with deadline(fifo=chunk if how == "fifo" else None), memory_cap():
+            bad = open_store(store).verify_blocks()
+        assert list(bad) == [2] and chunk in bad[2]

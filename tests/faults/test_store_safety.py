@@ -139,3 +139,23 @@ def test_creation_failing_half_way_on_an_object_store_is_replaced_by_the_rerun(m
     monkeypatch.setattr(zarr.Group, "create_array", real)
     s = featurize(X, G, store=url, block_rows=50, progress=False)
     assert s.complete and np.array_equal(s.features.compute(), REF)
+
+
+def _deep_json(p):
+    os.makedirs(p)
+    (p / "zarr.json").write_text("[" * 100_000 + "]" * 100_000)  # valid JSON, too deep for the parser
+
+
+@pytest.mark.parametrize("argv", [["info", "{p}"], ["train", "{p}", "-o", "{m}"], ["featurize", "{x}", "{p}"]])
+def test_a_zarr_json_nested_too_deep_is_a_foreign_folder_not_a_traceback(tmp_path, capsys, argv):
+    from _cli import one_line_error
+
+    p, x = tmp_path / "s.zarr", tmp_path / "x.npy"
+    _deep_json(p)
+    np.save(x, X)
+    before = _snapshot(p)
+    line = one_line_error(capsys, [a.format(p=p, m=tmp_path / "m", x=x) for a in argv])
+    assert str(p) in line and "Recursion" not in line, line
+    assert _snapshot(p) == before
+    if argv[0] == "featurize":
+        assert "its zarr.json is not valid JSON" in line

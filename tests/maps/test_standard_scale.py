@@ -85,6 +85,9 @@ def test_nystroem_minmax_kernel_refuses_a_centring_rule():
     ({"rule": "standard", "mean": [0.0] * 6, "std": [-1.0] + [1.0] * 5}, r"\['std'\]: entry 0 is negative"),
     ({"rule": "standard", "mean": [float("nan")] * 6, "std": [1.0] * 6}, r"\['mean'\]: entry 0 is nan"),
     ({"rule": "standard", "mean": [0.0] * 5, "std": [1.0] * 5}, r"\['mean'\]: has shape \(5,\)"),
+    # np.asarray(..., float64) reads the string "1" and true as 1.0
+    ({"rule": "standard", "mean": [0.0] * 6, "std": ["1"] + [1.0] * 5}, r"\['std'\]: expected a list of numbers"),
+    ({"rule": "standard", "mean": [True] + [0.0] * 5, "std": [1.0] * 6}, r"\['mean'\]: expected a list of numbers"),
 ])
 @pytest.mark.parametrize("method", ["gcws", "rff", "nystroem"])
 def test_a_tampered_standard_state_is_refused_naming_the_key(method, value, match):
