@@ -150,9 +150,11 @@ def _save_remote(url, overwrite, storage_options, write_files):
     return url
 
 
-class UnreadableModelFile(ValueError):
-    """A model.json that is no file to read (a FIFO, a device, too large): said as it is, not as
-    "not a saved model", since a reader that tried would hang or exhaust memory."""
+class UnreadableModelFile(FileExistsError, ValueError):
+    """A model.json that is no file to read (a FIFO, a device, a folder, too large): said as it
+    is, not as "not a saved model", since a reader that tried would hang or exhaust memory. A
+    ValueError to a loader, a FileExistsError to a save (what is there is not ours to replace),
+    as :class:`io.UnsupportedOperation` is both an OSError and a ValueError."""
 
 
 def _read_model_json(path):
