@@ -376,8 +376,8 @@ def with_svmlight_base(model: KernelModel, zero_based: bool | None) -> KernelMod
 def svmlight_base(source: Any) -> bool | None:
     """Whether the svmlight input behind ``source`` numbers its columns from 0: ``source`` is
     SparsePartitions (``read_svmlight``), a source holding them (``.parts``), or a feature store
-    (or a source holding it, ``.store``) whose every segment was featurized from svmlight files. None: other input, or segments
-    read with different bases."""
+    (or a source holding it, ``.store``) whose every segment was featurized from svmlight files.
+    None: other input, or segments read with different bases."""
     store = getattr(source, "store", source)  # a StoreSource holds the store
     if _is_store(store) and isinstance(getattr(store, "info", None), dict):
         fps = [s.info.get("fingerprint", {}).get("input") for s in [store, *getattr(store, "segments", [])]]
