@@ -32,11 +32,18 @@ MAX_META_BYTES = 1 << 20
 _TREES = 8
 
 
-def _codes_array(codes, n_hashes=None, where="codes"):
+def _codes_array(codes, n_hashes=None, where="codes", bits=None):
+    """``codes`` as a C-ordered array of unsigned codes, checked: 2-d, ``n_hashes`` wide, and
+    (given ``bits``) every code below ``2**bits``: codes of another width than ``bits`` give
+    estimates off by the other chance agreement, without a word."""
     c = np.asarray(codes)
     if c.ndim != 2 or c.dtype.kind != "u" or (n_hashes is not None and c.shape[1] != n_hashes):
         raise ValueError(f"{where}: expected unsigned integer codes of shape (rows, {n_hashes or 'hashes'}), got "
                          f"shape {c.shape} dtype {c.dtype}")
+    if bits is not None and (8 * c.dtype.itemsize < bits or (c.size and int(c.max()) >> bits)):
+        held = f"{c.dtype} codes" if 8 * c.dtype.itemsize < bits else f"a code of {int(c.max())}"
+        raise ValueError(f"{where}: {held} cannot be {bits}-bit codes: give bits= of the GCWS map that made "
+                         "them (its bits parameter)")
     return np.ascontiguousarray(c)
 
 
@@ -67,8 +74,8 @@ class SimilarityIndex:
     """
 
     def __init__(self, codes: npt.ArrayLike, bits: int, spec: dict | None = None) -> None:
-        self.codes = _codes_array(codes)
         self.bits, self.spec = check_bits(bits), spec
+        self.codes = _codes_array(codes, bits=self.bits)
         self._tables = {}
 
     @classmethod
@@ -106,7 +113,7 @@ class SimilarityIndex:
         ``codes``: the queries' codes, made by the same map. Returns a DataFrame ``(query, row,
         estimate)`` sorted by query, then row.
         """
-        codes = _codes_array(codes, self.n_hashes, "query codes")
+        codes = _codes_array(codes, self.n_hashes, "query codes", self.bits)
         if bands is None and rows is None:
             bands, rows = choose_bands(threshold, self.n_hashes, self.bits, weights)
         bands, rows = check_bands(bands, rows, self.n_hashes)
@@ -147,7 +154,7 @@ class SimilarityIndex:
 
         Returns a DataFrame ``(query, row, estimate, rank)``; ties in the estimate go to the lower row.
         """
-        codes = _codes_array(codes, self.n_hashes, "query codes")
+        codes = _codes_array(codes, self.n_hashes, "query codes", self.bits)
         if isinstance(k, bool) or int(k) != k or k < 1:
             raise ValueError(f"k must be a positive integer, got {k!r}")
         trees = max(1, min(int(trees), self.n_hashes))

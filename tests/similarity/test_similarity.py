@@ -494,3 +494,18 @@ def test_raw_rows_of_a_scaled_store_are_verified_as_the_map_hashed_them(tmp_path
     np.save(tmp_path / "X3.npy", X[:, :3])
     with pytest.raises(ValueError, match="X3.npy: rows of 3 columns, but the codes' map was fitted on 20"):
         similarity_join(store.path, T, X=str(tmp_path / "X3.npy"))
+
+
+def test_an_index_refuses_codes_of_another_width_than_bits():
+    # 8-bit codes were indexed as bits=4 or bits=16, their estimates off by the other chance agreement
+    X = np.random.default_rng(0).random((50, 6))
+    codes = GCWS(n_components=32, bits=8, seed=1, scale=None, sampler="dart").fit(X).transform(X)
+    assert codes.max() >= 16
+    with pytest.raises(ValueError, match=r"codes: a code of \d+ cannot be 4-bit codes: give bits= of the GCWS map"):
+        SimilarityIndex(codes, bits=4)
+    with pytest.raises(ValueError, match="codes: uint8 codes cannot be 16-bit codes"):
+        SimilarityIndex(codes, bits=16)
+    index = SimilarityIndex(codes, bits=8)
+    with pytest.raises(ValueError, match="query codes: uint16 codes|query codes: a code of"):
+        index.query(codes.astype(np.uint16) << 4, 0.8)
+    assert len(index.query(codes[:3], 0.8)) >= 3  # each row finds itself
