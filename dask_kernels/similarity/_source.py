@@ -126,6 +126,9 @@ def as_codes(source, bits=None, block_rows=BLOCK_ROWS, where="source"):
     if arr.ndim != 2 or arr.dtype.kind != "u":
         raise ValueError(f"{where}: expected a 2-D array of unsigned integer codes (rows, hashes), got shape "
                          f"{arr.shape} dtype {arr.dtype}")
+    if 8 * arr.dtype.itemsize < bits:  # (larger codes than 2**bits are found only by reading them)
+        raise ValueError(f"{where}: {arr.dtype} codes cannot be {bits}-bit codes: give bits= of the GCWS map that "
+                         "made them (its bits parameter)")
     return Codes(arr.rechunk({1: -1}), bits)
 
 

@@ -509,3 +509,5 @@ def test_an_index_refuses_codes_of_another_width_than_bits():
     with pytest.raises(ValueError, match="query codes: uint16 codes|query codes: a code of"):
         index.query(codes.astype(np.uint16) << 4, 0.8)
     assert len(index.query(codes[:3], 0.8)) >= 3  # each row finds itself
+    with pytest.raises(ValueError, match="source: uint8 codes cannot be 16-bit codes"):
+        similarity_join(codes, 0.8, bits=16)
