@@ -17,6 +17,7 @@ from __future__ import annotations
 import numbers
 
 import dask
+import numpy as np
 
 from .._params import StrOptions
 from ._exactsum import block_sums, exact_variance, merge_sums
@@ -150,11 +151,22 @@ class ScaleGamma:
     def _validate_params_extra(self):
         super()._validate_params_extra()
         self._check_gamma_kernel()
+        self._check_frequencies()  # a numeric gamma, before any row is read (a learned one: in _fit)
 
     def _fit(self, X):
         if is_scale(self.gamma) and X is not None:
             self.gamma_ = fit_gamma(X, self._unit_rows, type(self).__name__)[0]
         super()._fit(X)
+        self._check_frequencies()
+
+    def _check_frequencies(self):
+        """Refuse a gamma whose frequencies do not fit the map's dtype: cast, they would be inf
+        and every feature NaN (RFF and NRFF, whose ``max_abs_frequency`` says their largest)."""
+        w_max, dtype = getattr(self, "max_abs_frequency", None), np.dtype(self.dtype)
+        if w_max is not None and not w_max <= float(np.finfo(dtype).max):
+            raise ValueError(f"{type(self).__name__} gamma={self._gamma()!r}: so large that its frequencies (up to "
+                             f"{w_max:.3g}) do not fit {dtype}: give a smaller gamma"
+                             + (" or dtype='float64'" if dtype != np.float64 else ""))
 
     def _fitted_state(self):
         state = super()._fitted_state()

@@ -245,10 +245,16 @@ class NRFF(GemmRowBlocks, FeatureIds, LearnedScale, ScaleGamma, FloatFeatures, F
         (the squared norm, summed in float64)."""
         d = int(self.n_features_in_)
         norm = math.sqrt(float(np.finfo(np.float64).max) / d) / 2.0
-        gamma = self._gamma()
-        if gamma is None:  # gamma="scale" before fit: the statistics see unit rows
+        w_max = self.max_abs_frequency
+        if w_max is None:  # gamma="scale" before fit: the statistics see unit rows
             return norm
-        return min(projection_bound(self.dtype, d, math.sqrt(gamma) * NORMAL_MAX), norm)
+        return min(projection_bound(self.dtype, d, w_max), norm)
+
+    @property
+    def max_abs_frequency(self):
+        """Largest ``|w|`` a frequency can take (None before gamma="scale" is fitted)."""
+        gamma = self._gamma()
+        return None if gamma is None else math.sqrt(gamma) * NORMAL_MAX
 
     def _tables(self):
         if self.feature_ids is not None:

@@ -221,11 +221,18 @@ class RFF(GemmRowBlocks, FeatureIds, LearnedScale, ScaleGamma, FloatFeatures, Fe
     def max_abs_features(self):
         """Largest ``|x|`` the features take (``max_abs_input`` without ``scale``): ``finfo(dtype).max / (2 d w_max (1 + d eps))``, so ``w . x``
         cannot overflow; ``w_max`` = ``sqrt(2 gamma) 8.66`` (rbf) or ``gamma 5.7e15`` (laplacian)."""
-        gamma = self._gamma()
-        if gamma is None:  # gamma="scale" before fit: any finite value (the statistics bound their own)
+        w_max = self.max_abs_frequency
+        if w_max is None:  # gamma="scale" before fit: any finite value (the statistics bound their own)
             return None
-        w_max = math.sqrt(2.0 * gamma) * NORMAL_MAX if self.kernel == "rbf" else gamma * CAUCHY_MAX
         return projection_bound(self.dtype, int(self.n_features_in_), w_max)
+
+    @property
+    def max_abs_frequency(self):
+        """Largest ``|w|`` a frequency can take (None before gamma="scale" is fitted)."""
+        gamma = self._gamma()
+        if gamma is None:
+            return None
+        return math.sqrt(2.0 * gamma) * NORMAL_MAX if self.kernel == "rbf" else gamma * CAUCHY_MAX
 
     def _tables(self):
         """(W of shape (d, k), phase of shape (k,)) in the output dtype; cached per process.

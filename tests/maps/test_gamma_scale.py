@@ -157,3 +157,27 @@ def test_old_nystroem_spec_state_and_bytes():
     k_ll = np.exp(-0.01 * ((L[:, None, :] - L[None]) ** 2).sum(-1))
     assert np.linalg.cond(k_ll) < 1.01  # well conditioned: the identity holds to rounding
     np.testing.assert_allclose(Z @ Z.T, k_xl @ np.linalg.solve(k_ll, k_xl.T), rtol=0, atol=1e-13)
+
+
+@pytest.mark.parametrize("make, w_max", [
+    (lambda g: RFF(gamma=g, n_components=8), "1.22e\\+41"),
+    (lambda g: RFF(gamma=g, n_components=8, kernel="laplacian"), "5.73e\\+95"),
+    (lambda g: NRFF(gamma=g, n_components=8), "8.66e\\+40"),
+])
+def test_a_gamma_whose_frequencies_do_not_fit_the_dtype_is_refused(make, w_max):
+    # cast to float32 the frequencies were inf and every feature NaN (with scale="auto" and a
+    # RuntimeWarning); without a scale every row was refused as too large ("magnitude bound 0")
+    X = np.random.default_rng(0).random((50, 4))
+    with pytest.raises(ValueError, match=f"gamma=1e\\+80: so large that its frequencies \\(up to {w_max}\\) do not "
+                                         "fit float32: give a smaller gamma or dtype='float64'"):
+        make(1e80).fit(X)
+    assert np.isfinite(make(1e10).fit(X).transform(X)).all()
+    f64 = make(1e80).set_params(dtype="float64").fit(X)
+    assert f64.max_abs_frequency < np.finfo(np.float64).max
+
+
+def test_a_learned_gamma_whose_frequencies_do_not_fit_the_dtype_is_refused():
+    X = np.random.default_rng(0).random((50, 4)) * 1e-45  # variance ~1e-91: gamma="scale" ~1e90
+    with pytest.raises(ValueError, match=r"RFF gamma=\d.*e\+\d+: so large that its frequencies"):
+        RFF(gamma="scale", n_components=8).fit(X)
+    assert np.isfinite(RFF(gamma="scale", n_components=8, dtype="float64").fit(X).transform(X)).all()
