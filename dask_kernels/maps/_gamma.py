@@ -157,7 +157,8 @@ class ScaleGamma:
         if is_scale(self.gamma) and X is not None:
             self.gamma_ = fit_gamma(X, self._unit_rows, type(self).__name__)[0]
         super()._fit(X)
-        self._check_frequencies()
+        if is_scale(self.gamma):  # a numeric gamma was checked with the parameters
+            self._check_frequencies()
 
     def _check_frequencies(self):
         """Refuse a gamma whose frequencies do not fit the map's dtype: cast, they would be inf
