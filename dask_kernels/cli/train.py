@@ -179,14 +179,14 @@ def _estimator(args, eta0, fmap=None):
         raise UsageError(f"--loss is a parameter of --estimator softmax, not of {name}{hint}")
 
     if name == "softmax" and args.rank is not None and fmap is not None:  # before any row is read
-        from dask_kernels.learn.softmax import MAX_RANK, check_rank
+        from dask_kernels.learn.softmax import MAX_RANK, check_weights
         from dask_kernels.learn.sources import learner_width
 
         if args.rank > MAX_RANK:
             raise UsageError(f"--rank {args.rank:,}: at most {MAX_RANK:,} (as many as classes there can be)")
         n_weights = 2**code_bits * int(fmap.n_output_features_) if code_bits is not None else learner_width(fmap)
         try:
-            check_rank(args.rank, n_weights)
+            check_weights(args.rank, n_weights)
         except ValueError as e:
             raise UsageError(str(e)) from None
     common = {"alpha": args.alpha, "learning_rate": "constant", "eta0": eta0, "random_state": args.seed}

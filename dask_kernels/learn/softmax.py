@@ -76,17 +76,26 @@ def _has_probabilities(est: SoftmaxSGD) -> bool:
 MAX_RANK = 2**14
 
 
-def check_rank(rank: int | None, n_weights: int, average: bool | int = False) -> None:
-    """Refuse a bottleneck whose weights U (``n_weights`` x ``rank`` float64, twice with averaging)
-    would take more than :data:`~dask_kernels.maps._bounds.MAX_TABLE_BYTES`, before they are made."""
-    if rank is None:
+def check_weights(rank: int | None, n_weights: int, average: bool | int = False, n_classes: int | None = None) -> None:
+    """Refuse weights that would take more than :data:`~dask_kernels.maps._bounds.MAX_TABLE_BYTES`
+    (twice with averaging), before they are made: the bottleneck's U (``n_weights`` x ``rank``
+    float64) or, without a bottleneck and with ``n_classes`` given, the full W (``n_weights`` x
+    ``n_classes``)."""
+    if rank is None and n_classes is None:
         return
     copies = 2 if average else 1
+    twice = " twice (average)" if copies == 2 else ""
+    features = f"{int(n_weights):,} (the features it learns from; on codes 2**code_bits x hashes)"
+    if rank is None:
+        refuse_above(8 * int(n_weights) * int(n_classes) * copies, MAX_TABLE_BYTES,
+                     f"SoftmaxSGD: {int(n_classes):,} classes make the weights W {features} x {int(n_classes):,} "
+                     f"float64{twice}: {{value:,}} bytes, more than the bound of {{bound:,}}; train a bottleneck "
+                     "(rank=, --rank on the command line) or use fewer features (n_components, bits)")
+        return
     refuse_above(8 * int(n_weights) * int(rank) * copies, MAX_TABLE_BYTES,
-                 f"SoftmaxSGD: rank={int(rank):,} makes the bottleneck U {int(n_weights):,} (the features it "
-                 f"learns from; on codes 2**code_bits x hashes) x {int(rank):,} float64"
-                 f"{' twice (average)' if copies == 2 else ''}: {{value:,}} bytes, more than the bound of "
-                 "{bound:,}; lower rank (--rank on the command line)")
+                 f"SoftmaxSGD: rank={int(rank):,} makes the bottleneck U {features} x {int(rank):,} float64"
+                 f"{twice}: {{value:,}} bytes, more than the bound of {{bound:,}}; lower rank (--rank on the "
+                 "command line)")
 
 
 class SoftmaxSGD(ClassifierMixin, Estimator):
@@ -292,11 +301,11 @@ class SoftmaxSGD(ClassifierMixin, Estimator):
     # -- training -----------------------------------------------------------------------------
     def _init_weights(self, n_weights: int) -> None:
         C = len(self.classes_)
+        check_weights(self.rank, n_weights, self.average, n_classes=C)
         if self.rank is None:
             self.weights_ = np.zeros((n_weights, C))
             self.output_weights_ = np.zeros((C, 0))
         else:  # Glorot and Bengio (2010), as the thesis initializes a bottleneck
-            check_rank(self.rank, n_weights, self.average)
             r = int(self.rank)
             rs = check_random_state(self.random_state)
             self.output_weights_ = rs.uniform(-1, 1, (C, r)) * np.sqrt(6.0 / (C + r))

@@ -192,6 +192,22 @@ def test_softmax_rank_beyond_its_bounds_is_refused_before_allocating():
     SoftmaxSGD(code_bits=8, rank=64, max_iter=1).fit(codes, y)  # within the bound: trains
 
 
+def test_softmax_full_weights_beyond_the_bound_are_refused_before_allocating():
+    from _special_files import memory_cap
+
+    from dask_kernels import SoftmaxSGD
+
+    codes, y = np.zeros((4, 2048), np.uint8), np.arange(4)
+    with memory_cap(2**30):  # W would be 2**19 features x 3,000 classes float64: 12.6 GB
+        message = _timed_refusal(lambda: SoftmaxSGD(code_bits=8).partial_fit(codes, y, classes=np.arange(3000)),
+                                 "3,000 classes")
+        assert "12,582,912,000" in message and "rank=" in message, message
+        message = _timed_refusal(  # 300 classes: 1.3 GB, within the bound once, not twice
+            lambda: SoftmaxSGD(code_bits=8, average=True).partial_fit(codes, y, classes=np.arange(300)), "twice")
+        assert "2,516,582,400" in message, message
+    SoftmaxSGD(code_bits=8).partial_fit(codes, y, classes=np.arange(100))  # 420 MB: within the bound
+
+
 @pytest.mark.parametrize("rank, says", [(100_000, "at most 16,384"), (16_384, "bytes, more than the bound")])
 def test_train_rank_beyond_its_bounds_is_one_line_before_training(small, tmp_path, capsys, rank, says):
     from _special_files import memory_cap
