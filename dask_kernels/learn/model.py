@@ -180,6 +180,8 @@ class KernelModel(Estimator):
         elif not hasattr(X, "shape"):  # a list of rows, as scikit-learn's estimators take
             X = np.asarray(X)
         n = X.shape[0]
+        if n == 0:  # the estimators' own message would name the features' width, not the rows'
+            raise ValueError(f"X has no rows (shape {X.shape}): nothing to {method}")
         if n <= PREDICT_BLOCK_ROWS:
             return fn(self.features(X))
         outs = [fn(self.features(X[a:b], a)) for a, b in row_bounds(n, PREDICT_BLOCK_ROWS)]
@@ -233,10 +235,11 @@ class KernelModel(Estimator):
 
         out_dtype, out_w = self._out_meta(fn, probe_features, width, dtype)
         model = shared_key(self, f"dk-model-{tokenize(A.name, fn.__name__, id(self))}")
+        empty = np.empty((0,) if out_w is None else (0, out_w), out_dtype)  # an empty block's result
         if out_w is None:
-            return A.map_blocks(block, model, fn.__name__, dtype=out_dtype, drop_axis=1, chunks=(A.chunks[0],),
-                                meta=np.empty((0,), out_dtype))
-        return A.map_blocks(block, model, fn.__name__, dtype=out_dtype, chunks=(A.chunks[0], (out_w,)),
+            return A.map_blocks(block, model, fn.__name__, empty, dtype=out_dtype, drop_axis=1,
+                                chunks=(A.chunks[0],), meta=np.empty((0,), out_dtype))
+        return A.map_blocks(block, model, fn.__name__, empty, dtype=out_dtype, chunks=(A.chunks[0], (out_w,)),
                             meta=np.empty((0, 0), out_dtype))
 
     # -- estimator API ------------------------------------------------------------------------
@@ -387,12 +390,17 @@ def svmlight_base(source: Any) -> bool | None:
     return bases.pop() if len(bases) == 1 and None not in bases else None
 
 
-def _raw_block(b, model, method, block_info=None):
-    """A task: the model's ``method`` on one block of raw rows (its global first row from dask)."""
+def _raw_block(b, model, method, empty, block_info=None):
+    """A task: the model's ``method`` on one block of raw rows (its global first row from dask);
+    ``empty`` for a block of no rows (a filtered DataFrame's partition), which estimators refuse."""
+    if b.shape[0] == 0:
+        return empty
     first = block_info[0]["array-location"][0][0] if block_info else 0
     return getattr(model.estimator, method)(model.features(b, first))
 
 
-def _stored_block(b, model, method):
-    """A task: the model's ``method`` on one block of a store's features."""
+def _stored_block(b, model, method, empty):
+    """A task: the model's ``method`` on one block of a store's features (``empty`` for no rows)."""
+    if b.shape[0] == 0:
+        return empty
     return getattr(model.estimator, method)(model._learner_input(b))

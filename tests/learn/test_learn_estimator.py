@@ -2,6 +2,7 @@
 
 import dask.array as da
 import numpy as np
+import pytest
 from sklearn.base import clone, is_classifier, is_regressor
 from sklearn.linear_model import SGDClassifier, SGDRegressor
 from sklearn.model_selection import GridSearchCV
@@ -72,3 +73,32 @@ def test_prediction_on_dask_arrays_is_lazy_and_blockwise():
     assert pred.chunks == ((300,) * 4,) and proba.shape == (1200, 2)
     np.testing.assert_array_equal(pred.compute(), m.predict(X))
     assert sorted(calls) == [300] * 4
+
+
+def test_prediction_on_dask_input_with_empty_blocks():
+    """A filtered DataFrame has partitions of no rows: they predict nothing, the others as numpy."""
+    import dask.dataframe as dd
+    import pandas as pd
+
+    from dask_kernels import SoftmaxSGD
+
+    X, y = _xor()
+    for est in (SoftmaxSGD(code_bits=8, random_state=0), SGDClassifier(loss="log_loss", random_state=0)):
+        m = KernelModel(GCWS(n_components=32, seed=0), est).fit(X, y)
+        Xd = da.from_array(X[:30], chunks=((10, 0, 20), -1))
+        for method in ("predict", "predict_proba", "decision_function"):
+            np.testing.assert_allclose(getattr(m, method)(Xd).compute(), getattr(m, method)(X[:30]), rtol=1e-12)
+        assert m.score(Xd, da.from_array(y[:30], chunks=((10, 0, 20),))) == m.score(X[:30], y[:30])
+        df = dd.from_pandas(pd.DataFrame(X[:40], columns=list("abcd")), npartitions=4)
+        kept = df[df["a"].abs() > 2.0]  # a few rows: some partitions keep none
+        assert 0 in [len(p) for p in kept.partitions]
+        keep = np.abs(X[:40, 0]) > 2.0
+        np.testing.assert_array_equal(m.predict(kept).compute(), m.predict(X[:40][keep]))
+
+
+def test_prediction_on_no_rows_names_the_rows_shape():
+    X, y = _xor()
+    m = _model().fit(X, y)
+    for method in ("predict", "predict_proba", "decision_function"):
+        with pytest.raises(ValueError, match=r"X has no rows \(shape \(0, 4\)\): nothing to " + method):
+            getattr(m, method)(X[:0])
