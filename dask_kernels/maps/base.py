@@ -199,6 +199,12 @@ class FeatureMap(TransformerMixin, Estimator):
         ndarray or sparse matrix of shape ``(n_samples, n_output_features_)``, or, for a map built
         with ``output="onehot"`` (GCWS, CoRE), :meth:`expand` of it: the features a linear
         learner consumes.
+
+        Notes
+        -----
+        As scikit-learn's transformers, this returns the features in memory: a dask array is
+        computed. For a lazy dask array of features, or features written to a store, use
+        :func:`~dask_kernels.featurize`.
         """
         check_is_fitted(self)
         X_checked = self._validate_input(X, reset=False)
