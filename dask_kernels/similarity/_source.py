@@ -158,7 +158,7 @@ class _NpyBlock:
         self.path, self.start, self.stop, self.hashed = path, start, stop, hashed
 
     def __call__(self):
-        rows = np.asarray(np.load(self.path, mmap_mode="r")[self.start:self.stop], dtype=np.float64)
+        rows = _checked(np.load(self.path, mmap_mode="r")[self.start:self.stop], self.path, self.start)
         return rows if self.hashed is None else self.hashed(rows)
 
     def __dask_tokenize__(self):
@@ -208,6 +208,22 @@ def _slice(X, start, stop):
     return X[start:stop]
 
 
+def _checked(X, where, row_offset=0):
+    """``X`` as float64 rows (dense, or CSR with sorted, unique column indices), refused naming
+    the row and column of a NaN or infinity: the exact GMM of a row holding one is a wrong number
+    (pairs kept or dropped on it), not an error."""
+    from ..blocks import InputValueError, validate_block
+
+    try:
+        return validate_block(X, dtypes=(np.float64,), row_offset=row_offset)
+    except InputValueError as e:
+        raise e.at(f"row {e.row} of {where}") from None
+
+
+def _checked_chunk(X, where, block_info=None):
+    return _checked(X, where, block_info[0]["array-location"][0][0] if block_info else 0)
+
+
 def as_rows(X, codes, where="X"):
     """Raw rows aligned with ``codes`` (same row count), as :class:`Rows`: float64 blocks of a
     dense array, or CSR blocks (sorted, unique column indices) of a SciPy sparse matrix.
@@ -243,17 +259,14 @@ def as_rows(X, codes, where="X"):
         raise ValueError(f"{where}: expected {codes.n_rows} rows (one per row of codes), got shape {shape}")
     _check_width(shape, width, where)
     if isinstance(X, da.Array):
-        X = X.astype(np.float64).rechunk((codes.array.chunks[0], -1))
+        X = X.astype(np.float64).rechunk((codes.array.chunks[0], -1)).map_blocks(_checked_chunk, where,
+                                                                                 dtype=np.float64)
         if hashed is not None:
             X = X.map_blocks(hashed, dtype=np.float64)
         return Rows(list(X.to_delayed().ravel()))
+    X = _checked(X, where)  # sorted column indices too, as the pair kernel's merge needs
     if hashed is not None:
         X = hashed(X)
-    if sp.issparse(X):
-        X = sp.csr_matrix(X, dtype=np.float64, copy=True)
-        X.sum_duplicates()  # also sorts the column indices, as the pair kernel's merge needs
-    else:
-        X = np.asarray(X, dtype=np.float64)
     import uuid
 
     whole = shared_key(X, f"dk-similarity-rows-{uuid.uuid4().hex}")

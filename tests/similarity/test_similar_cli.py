@@ -151,3 +151,18 @@ def test_overwrite_replaces_pairs_similar_wrote_and_nothing_else(tmp_path, capsy
     capsys.readouterr()
     line = one_line_error(capsys, ["similar", store, "--threshold", "0.5", "--overwrite", "-o", str(predicted)])
     assert "not written by dask-kernels similar" in line and predicted.is_dir()
+
+
+def test_raw_rows_holding_nan_are_an_error_naming_the_file_and_row(tmp_path, capsys):
+    from dask_kernels.cli import main
+
+    store = _store(tmp_path)
+    X = np.random.default_rng(0).random((30, 5))  # the store's rows
+    X[7, 2] = np.nan
+    np.save(tmp_path / "X.npy", X)
+    assert main(["similar", store, "--threshold", "0.5", "--raw", str(tmp_path / "X.npy"), "--workers", "1",
+                 "--no-progress", "-o", str(tmp_path / "p.parquet")]) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "error: Input contains NaN or infinity (nan) in row 7 of " in err, err
+    assert "X.npy, column 2" in err, err
+    assert not (tmp_path / "p.parquet").exists()

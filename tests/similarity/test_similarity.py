@@ -511,3 +511,23 @@ def test_an_index_refuses_codes_of_another_width_than_bits():
     assert len(index.query(codes[:3], 0.8)) >= 3  # each row finds itself
     with pytest.raises(ValueError, match="source: uint8 codes cannot be 16-bit codes"):
         similarity_join(codes, 0.8, bits=16)
+
+
+def test_raw_rows_holding_nan_or_infinity_are_refused_naming_the_row(tmp_path):
+    # a NaN row's exact GMM was a number (1.0 against some rows): pairs were kept or dropped on it
+    import scipy.sparse as sp
+
+    X = _weighted_rows(groups=10)
+    codes = GCWS(scale=None, n_components=64, bits=8, seed=1, sampler="dart").fit(X).transform(X)
+    bad = X.copy()
+    bad[5, 3] = np.nan
+    np.save(tmp_path / "bad.npy", bad)
+    chunked = da.from_array(codes, chunks=(20, -1))
+    for rows, where in ((bad, "X"), (sp.csr_matrix(bad), "X"), (da.from_array(bad, chunks=(20, -1)), "X"),
+                        (str(tmp_path / "bad.npy"), "bad.npy")):
+        with pytest.raises(ValueError, match=rf"NaN or infinity \(nan\) in row 5 of \S*{where}, column 3"):
+            similarity_join(chunked, 0.5, bits=8, X=rows).compute()
+    infinite = X.copy()
+    infinite[40, 2] = np.inf
+    with pytest.raises(ValueError, match=r"\(inf\) in row 40 of other_X, column 2"):
+        similarity_join(chunked, 0.5, chunked, bits=8, X=X, other_X=infinite).compute()
