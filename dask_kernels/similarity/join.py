@@ -376,6 +376,9 @@ def similarity_join(source: Any, threshold: float, other: Any = None, *, bits: i
         raise ValueError(f"margin must be in [0, 1], got {margin!r}")
     if isinstance(max_bucket, bool) or int(max_bucket) != max_bucket or max_bucket < 1:
         raise ValueError(f"max_bucket must be a positive integer, got {max_bucket!r}")
+    if npartitions is not None and (isinstance(npartitions, bool) or int(npartitions) != npartitions or
+                                    npartitions < 1):  # (a negative count gave no pairs at all)
+        raise ValueError(f"npartitions must be a positive integer or None, got {npartitions!r}")
     pass_memory = check_pass_memory(pass_memory)
     a = as_codes(source, bits, where="source")
     b = a if other is None else as_codes(other, bits if bits is not None else a.bits, where="other")

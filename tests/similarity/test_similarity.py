@@ -531,3 +531,12 @@ def test_raw_rows_holding_nan_or_infinity_are_refused_naming_the_row(tmp_path):
     infinite[40, 2] = np.inf
     with pytest.raises(ValueError, match=r"\(inf\) in row 40 of other_X, column 2"):
         similarity_join(chunked, 0.5, chunked, bits=8, X=X, other_X=infinite).compute()
+
+
+def test_npartitions_must_be_a_positive_integer():
+    # npartitions=-1 gave an empty result, as if no pair were similar; 0 and 1.5 were taken as others
+    codes = np.zeros((5, 8), np.uint8)
+    assert len(similarity_join(codes, 0.5, bits=8, npartitions=2).compute()) == 10  # equal rows: every pair
+    for bad in (-1, 0, 1.5, True):
+        with pytest.raises(ValueError, match="npartitions must be a positive integer"):
+            similarity_join(codes, 0.5, bits=8, npartitions=bad)
