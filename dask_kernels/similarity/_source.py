@@ -122,14 +122,26 @@ def as_codes(source, bits=None, block_rows=BLOCK_ROWS, where="source"):
     if bits is None:
         raise ValueError(f"{where}: give bits= (the code width of the GCWS map that made these codes)")
     bits = check_bits(bits, where)
-    arr = source if isinstance(source, da.Array) else da.from_array(np.asarray(source), chunks=(block_rows, -1))
+    arr = source if isinstance(source, da.Array) else np.asarray(source)
     if arr.ndim != 2 or arr.dtype.kind != "u":
         raise ValueError(f"{where}: expected a 2-D array of unsigned integer codes (rows, hashes), got shape "
                          f"{arr.shape} dtype {arr.dtype}")
-    if 8 * arr.dtype.itemsize < bits:  # (larger codes than 2**bits are found only by reading them)
+    if 8 * arr.dtype.itemsize < bits:
         raise ValueError(f"{where}: {arr.dtype} codes cannot be {bits}-bit codes: give bits= of the GCWS map that "
                          "made them (its bits parameter)")
+    if isinstance(arr, np.ndarray):  # in memory: read now; a dask array's codes are checked as its blocks are read
+        check_code_range(arr, bits, where)
+        arr = da.from_array(arr, chunks=(block_rows, -1))
     return Codes(arr.rechunk({1: -1}), bits)
+
+
+def check_code_range(codes, bits, where):
+    """Refuse ``codes`` holding a code of ``2**bits`` or more (codes of a wider map): their
+    estimates would be off by the other chance agreement, without a word."""
+    top = int(codes.max()) if codes.size else 0
+    if top >> bits:
+        raise ValueError(f"{where}: a code of {top} cannot be {bits}-bit codes: give bits= of the GCWS map that made "
+                         "them (its bits parameter)")
 
 
 def check_bits(bits, where="bits"):

@@ -60,7 +60,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from ._kernels import agreement, band_keys, bucket_pairs, gmm_pairs, gmm_pairs_csr, row_keys
-from ._source import _NpyAt, _NpyBlock, _StoreAt, as_codes, as_rows, load
+from ._source import _NpyAt, _NpyBlock, _StoreAt, as_codes, as_rows, check_code_range, load
 from .banding import MIN_RECALL, WEIGHTS, check_bands, choose_bands, collision_probability
 
 if TYPE_CHECKING:
@@ -131,12 +131,15 @@ def pass_of(key, n_passes):
     return (np.asarray(key, np.uint64) >> np.uint64(32)) % np.uint64(n_passes)
 
 
-def _block_keys(codes, start, side, bands, rows, n_parts, n_passes=1, g=0, after=None):
+def _block_keys(codes, start, side, bands, rows, n_parts, n_passes=1, g=0, after=None, bits=None):
     """Band records of a block in pass ``g`` of ``n_passes`` (the keys whose :func:`pass_of` is ``g``),
     cut by bucket: ``n_parts`` tuples ``(key, rkey, side, row)``, part ``key % n_parts``. ``after``
-    (ignored) orders the pass after the previous one."""
+    (ignored) orders the pass after the previous one. Given ``bits``, codes of ``2**bits`` or more
+    are refused."""
     codes = np.ascontiguousarray(load(codes))
     n = codes.shape[0]
+    if bits is not None:
+        check_code_range(codes, bits, f"{'other' if side else 'source'} rows {start}..{start + n - 1}")
     key = band_keys(codes, bands, rows).ravel()
     rkey = np.repeat(row_keys(codes), bands)
     row = np.repeat(np.arange(start, start + n, dtype=np.int64), bands)
@@ -442,7 +445,7 @@ def similarity_join(source: Any, threshold: float, other: Any = None, *, bits: i
             for i in range(c.n_blocks):
                 key = (name + "-bands", g, side, i)
                 dsk[key] = (_block_keys, ref(c.block(i)), int(c.starts[i]), side, bands, rows, n_parts, n_passes,
-                            g, after)
+                            g, after, c.bits)
                 for t in range(n_parts):
                     dsk[(name + "-piece", g, side, i, t)] = (operator.getitem, key, t)
                 blocks.append((side, i))

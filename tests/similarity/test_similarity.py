@@ -540,3 +540,24 @@ def test_npartitions_must_be_a_positive_integer():
     for bad in (-1, 0, 1.5, True):
         with pytest.raises(ValueError, match="npartitions must be a positive integer"):
             similarity_join(codes, 0.5, bits=8, npartitions=bad)
+
+
+def test_a_join_refuses_codes_of_another_width_than_bits():
+    # 8-bit codes joined as bits=4 gave pairs on estimates off by the other chance agreement
+    X = np.random.default_rng(0).random((50, 6))
+    codes = GCWS(n_components=32, bits=8, seed=1, scale=None, sampler="dart").fit(X).transform(X)
+    assert codes.max() >= 16
+    wide = rf"a code of {codes.max()} cannot be 4-bit codes: give bits= of the GCWS map"
+    with pytest.raises(ValueError, match="source: " + wide):
+        similarity_join(codes, 0.5, bits=4)
+    with pytest.raises(ValueError, match="other: " + wide):
+        similarity_join(codes & 15, 0.5, codes, bits=4)
+    mixed = codes & 15
+    mixed[30] = codes[30]
+    top = codes[30].max()
+    assert top >= 16
+    with pytest.raises(ValueError, match=rf"source rows 20\.\.39: a code of {top} cannot be 4-bit"):
+        similarity_join(da.from_array(mixed, chunks=(20, -1)), 0.5, bits=4).compute()  # found as it is read
+    assert len(similarity_join(codes & 15, 0.5, bits=4).compute()) > 0
+    with pytest.raises(ValueError, match=r"source: expected a 2-D array of unsigned integer codes.*shape \(32,\)"):
+        similarity_join(codes[0], 0.5, bits=8)
