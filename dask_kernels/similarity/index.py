@@ -110,12 +110,18 @@ class SimilarityIndex:
               weights: tuple[float, float] = WEIGHTS) -> pd.DataFrame:
         """Rows of the index at estimated GMM similarity >= ``threshold`` to each query row.
 
-        ``codes``: the queries' codes, made by the same map. Returns a DataFrame ``(query, row,
-        estimate)`` sorted by query, then row.
+        ``codes``: the queries' codes, made by the same map; ``threshold`` in (0, 1); ``bands``
+        and ``rows`` together, or neither (:func:`choose_bands`). Returns a DataFrame ``(query,
+        row, estimate)`` sorted by query, then row.
         """
         codes = _codes_array(codes, self.n_hashes, "query codes", self.bits)
+        threshold = float(threshold)
+        if not 0.0 < threshold < 1.0:  # (with bands given, 1.5 or NaN found nothing, without a word)
+            raise ValueError(f"threshold must be in (0, 1), got {threshold!r}")
         if bands is None and rows is None:
             bands, rows = choose_bands(threshold, self.n_hashes, self.bits, weights)
+        elif bands is None or rows is None:
+            raise ValueError("give both bands and rows, or neither")
         bands, rows = check_bands(bands, rows, self.n_hashes)
         keys, order = self._table(bands, rows)
         qk = band_keys(codes, bands, rows)
@@ -155,10 +161,11 @@ class SimilarityIndex:
         Returns a DataFrame ``(query, row, estimate, rank)``; ties in the estimate go to the lower row.
         """
         codes = _codes_array(codes, self.n_hashes, "query codes", self.bits)
-        if isinstance(k, bool) or int(k) != k or k < 1:
-            raise ValueError(f"k must be a positive integer, got {k!r}")
-        trees = max(1, min(int(trees), self.n_hashes))
-        w = int(candidates or 4 * k)
+        for name, v in (("k", k), ("candidates", 1 if candidates is None else candidates), ("trees", trees)):
+            if isinstance(v, bool) or int(v) != v or v < 1:
+                raise ValueError(f"{name} must be a positive integer, got {v!r}")
+        trees = min(int(trees), self.n_hashes)
+        w = int(4 * k if candidates is None else candidates)
         width = self.n_hashes // trees
         qs, rs = [], []
         for t, (order, sorted_bytes) in enumerate(self._prefix_trees(trees)):

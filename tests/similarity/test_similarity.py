@@ -561,3 +561,21 @@ def test_a_join_refuses_codes_of_another_width_than_bits():
     assert len(similarity_join(codes & 15, 0.5, bits=4).compute()) > 0
     with pytest.raises(ValueError, match=r"source: expected a 2-D array of unsigned integer codes.*shape \(32,\)"):
         similarity_join(codes[0], 0.5, bits=8)
+
+
+def test_index_query_and_top_k_arguments_are_checked():
+    # bands without rows was a TypeError from int(None); with bands given, a threshold of 1.5 or NaN
+    # found nothing; candidates=-1 was "negative dimensions are not allowed", 0 the default
+    X = np.random.default_rng(0).random((40, 6))
+    codes = GCWS(n_components=32, bits=8, seed=1, scale=None, sampler="dart").fit(X).transform(X)
+    index = SimilarityIndex(codes, bits=8)
+    assert len(index.query(codes[:2], 0.9, bands=8, rows=4)) >= 2  # each finds itself
+    with pytest.raises(ValueError, match="give both bands and rows, or neither"):
+        index.query(codes[:2], 0.9, bands=8)
+    for bad in (1.5, float("nan"), 0.0):
+        with pytest.raises(ValueError, match=r"threshold must be in \(0, 1\)"):
+            index.query(codes[:2], bad, bands=8, rows=4)
+    assert index.top_k(codes[:2], 2, candidates=1)["row"].tolist()[::2] == [0, 1]
+    for name, bad in (("candidates", -1), ("candidates", 0), ("trees", 0), ("k", 0), ("candidates", 2.5)):
+        with pytest.raises(ValueError, match=f"{name} must be a positive integer"):
+            index.top_k(codes[:2], **dict({"k": 2}, **{name: bad}))
