@@ -18,10 +18,7 @@ How :func:`similarity_join` computes, in ``P`` passes over the band keys (pass o
    any other band they share. The pairs are cut by block of ``i``.
 3. **Verification** (one task per block of ``source``, gathering its candidates from every
    partition, grouped by block of ``other`` inside the task, which reads one block of ``other``
-   at a time): duplicates (one per shared band) are dropped; a pair found in several passes is
-   kept only in the pass of the first band whose keys its two rows share (:func:`_owned`,
-   recomputed from the two rows' codes), so each pair is reported once; each pair is checked
-   on all its codes, ``estimate = (matches / k - 2**-b) / (1 - 2**-b)`` (unbiased for GMM, standard
+   at a time): duplicates (one per shared band) are dropped; each pair is checked on all its codes, ``estimate = (matches / k - 2**-b) / (1 - 2**-b)`` (unbiased for GMM, standard
    error about ``sqrt(p (1 - p) / k) / (1 - 2**-b)``): kept when ``estimate >= threshold - margin``.
    With the raw rows, the margin is :func:`estimate_margin` (five standard errors: a pair at or
    above the threshold passes but for a chance of 3e-7) and the pairs that pass are kept on
@@ -38,15 +35,13 @@ between them (the all-to-all; by default ``npartitions`` is the blocks over ``P`
 ``blocks**2`` pieces in all, as in one pass): with ``npartitions`` fixed, linear in the blocks; no task
 stands for a pair of blocks.
 
-Every candidate shares the band its bucket came from, so every candidate has a first shared
-band and its pass: passes report the pairs of one pass, each once, with one exception. When the
-bucket of a pair's first shared band is larger than ``max_bucket + 1`` and cut the pair off,
-one pass may still find it through any later band it shares, several passes only through a
-later band of the same pass (a loss only among the different rows of oversized buckets, which
-that band found with a chance of about ``2 max_bucket / m`` anyway).
+A pair sharing bands of several passes is verified in each of them; the pairs of a block of
+``source`` are gathered from the passes with the duplicates dropped (:func:`_gather`), so each
+is reported once. A bucket is all the records of one key, and a key is in one pass, so every
+band gives the same candidates in any pass: the pairs of several passes are those of one.
 
-Every stage depends only on the rows' codes and global row numbers, never on the blocks or
-partitions, so the pairs are the same whatever the partitioning.
+Every stage depends only on the rows' codes and global row numbers, never on the blocks,
+partitions or passes, so the pairs are the same whatever the partitioning.
 """
 
 from __future__ import annotations
@@ -177,19 +172,6 @@ def _cut(pairs, part, n):
     return tuple(pairs[a:b] for a, b in zip(cuts[:-1], cuts[1:]))
 
 
-def _owned(ca, cb, ia, ib, bands, rows, n_passes, g):
-    """Which pairs ``(ca[ia[p]], cb[ib[p]])`` belong to pass ``g``: the pass of the first band
-    whose keys the two rows share (every candidate shares one), so that a pair found in
-    several passes is reported once."""
-    if n_passes == 1:
-        return np.ones(ia.size, bool)
-    ka = band_keys(np.ascontiguousarray(ca[ia]), bands, rows)
-    kb = band_keys(np.ascontiguousarray(cb[ib]), bands, rows)
-    eq = ka == kb
-    first = np.argmax(eq, axis=1)
-    return pass_of(ka[np.arange(ia.size), first], n_passes) == np.uint64(g)
-
-
 def _at(blocks, q):
     """Block q of one side for a verification task: from a reader of any block (of a store or a
     ``.npy`` file: one small object in the graph), or from the list of blocks the task received."""
@@ -219,11 +201,10 @@ def _empty(exact):
     return pd.DataFrame(cols)
 
 
-def _verify(pieces, block_a, b_blocks, rows_a, b_rows, start_a, starts_b, threshold, margin, bits, bands, rows,
-            n_passes, g):
-    """The verified pairs of one block of ``source`` in pass ``g``: its candidates from every
+def _verify(pieces, block_a, b_blocks, rows_a, b_rows, start_a, starts_b, threshold, margin, bits):
+    """The verified pairs of one block of ``source`` in one pass: its candidates from every
     partition, distinct, grouped by block of ``other`` (one block of ``other`` loaded at a time),
-    owned by this pass (:func:`_owned`), checked on their codes (and raw rows)."""
+    checked on their codes (and raw rows)."""
     exact = rows_a is not None
     pairs = np.concatenate(pieces) if len(pieces) else np.empty((0, 2), np.int64)
     if not len(pairs):
@@ -241,8 +222,6 @@ def _verify(pieces, block_a, b_blocks, rows_a, b_rows, start_a, starts_b, thresh
         q = int(qs[lo])
         ia, ib = pairs[lo:hi, 0] - start_a, pairs[lo:hi, 1] - starts_b[q]
         cb = load(_at(b_blocks, q))
-        own = _owned(ca, cb, ia, ib, bands, rows, n_passes, g)
-        ia, ib = ia[own], ib[own]
         est = code_estimate(agreement(ca, cb, ia, ib), ca.shape[1], bits)
         keep = est >= threshold - margin
         cols = {"i": ia[keep] + start_a, "j": ib[keep] + starts_b[q], "estimate": est[keep]}
@@ -267,8 +246,11 @@ def _barrier(counts):
 
 
 def _gather(parts):
-    """The pairs of one block of ``source``: its pass results, sorted by ``(i, j)``."""
-    return pd.concat(parts, ignore_index=True).sort_values(["i", "j"], ignore_index=True)
+    """The pairs of one block of ``source``: its pass results, each pair once (a pair sharing bands
+    of several passes is found in each: dropping it from all but one pass lost it when the bucket
+    of that pass's band was oversized and cut it off), sorted by ``(i, j)``."""
+    pairs = pd.concat(parts, ignore_index=True).drop_duplicates(["i", "j"])
+    return pairs.sort_values(["i", "j"], ignore_index=True)
 
 
 def choose_passes(n_records, pass_memory):
@@ -354,8 +336,8 @@ def similarity_join(source: Any, threshold: float, other: Any = None, *, bits: i
     dask.dataframe.DataFrame
         Columns ``i``, ``j`` (global row numbers; ``i < j`` in a self join), ``estimate`` (from the
         codes) and, with raw rows, ``exact``. One partition per block of ``source``, each sorted by
-        ``(i, j)``; the pairs are the same for any partitioning of the input (and for any
-        ``pass_memory``, but for pairs of buckets larger than ``max_bucket + 1``).
+        ``(i, j)``; the pairs are the same for any partitioning of the input and any
+        ``pass_memory``.
 
     Examples
     --------
@@ -460,7 +442,7 @@ def similarity_join(source: Any, threshold: float, other: Any = None, *, bits: i
             key = (name + "-verify", g, p)
             dsk[key] = (_verify, [(name + "-cut", g, t, p) for t in range(n_parts)], ref(a.block(p)), b_blocks,
                         None if rows_a is None else ref(rows_a.block(p)), b_rows, int(a.starts[p]), starts_b,
-                        threshold, float(margin), a.bits, bands, rows, n_passes, g)
+                        threshold, float(margin), a.bits)
             results[p].append(key)
             dsk[(name + "-count", g, p)] = (_count, key)
             done.append((name + "-count", g, p))
