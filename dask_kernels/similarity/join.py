@@ -370,8 +370,10 @@ def similarity_join(source: Any, threshold: float, other: Any = None, *, bits: i
     cross = other is not None
     if cross and (b.n_hashes != a.n_hashes or b.bits != a.bits or
                   (a.spec is not None and b.spec is not None and a.spec != b.spec)):
+        # (a map fitted on other rows differs: sampler="dart" and scale learn from them)
         raise ValueError("source and other hold codes of different maps (hashes, bits or spec differ): their codes "
-                         "cannot be compared")
+                         "cannot be compared; featurize both with one fitted map (the first store's feature_map, "
+                         "or featurize --spec with its spec saved as JSON)")
     if (X is None) != (other_X is None) if cross else other_X is not None:
         raise ValueError("give the raw rows of both sides (X and other_X), or of neither; other_X needs other")
     k = a.n_hashes

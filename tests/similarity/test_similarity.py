@@ -597,3 +597,21 @@ def test_passes_keep_a_pair_cut_off_by_an_oversized_bucket_in_another_pass(monke
         many = similarity_join(codes, T, bits=8, max_bucket=4, pass_memory=25 * len(X) * bands // passes).compute()
         assert not many.duplicated(["i", "j"]).any()
         pd.testing.assert_frame_equal(many.reset_index(drop=True), one.reset_index(drop=True))
+
+
+def test_stores_of_maps_fitted_apart_are_refused_saying_how_to_share_the_map(tmp_path):
+    # the same parameters fitted on other rows are another map (dart's scale is learned): the
+    # refusal said only that the maps differ, not what to do
+    X = _weighted_rows(groups=10)
+    X = X[np.random.default_rng(0).permutation(len(X))]
+    a = featurize(X[:40], GCWS(scale=None, n_components=32, bits=8, sampler="dart"), store=str(tmp_path / "a.zarr"),
+                  progress=False)
+    apart = featurize(X[40:], GCWS(scale=None, n_components=32, bits=8, sampler="dart"),
+                      store=str(tmp_path / "b.zarr"), progress=False)
+    assert apart.spec["params"] == a.spec["params"] and apart.spec != a.spec
+    with pytest.raises(ValueError, match="different maps.*featurize both with one fitted map.*feature_map.*--spec"):
+        similarity_join(a.path, T, apart.path)
+    shared = featurize(X[40:], a.feature_map, store=str(tmp_path / "c.zarr"), progress=False)
+    cross = similarity_join(a.path, T, shared.path, X=X[:40], other_X=X[40:]).compute()
+    truth = {(i, j - 40) for i, j in _truth(X, T)[0] if i < 40 <= j}
+    assert len(truth) > 10 and _pairs(cross) == truth
