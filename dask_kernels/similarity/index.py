@@ -188,13 +188,17 @@ class SimilarityIndex:
             if not os.path.isdir(path) or (os.listdir(path) and not os.path.exists(os.path.join(path, META))):
                 raise ValueError(f"{path}: exists and is not a similarity index folder; refusing to write into it")
             _read_meta(path)  # ours (any damage short of that is replaced)
-        os.makedirs(path, exist_ok=True)
-        write_npz(os.path.join(path, CODES), {"codes": self.codes})
         meta = {"format": INDEX_FORMAT, "n_rows": self.n_rows, "n_hashes": self.n_hashes, "bits": self.bits,
                 "spec": self.spec, "sidecar": manifest({"codes": self.codes})}
+        try:  # before anything is written: a spec that is no JSON left a folder that no save or load took
+            text = json.dumps(meta, sort_keys=True)
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"{path}: the index's spec cannot be saved as JSON ({e})") from None
+        os.makedirs(path, exist_ok=True)
+        write_npz(os.path.join(path, CODES), {"codes": self.codes})
         tmp = os.path.join(path, f"{META}.tmp-{os.getpid()}")
         with open(tmp, "w") as f:
-            json.dump(meta, f, sort_keys=True)
+            f.write(text)
         os.replace(tmp, os.path.join(path, META))
         return path
 
@@ -237,7 +241,7 @@ def _read_meta(path):
             raise ValueError(f"{where}: {size} bytes, more than {MAX_META_BYTES}: not an index's metadata")
         with open(where, "rb") as f:
             meta = json.loads(f.read().decode())
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         raise ValueError(f"{path}: not a similarity index (no {META})") from None
     except (ValueError, UnicodeDecodeError, RecursionError) as e:
         if "more than" in str(e):

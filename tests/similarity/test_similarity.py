@@ -615,3 +615,17 @@ def test_stores_of_maps_fitted_apart_are_refused_saying_how_to_share_the_map(tmp
     cross = similarity_join(a.path, T, shared.path, X=X[:40], other_X=X[40:]).compute()
     truth = {(i, j - 40) for i, j in _truth(X, T)[0] if i < 40 <= j}
     assert len(truth) > 10 and _pairs(cross) == truth
+
+
+def test_an_index_with_a_spec_that_is_no_json_is_refused_before_anything_is_written(tmp_path):
+    # the codes were written, then json.dump failed with a TypeError, leaving a folder that a
+    # second save refused as not an index folder; loading a file said "Not a directory"
+    codes = np.zeros((4, 8), np.uint8)
+    with pytest.raises(ValueError, match="spec cannot be saved as JSON"):
+        SimilarityIndex(codes, 8, spec={"gamma": np.float32(1)}).save(tmp_path / "idx")
+    assert not (tmp_path / "idx").exists()
+    SimilarityIndex(codes, 8, spec={"gamma": 1.0}).save(tmp_path / "idx")
+    assert SimilarityIndex.load(tmp_path / "idx").spec == {"gamma": 1.0}
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(ValueError, match="not a similarity index"):
+        SimilarityIndex.load(tmp_path / "file")
