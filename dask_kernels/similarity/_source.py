@@ -115,7 +115,8 @@ def as_codes(source, bits=None, block_rows=BLOCK_ROWS, where="source"):
             warnings.warn(f"{where} {source.path}: ICWS codes (sampler='icws') agree more often than the GMM "
                           "similarity predicts (b bits of the split index i* = 2 x feature, + 1 when negative: on "
                           "nonnegative rows their lowest bit is always 0), so code estimates lean high; featurize "
-                          "with sampler='dart' for search, or give the raw rows (X=) to keep pairs on exact GMM",
+                          "with sampler='dart' (--param sampler=dart) for search, or give the raw rows (X=; "
+                          "similar --raw) to keep pairs on exact GMM",
                           UserWarning, stacklevel=3)
         opts = json.dumps(source.storage_options or {}, sort_keys=True)
         return Codes(source.features, b, source.spec, (source.path, opts))

@@ -166,3 +166,15 @@ def test_raw_rows_holding_nan_are_an_error_naming_the_file_and_row(tmp_path, cap
     assert "Traceback" not in err and "error: Input contains NaN or infinity (nan) in row 7 of " in err, err
     assert "X.npy, column 2" in err, err
     assert not (tmp_path / "p.parquet").exists()
+
+
+def test_the_icws_warning_names_the_command_line_flags(tmp_path):
+    # it named only the Python arguments (sampler='dart', X=), while featurize's default is ICWS
+    from dask_kernels.cli import main
+
+    import pytest
+
+    store = _store(tmp_path)  # featurize's default sampler, ICWS
+    with pytest.warns(UserWarning, match=r"lean high.*\(--param sampler=dart\).*similar --raw"):
+        assert main(["similar", store, "--threshold", "0.5", "--workers", "1", "--no-progress", "-o",
+                     str(tmp_path / "p.parquet")]) == 0
