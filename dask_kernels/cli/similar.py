@@ -33,7 +33,8 @@ def add_arguments(parser):
                              "as the store's map hashed them; each task reads its own rows")
     parser.add_argument("--other-raw", metavar="ROWS.npy", help="the raw rows of OTHER (with --raw)")
     parser.add_argument("--max-bucket", type=positive_int, default=None,
-                        help="pairs per member of an oversized bucket (default 64)")
+                        help="pairs per member of an oversized bucket (default 64); raise it when many rows are "
+                             "alike: larger buckets are cut and lose pairs")
     parser.add_argument("--pass-memory", type=byte_size, default=None, metavar="SIZE",
                         help="bytes of band records held per pass, e.g. 256MiB (the default) or 1GiB, at least "
                              "1MiB; a plain number is MiB: the join runs in passes of about this size, so the "
