@@ -165,13 +165,18 @@ class Rows:
 
 
 class _NpyBlock:
-    """Rows ``start:stop`` of a ``.npy`` file as float64, read (memory-mapped) where it is called."""
+    """Rows ``start:stop`` of a ``.npy`` file of ``shape`` as float64, read (memory-mapped) where
+    it is called."""
 
-    def __init__(self, path, start, stop, hashed=None):
-        self.path, self.start, self.stop, self.hashed = path, start, stop, hashed
+    def __init__(self, path, start, stop, hashed=None, shape=None):
+        self.path, self.start, self.stop, self.hashed, self.shape = path, start, stop, hashed, shape
 
     def __call__(self):
-        rows = _checked(np.load(self.path, mmap_mode="r")[self.start:self.stop], self.path, self.start)
+        arr = np.load(self.path, mmap_mode="r")
+        if self.shape is not None and arr.shape != self.shape:  # the pair kernels would read past its rows
+            raise ValueError(f"{self.path}: now of shape {arr.shape}, not {self.shape} as when the join was "
+                             "given it: the file changed while the join ran; run it again")
+        rows = _checked(arr[self.start:self.stop], self.path, self.start)
         return rows if self.hashed is None else self.hashed(rows)
 
     def __dask_tokenize__(self):
@@ -182,11 +187,11 @@ class _NpyBlock:
 class _NpyAt:
     """Any block of a ``.npy`` file's rows, cut at ``starts``: ``reader(i)`` is block i's :class:`_NpyBlock`."""
 
-    def __init__(self, path, starts, hashed=None):
-        self.path, self.starts, self.hashed = path, [int(x) for x in starts], hashed
+    def __init__(self, path, starts, hashed=None, shape=None):
+        self.path, self.starts, self.hashed, self.shape = path, [int(x) for x in starts], hashed, shape
 
     def __call__(self, i):
-        return _NpyBlock(self.path, self.starts[i], self.starts[i + 1], self.hashed)
+        return _NpyBlock(self.path, self.starts[i], self.starts[i + 1], self.hashed, self.shape)
 
     def __dask_tokenize__(self):
         st = os.stat(self.path)
@@ -266,7 +271,7 @@ def as_rows(X, codes, where="X"):
             raise ValueError(f"{where} {path}: expected {codes.n_rows} rows of numbers (one per row of codes), got "
                              f"shape {arr.shape} dtype {arr.dtype}")
         _check_width(arr.shape, width, f"{where} {path}")
-        return Rows([_NpyBlock(path, a, b, hashed) for a, b in bounds])
+        return Rows([_NpyBlock(path, a, b, hashed, arr.shape) for a, b in bounds])
     shape = getattr(X, "shape", None) if sp.issparse(X) or isinstance(X, da.Array) else np.shape(X)
     if shape is None or len(shape) != 2 or shape[0] != codes.n_rows:
         raise ValueError(f"{where}: expected {codes.n_rows} rows (one per row of codes), got shape {shape}")

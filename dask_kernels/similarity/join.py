@@ -190,7 +190,7 @@ def _row_blocks(rows, codes):
     """As :func:`_side_blocks`, for raw rows: a reader of the ``.npy`` file, or the list of blocks."""
     blocks = [rows.block(q) for q in range(codes.n_blocks)]
     if all(isinstance(r, _NpyBlock) for r in blocks) and blocks:
-        return _NpyAt(blocks[0].path, codes.starts, blocks[0].hashed)
+        return _NpyAt(blocks[0].path, codes.starts, blocks[0].hashed, blocks[0].shape)
     return blocks
 
 

@@ -629,3 +629,16 @@ def test_an_index_with_a_spec_that_is_no_json_is_refused_before_anything_is_writ
     (tmp_path / "file").write_text("x")
     with pytest.raises(ValueError, match="not a similarity index"):
         SimilarityIndex.load(tmp_path / "file")
+
+
+def test_a_raw_rows_file_replaced_before_the_join_runs_is_refused(tmp_path):
+    # its blocks were read as they now were: the pair kernels read past the rows of a shorter or
+    # narrower file and kept pairs on what they found there
+    X = _weighted_rows(groups=20)
+    codes = GCWS(scale=None, n_components=64, bits=8, seed=1, sampler="dart").fit(X).transform(X)
+    path = str(tmp_path / "X.npy")
+    np.save(path, X)
+    join = similarity_join(da.from_array(codes, chunks=(50, -1)), T, bits=8, X=path)
+    np.save(path, X[:100, :3])
+    with pytest.raises(ValueError, match=r"X.npy: now of shape \(100, 3\), not \(140, 40\).*changed while"):
+        join.compute()
