@@ -153,10 +153,11 @@ def check_bits(bits, where="bits"):
 
 
 class Rows:
-    """Raw rows aligned with a :class:`Codes`, one block per block of codes (:meth:`block`)."""
+    """Raw rows aligned with a :class:`Codes`, ``width`` columns, one block per block of codes
+    (:meth:`block`)."""
 
-    def __init__(self, blocks):
-        self._blocks = blocks
+    def __init__(self, blocks, width):
+        self._blocks, self.width = blocks, int(width)
 
     def block(self, i):
         """Block i for a task: a reader of a ``.npy`` file's rows (read where the task runs), or a
@@ -271,7 +272,7 @@ def as_rows(X, codes, where="X"):
             raise ValueError(f"{where} {path}: expected {codes.n_rows} rows of numbers (one per row of codes), got "
                              f"shape {arr.shape} dtype {arr.dtype}")
         _check_width(arr.shape, width, f"{where} {path}")
-        return Rows([_NpyBlock(path, a, b, hashed, arr.shape) for a, b in bounds])
+        return Rows([_NpyBlock(path, a, b, hashed, arr.shape) for a, b in bounds], arr.shape[1])
     shape = getattr(X, "shape", None) if sp.issparse(X) or isinstance(X, da.Array) else np.shape(X)
     if shape is None or len(shape) != 2 or shape[0] != codes.n_rows:
         raise ValueError(f"{where}: expected {codes.n_rows} rows (one per row of codes), got shape {shape}")
@@ -281,7 +282,7 @@ def as_rows(X, codes, where="X"):
                                                                                  dtype=np.float64)
         if hashed is not None:
             X = X.map_blocks(hashed, dtype=np.float64)
-        return Rows(list(X.to_delayed().ravel()))
+        return Rows(list(X.to_delayed().ravel()), shape[1])
     X = _checked(X, where)  # sorted column indices too, as the pair kernel's merge needs
     if hashed is not None:
         X = hashed(X)
@@ -289,4 +290,4 @@ def as_rows(X, codes, where="X"):
 
     whole = shared_key(X, f"dk-similarity-rows-{uuid.uuid4().hex}")
     take = dask.delayed(_slice, pure=True)
-    return Rows([take(whole, a, b) for a, b in bounds])
+    return Rows([take(whole, a, b) for a, b in bounds], shape[1])

@@ -53,6 +53,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
+import scipy.sparse as sp
 
 from ._kernels import agreement, band_keys, bucket_pairs, gmm_pairs, gmm_pairs_csr, row_keys
 from ._source import _NpyAt, _NpyBlock, _StoreAt, as_codes, as_rows, check_code_range, load
@@ -114,8 +115,10 @@ def _exact(rows_a, rows_b, ia, ib):
     """Exact GMM of the pairs ``(rows_a[ia[p]], rows_b[ib[p]])``: dense blocks or CSR blocks (or
     the readers of :class:`~dask_kernels.similarity._source.Rows` blocks)."""
     rows_a, rows_b = (r() if callable(r) else r for r in (rows_a, rows_b))
+    if isinstance(rows_a, np.ndarray) != isinstance(rows_b, np.ndarray):  # dense X, sparse other_X or back
+        rows_a, rows_b = (sp.csr_matrix(r) if isinstance(r, np.ndarray) else r for r in (rows_a, rows_b))
     if isinstance(rows_a, np.ndarray):
-        return gmm_pairs(rows_a, np.asarray(rows_b), ia, ib)
+        return gmm_pairs(rows_a, rows_b, ia, ib)
     return gmm_pairs_csr(rows_a.data, rows_a.indices, rows_a.indptr, rows_b.data, rows_b.indices, rows_b.indptr,
                          ia, ib)
 
@@ -386,6 +389,9 @@ def similarity_join(source: Any, threshold: float, other: Any = None, *, bits: i
     bands, rows = check_bands(bands, rows, k)
     rows_a = None if X is None else as_rows(X, a, "X")
     rows_b = rows_a if not cross else (None if other_X is None else as_rows(other_X, b, "other_X"))
+    if rows_a is not None and rows_a.width != rows_b.width:  # (the pair kernels would read past the narrower)
+        raise ValueError(f"X has {rows_a.width} columns and other_X {rows_b.width}: give the raw rows of both "
+                         "sides, of the same columns")
     if margin is None:
         margin = 0.0 if rows_a is None else estimate_margin(threshold, k, a.bits)
 

@@ -642,3 +642,21 @@ def test_a_raw_rows_file_replaced_before_the_join_runs_is_refused(tmp_path):
     np.save(path, X[:100, :3])
     with pytest.raises(ValueError, match=r"X.npy: now of shape \(100, 3\), not \(140, 40\).*changed while"):
         join.compute()
+
+
+def test_a_cross_join_checks_raw_rows_of_both_sides_alike():
+    # other_X narrower than X was read past its columns (pairs kept on what was there); a dense X
+    # with a sparse other_X failed in Numba's typing
+    import scipy.sparse as sp
+
+    X = _weighted_rows(groups=20)
+    X = X[np.random.default_rng(2).permutation(len(X))]
+    codes = GCWS(scale=None, n_components=64, bits=8, seed=1, sampler="dart").fit(X).transform(X)
+    A, B = codes[:70], codes[70:]
+    dense = similarity_join(A, T, B, bits=8, X=X[:70], other_X=X[70:]).compute()
+    assert len(dense) > 10
+    for xa, xb in ((X[:70], sp.csr_matrix(X[70:])), (sp.csr_matrix(X[:70]), X[70:])):
+        mixed = similarity_join(A, T, B, bits=8, X=xa, other_X=xb).compute()
+        pd.testing.assert_frame_equal(mixed, dense)
+    with pytest.raises(ValueError, match="X has 40 columns and other_X 20: give the raw rows of both sides"):
+        similarity_join(A, T, B, bits=8, X=X[:70], other_X=X[70:, :20])
