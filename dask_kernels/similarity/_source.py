@@ -124,7 +124,7 @@ def as_codes(source, bits=None, block_rows=BLOCK_ROWS, where="source"):
         raise ValueError(f"{where}: give bits= (the code width of the GCWS map that made these codes)")
     bits = check_bits(bits, where)
     arr = source if isinstance(source, da.Array) else np.asarray(source)
-    if arr.ndim != 2 or arr.dtype.kind != "u":
+    if arr.ndim != 2 or arr.dtype.kind != "u" or not arr.shape[1]:
         raise ValueError(f"{where}: expected a 2-D array of unsigned integer codes (rows, hashes), got shape "
                          f"{arr.shape} dtype {arr.dtype}")
     if 8 * arr.dtype.itemsize < bits:

@@ -37,7 +37,7 @@ def _codes_array(codes, n_hashes=None, where="codes", bits=None):
     (given ``bits``) every code below ``2**bits``: codes of another width than ``bits`` give
     estimates off by the other chance agreement, without a word."""
     c = np.asarray(codes)
-    if c.ndim != 2 or c.dtype.kind != "u" or (n_hashes is not None and c.shape[1] != n_hashes):
+    if c.ndim != 2 or c.dtype.kind != "u" or (n_hashes is not None and c.shape[1] != n_hashes) or not c.shape[1]:
         raise ValueError(f"{where}: expected unsigned integer codes of shape (rows, {n_hashes or 'hashes'}), got "
                          f"shape {c.shape} dtype {c.dtype}")
     if bits is not None and (8 * c.dtype.itemsize < bits or (c.size and int(c.max()) >> bits)):

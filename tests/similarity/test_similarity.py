@@ -660,3 +660,12 @@ def test_a_cross_join_checks_raw_rows_of_both_sides_alike():
         pd.testing.assert_frame_equal(mixed, dense)
     with pytest.raises(ValueError, match="X has 40 columns and other_X 20: give the raw rows of both sides"):
         similarity_join(A, T, B, bits=8, X=X[:70], other_X=X[70:, :20])
+
+
+def test_codes_of_no_hashes_are_refused_as_codes():
+    # top_k divided by zero; the join and query named an n_hashes the caller never gave
+    codes = np.zeros((5, 0), np.uint8)
+    with pytest.raises(ValueError, match=r"codes: expected unsigned integer codes.*shape \(5, 0\)"):
+        SimilarityIndex(codes, 8)
+    with pytest.raises(ValueError, match=r"source: expected a 2-D array of unsigned integer codes.*shape \(5, 0\)"):
+        similarity_join(codes, 0.5, bits=8)
