@@ -211,8 +211,8 @@ class SimilarityIndex:
         for key in ("n_rows", "n_hashes", "bits"):
             v = meta.get(key)
             if not isinstance(v, int) or isinstance(v, bool) or v < (0 if key == "n_rows" else 1):
-                raise ValueError(f"{where}: {key!r} is {v!r}, expected a {'nonnegative' if key == 'n_rows' else 'positive'} "
-                                 "integer")
+                kind = "nonnegative" if key == "n_rows" else "positive"
+                raise ValueError(f"{where}: {key!r} is {v!r}, expected a {kind} integer")
         if not 1 <= meta["bits"] <= 16:
             raise ValueError(f"{where}: 'bits' is {meta['bits']}, expected 1 to 16")
         dtype = "|u1" if meta["bits"] <= 8 else "<u2"

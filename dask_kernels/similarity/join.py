@@ -18,8 +18,9 @@ How :func:`similarity_join` computes, in ``P`` passes over the band keys (pass o
    any other band they share. The pairs are cut by block of ``i``.
 3. **Verification** (one task per block of ``source``, gathering its candidates from every
    partition, grouped by block of ``other`` inside the task, which reads one block of ``other``
-   at a time): duplicates (one per shared band) are dropped; each pair is checked on all its codes, ``estimate = (matches / k - 2**-b) / (1 - 2**-b)`` (unbiased for GMM, standard
-   error about ``sqrt(p (1 - p) / k) / (1 - 2**-b)``): kept when ``estimate >= threshold - margin``.
+   at a time): duplicates (one per shared band) are dropped; each pair is checked on all its
+   codes, ``estimate = (matches / k - 2**-b) / (1 - 2**-b)`` (unbiased for GMM, standard error
+   about ``sqrt(p (1 - p) / k) / (1 - 2**-b)``): kept when ``estimate >= threshold - margin``.
    With the raw rows, the margin is :func:`estimate_margin` (five standard errors: a pair at or
    above the threshold passes but for a chance of 3e-7) and the pairs that pass are kept on
    their exact GMM; without them, the margin is 0.
