@@ -130,6 +130,9 @@ def as_codes(source, bits=None, block_rows=BLOCK_ROWS, where="source"):
     if 8 * arr.dtype.itemsize < bits:
         raise ValueError(f"{where}: {arr.dtype} codes cannot be {bits}-bit codes: give bits= of the GCWS map that "
                          "made them (its bits parameter)")
+    if isinstance(arr, da.Array) and np.isnan(arr.shape[0]):  # (a dask DataFrame's to_dask_array())
+        raise ValueError(f"{where}: a dask array of unknown chunk sizes: the join numbers rows by their blocks; call "
+                         "its compute_chunk_sizes() first")
     if isinstance(arr, np.ndarray):  # in memory: read now; a dask array's codes are checked as its blocks are read
         check_code_range(arr, bits, where)
         arr = da.from_array(arr, chunks=(block_rows, -1))

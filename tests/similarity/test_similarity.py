@@ -669,3 +669,16 @@ def test_codes_of_no_hashes_are_refused_as_codes():
         SimilarityIndex(codes, 8)
     with pytest.raises(ValueError, match=r"source: expected a 2-D array of unsigned integer codes.*shape \(5, 0\)"):
         similarity_join(codes, 0.5, bits=8)
+
+
+def test_codes_of_unknown_chunk_sizes_are_refused_saying_what_to_do():
+    # a dask DataFrame's to_dask_array(): "cannot convert float NaN to integer" (and a RuntimeWarning)
+    import dask.dataframe as dd
+
+    codes = np.random.default_rng(0).integers(0, 256, (60, 16)).astype(np.uint8)
+    arr = dd.from_pandas(pd.DataFrame(codes), npartitions=3).to_dask_array()
+    with pytest.raises(ValueError, match=r"source: a dask array of unknown chunk sizes.*compute_chunk_sizes\(\)"):
+        similarity_join(arr, 0.9, bits=8)
+    codes[40] = codes[7]
+    arr = dd.from_pandas(pd.DataFrame(codes), npartitions=3).to_dask_array()
+    assert _pairs(similarity_join(arr.compute_chunk_sizes(), 0.9, bits=8).compute()) == {(7, 40)}
