@@ -53,6 +53,7 @@ def run(args):
     from ..pipeline import open_store
     from ..similarity import similarity_join
     from ..similarity.banding import MIN_RECALL
+    from ..similarity._source import Codes, as_rows
     from ..similarity.join import MAX_BUCKET, MIN_PASS_MEMORY, PASS_MEMORY
     from ._owned import check_replaceable, publish, write_marker, writer_of, written_aside
     from ._paths import exists, existing, is_store, normalize
@@ -81,6 +82,9 @@ def run(args):
                          "with OTHER), or none")
     raw = [None if path is None else existing(path, flag)
            for flag, path in (("--raw", args.raw), ("--other-raw", args.other_raw))]
+    for flag, path, store in (("--raw", raw[0], stores[0]), ("--other-raw", raw[1], stores[-1])):
+        if path is not None:  # the join's own check (rows, width), naming the flag, before any cluster starts
+            as_rows(path, Codes(store.features, None, store.spec), flag)
     output = normalize(args.output)
     if exists(output):
         if not args.overwrite:

@@ -40,7 +40,11 @@ def test_min_recall_and_raw_rows_are_checked_before_any_work(tmp_path, capsys):
     np.save(tmp_path / "short.npy", np.zeros((29, 5)))  # the store has 30 rows
     line = one_line_error(capsys, ["similar", store, "--threshold", "0.8", "--raw", str(tmp_path / "short.npy"),
                                    "--workers", "1", "--no-progress", "-o", out])
-    assert "short.npy" in line and "expected 30 rows" in line
+    assert "--raw" in line and "short.npy" in line and "expected 30 rows" in line, line  # it said "X"
+    np.save(tmp_path / "narrow.npy", np.zeros((30, 4)))
+    line = one_line_error(capsys, ["similar", store, "--threshold", "0.8", "--raw", str(tmp_path / "narrow.npy"),
+                                   "--no-progress", "-o", out])
+    assert line.startswith("dask-kernels similar: error: --raw ") and "rows of 4 columns" in line, line
 
 
 def test_raw_rows_keep_pairs_on_exact_gmm_and_min_recall_reaches_the_join(tmp_path, monkeypatch):
