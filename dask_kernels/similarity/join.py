@@ -165,7 +165,23 @@ def _partition_pairs(pieces, cap, cross, starts_a):
     side, row = side[sel], row[sel]
     o = np.lexsort((row, side, rkey[sel], key[sel]))
     i, j = bucket_pairs(key[sel][o], side[o], row[o], cap, cross)
+    _warn_cut(ks[shared], cap)
     return _cut(np.stack([i, j], axis=1), np.searchsorted(starts_a, i, side="right") - 1, len(starts_a) - 1)
+
+
+def _warn_cut(keys, cap):
+    """Log the buckets of sorted ``keys`` that the cap cuts: the pairs they lose go without a word
+    otherwise, and on rows mostly alike they are many (from the worker, where this runs)."""
+    if keys.size <= cap + 1:
+        return
+    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+    sizes = np.diff(np.r_[starts, keys.size])
+    big = sizes > cap + 1
+    if big.any():
+        logger.warning("similarity_join: %d bucket(s) of more than max_bucket + 1 = %d rows (the largest %d): pairs "
+                       "among their rows are found only within %d places of each other, others may be missed; "
+                       "raise max_bucket (similar --max-bucket) for recall", int(big.sum()), cap + 1,
+                       int(sizes.max()), cap)
 
 
 def _cut(pairs, part, n):
@@ -327,8 +343,8 @@ def similarity_join(source: Any, threshold: float, other: Any = None, *, bits: i
         :func:`estimate_margin` (five standard errors of the estimate).
     max_bucket : int, default 64
         Rows paired with each member of an oversized bucket (see the module docstring). On rows
-        mostly similar to one another, buckets are large and the cap loses pairs without a word
-        (12 % at 0.9 on mlbench's Vehicle): raise it for recall, at the cost of time.
+        mostly similar to one another, buckets are large and the cap loses pairs (12 % at 0.9 on
+        mlbench's Vehicle; a warning is logged): raise it for recall, at the cost of time.
     npartitions : int, optional
         Bucket partitions of the band records of each pass (default: the blocks of codes over
         the passes, rounded up).
