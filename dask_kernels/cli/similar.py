@@ -108,6 +108,7 @@ def run(args):
             publish(tmp, output, "parquet", replace_for, "similar")
         n = len(dd.read_parquet(output))
         seconds = time.perf_counter() - t0
-    print(f"{output}: {n} pairs at GMM >= {args.threshold:g} among {stores[0].n_rows} rows"
+    kept_on = "GMM" if raw[0] is not None else "estimated GMM"  # (without --raw, on the codes' estimate)
+    print(f"{output}: {n} pairs at {kept_on} >= {args.threshold:g} among {stores[0].n_rows} rows"
           + (f" x {stores[1].n_rows} rows" if len(stores) > 1 else "") + f"; {seconds:.1f} s")
     return 0

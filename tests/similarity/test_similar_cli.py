@@ -182,3 +182,16 @@ def test_the_icws_warning_names_the_command_line_flags(tmp_path):
     with pytest.warns(UserWarning, match=r"lean high.*\(--param sampler=dart\).*similar --raw"):
         assert main(["similar", store, "--threshold", "0.5", "--workers", "1", "--no-progress", "-o",
                      str(tmp_path / "p.parquet")]) == 0
+
+
+def test_the_summary_says_whether_pairs_were_kept_on_the_estimate_or_the_exact_gmm(tmp_path, capsys):
+    # without --raw it said "pairs at GMM >= t" of pairs kept on their code estimate
+    from dask_kernels.cli import main
+
+    store = _store(tmp_path)
+    np.save(tmp_path / "X.npy", np.random.default_rng(0).random((30, 5)))  # the store's rows
+    base = ["similar", store, "--threshold", "0.5", "--workers", "1", "--no-progress"]
+    assert main(base + ["-o", str(tmp_path / "a.parquet")]) == 0
+    assert " pairs at estimated GMM >= 0.5 among 30 rows" in capsys.readouterr().out
+    assert main(base + ["--raw", str(tmp_path / "X.npy"), "-o", str(tmp_path / "b.parquet")]) == 0
+    assert " pairs at GMM >= 0.5 among 30 rows" in capsys.readouterr().out
