@@ -697,3 +697,28 @@ def test_buckets_cut_by_max_bucket_are_logged(caplog):
     with caplog.at_level(logging.WARNING, logger="dask_kernels.similarity.join"):
         whole = similarity_join(codes, 0.5, bits=8, max_bucket=99).compute()
     assert len(whole) == 100 * 99 // 2 and "max_bucket" not in caplog.text
+
+
+def test_a_query_gathers_its_candidates_in_batches_not_all_at_once(monkeypatch):
+    # a pair comes once per band it shares: 100 queries of 1,000 equal rows held 32 x the 100,000
+    # results at once (and sorted them as rows of two columns), 90 times their memory
+    import tracemalloc
+
+    import dask_kernels.similarity.index as index_module
+
+    monkeypatch.setattr(index_module, "_BATCH", 2**16, raising=False)
+    codes = np.random.default_rng(0).integers(0, 256, (2000, 64)).astype(np.uint8)
+    codes[:1000] = 0  # 1,000 equal rows (empty rows hash alike)
+    index = SimilarityIndex(codes, 8)
+    q = np.concatenate([codes[:100], codes[1000:1010]])
+    index.query(q[:1], 0.5)  # the tables, built once
+    tracemalloc.start()
+    try:
+        got = index.query(q, 0.5)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    est = code_estimate((q[:, None, :] == codes[None, :, :]).sum(2), 64, 8)
+    assert _pairs(got.rename(columns={"query": "i", "row": "j"})) == set(zip(*np.nonzero(est >= 0.5)))
+    assert len(got) >= 100 * 1000 and got["query"].is_monotonic_increasing
+    assert peak < 12 * 2**20, peak / 2**20
