@@ -165,23 +165,25 @@ def _partition_pairs(pieces, cap, cross, starts_a):
     side, row = side[sel], row[sel]
     o = np.lexsort((row, side, rkey[sel], key[sel]))
     i, j = bucket_pairs(key[sel][o], side[o], row[o], cap, cross)
-    _warn_cut(ks[shared], cap)
+    _warn_cut(ks[shared], cap, i.size)
     return _cut(np.stack([i, j], axis=1), np.searchsorted(starts_a, i, side="right") - 1, len(starts_a) - 1)
 
 
-def _warn_cut(keys, cap):
-    """Log the buckets of sorted ``keys`` that the cap cuts: the pairs they lose go without a word
-    otherwise, and on rows mostly alike they are many (from the worker, where this runs)."""
+def _warn_cut(keys, cap, kept):
+    """Log the buckets of sorted ``keys`` that the cap cuts, when the pairs of their rows left
+    uncompared are more than 1 % of the partition's (``kept`` compared): they are lost unless
+    another band finds them, without a word otherwise (from the worker, where this runs)."""
     if keys.size <= cap + 1:
         return
     starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
-    sizes = np.diff(np.r_[starts, keys.size])
-    big = sizes > cap + 1
-    if big.any():
-        logger.warning("similarity_join: %d bucket(s) of more than max_bucket + 1 = %d rows (the largest %d): pairs "
-                       "among their rows are found only within %d places of each other, others may be missed; "
-                       "raise max_bucket (similar --max-bucket) for recall", int(big.sum()), cap + 1,
-                       int(sizes.max()), cap)
+    m = np.diff(np.r_[starts, keys.size])
+    m = m[m > cap + 1]
+    skipped = int((m * (m - 1) // 2 - (m * cap - cap * (cap + 1) // 2)).sum())
+    if skipped > 0.01 * (kept + skipped):
+        logger.warning("similarity_join: max_bucket=%d cut %d bucket(s) of more than %d rows (the largest %d), "
+                       "leaving %d pairs of their rows uncompared (%.0f %% of this partition's): those that no "
+                       "other band finds are missed; raise max_bucket (similar --max-bucket) for recall", cap,
+                       m.size, cap + 1, int(m.max()), skipped, 100.0 * skipped / (kept + skipped))
 
 
 def _cut(pairs, part, n):
