@@ -333,7 +333,9 @@ def similarity_join(source: Any, threshold: float, other: Any = None, *, bits: i
         is the similarity the codes estimate. For codes in arrays, give the rows the map
         hashed: ``gcws.hashed_rows(X)`` (``X`` itself for a map with ``scale=None`` and no
         center). A ``.npy`` path is read per block by the tasks that need it (the graph holds
-        only the path); an in-memory matrix goes into the graph once.
+        only the path); an in-memory matrix goes into the graph once. Rows holding NaN or
+        infinity are refused (a ``.npy`` file's when its tasks read them), and with ``other`` the
+        two sides must have the same columns.
     bands, rows : int, optional
         The LSH split (``bands * rows <= n_hashes``); by default :func:`choose_bands` of the
         threshold, the hash count, ``bits``, ``weights`` and ``min_recall``.
