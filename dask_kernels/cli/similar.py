@@ -11,6 +11,8 @@ from ._args import UsageError, byte_size, fraction, positive_int
 from ._cluster import add_cluster_arguments, client_for
 
 help = "all pairs of rows at GMM similarity >= a threshold, from GCWS feature stores (LSH join on Dask)"
+#: Suffixes of other formats than the Parquet dataset -o is written as.
+OTHER_FORMATS = (".csv", ".csv.gz", ".tsv", ".txt", ".json", ".npy", ".npz", ".zarr", ".xlsx")
 
 
 def add_arguments(parser):
@@ -86,6 +88,11 @@ def run(args):
         if path is not None:  # the join's own check (rows, width), naming the flag, before any cluster starts
             as_rows(path, Codes(store.features, None, store.spec), flag)
     output = normalize(args.output)
+    name = args.output.rstrip("/").lower()
+    if name.endswith(OTHER_FORMATS):  # a folder of Parquet files named pairs.csv reads as no CSV
+        suffix = next(x for x in OTHER_FORMATS if name.endswith(x))
+        raise UsageError(f"-o {args.output}: similar writes the pairs as a Parquet dataset (a folder), not a "
+                         f"{suffix} file; name it NAME.parquet (pandas.read_parquet reads it)")
     if exists(output):
         if not args.overwrite:
             raise UsageError(f"-o {args.output}: already exists; choose another path, remove it, or give "

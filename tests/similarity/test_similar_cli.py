@@ -195,3 +195,12 @@ def test_the_summary_says_whether_pairs_were_kept_on_the_estimate_or_the_exact_g
     assert " pairs at estimated GMM >= 0.5 among 30 rows" in capsys.readouterr().out
     assert main(base + ["--raw", str(tmp_path / "X.npy"), "-o", str(tmp_path / "b.parquet")]) == 0
     assert " pairs at GMM >= 0.5 among 30 rows" in capsys.readouterr().out
+
+
+def test_an_output_named_as_another_format_is_refused(tmp_path, capsys):
+    # -o pairs.csv wrote a folder of Parquet files named pairs.csv
+    store = _store(tmp_path)
+    for name in ("pairs.csv", "pairs.npy", "pairs.CSV.gz"):
+        line = one_line_error(capsys, ["similar", store, "--threshold", "0.5", "-o", str(tmp_path / name)])
+        assert "Parquet dataset" in line and "NAME.parquet" in line, line
+        assert not (tmp_path / name).exists()
