@@ -11,6 +11,8 @@ from ._args import UsageError, byte_size, fraction, positive_int
 from ._cluster import add_cluster_arguments, client_for
 
 help = "all pairs of rows at GMM similarity >= a threshold, from GCWS feature stores (LSH join on Dask)"
+#: Suffixes of other formats than the Parquet dataset -o is written as.
+OTHER_FORMATS = (".csv", ".csv.gz", ".tsv", ".txt", ".json", ".npy", ".npz", ".zarr", ".xlsx")
 
 
 def add_arguments(parser):
@@ -33,7 +35,8 @@ def add_arguments(parser):
                              "as the store's map hashed them; each task reads its own rows")
     parser.add_argument("--other-raw", metavar="ROWS.npy", help="the raw rows of OTHER (with --raw)")
     parser.add_argument("--max-bucket", type=positive_int, default=None,
-                        help="pairs per member of an oversized bucket (default 64)")
+                        help="pairs per member of an oversized bucket (default 64); raise it when many rows are "
+                             "alike: larger buckets are cut and lose pairs")
     parser.add_argument("--pass-memory", type=byte_size, default=None, metavar="SIZE",
                         help="bytes of band records held per pass, e.g. 256MiB (the default) or 1GiB, at least "
                              "1MiB; a plain number is MiB: the join runs in passes of about this size, so the "
@@ -52,6 +55,7 @@ def run(args):
     from ..pipeline import open_store
     from ..similarity import similarity_join
     from ..similarity.banding import MIN_RECALL
+    from ..similarity._source import Codes, as_rows
     from ..similarity.join import MAX_BUCKET, MIN_PASS_MEMORY, PASS_MEMORY
     from ._owned import check_replaceable, publish, write_marker, writer_of, written_aside
     from ._paths import exists, existing, is_store, normalize
@@ -80,7 +84,15 @@ def run(args):
                          "with OTHER), or none")
     raw = [None if path is None else existing(path, flag)
            for flag, path in (("--raw", args.raw), ("--other-raw", args.other_raw))]
+    for flag, path, store in (("--raw", raw[0], stores[0]), ("--other-raw", raw[1], stores[-1])):
+        if path is not None:  # the join's own check (rows, width), naming the flag, before any cluster starts
+            as_rows(path, Codes(store.features, None, store.spec), flag)
     output = normalize(args.output)
+    name = args.output.rstrip("/").lower()
+    if name.endswith(OTHER_FORMATS):  # a folder of Parquet files named pairs.csv reads as no CSV
+        suffix = next(x for x in OTHER_FORMATS if name.endswith(x))
+        raise UsageError(f"-o {args.output}: similar writes the pairs as a Parquet dataset (a folder), not a "
+                         f"{suffix} file; name it NAME.parquet (pandas.read_parquet reads it)")
     if exists(output):
         if not args.overwrite:
             raise UsageError(f"-o {args.output}: already exists; choose another path, remove it, or give "
@@ -103,6 +115,7 @@ def run(args):
             publish(tmp, output, "parquet", replace_for, "similar")
         n = len(dd.read_parquet(output))
         seconds = time.perf_counter() - t0
-    print(f"{output}: {n} pairs at GMM >= {args.threshold:g} among {stores[0].n_rows} rows"
+    kept_on = "GMM" if raw[0] is not None else "estimated GMM"  # (without --raw, on the codes' estimate)
+    print(f"{output}: {n} pairs at {kept_on} >= {args.threshold:g} among {stores[0].n_rows} rows"
           + (f" x {stores[1].n_rows} rows" if len(stores) > 1 else "") + f"; {seconds:.1f} s")
     return 0

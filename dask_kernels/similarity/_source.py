@@ -115,21 +115,37 @@ def as_codes(source, bits=None, block_rows=BLOCK_ROWS, where="source"):
             warnings.warn(f"{where} {source.path}: ICWS codes (sampler='icws') agree more often than the GMM "
                           "similarity predicts (b bits of the split index i* = 2 x feature, + 1 when negative: on "
                           "nonnegative rows their lowest bit is always 0), so code estimates lean high; featurize "
-                          "with sampler='dart' for search, or give the raw rows (X=) to keep pairs on exact GMM",
+                          "with sampler='dart' (--param sampler=dart) for search, or give the raw rows (X=; "
+                          "similar --raw) to keep pairs on exact GMM",
                           UserWarning, stacklevel=3)
         opts = json.dumps(source.storage_options or {}, sort_keys=True)
         return Codes(source.features, b, source.spec, (source.path, opts))
     if bits is None:
         raise ValueError(f"{where}: give bits= (the code width of the GCWS map that made these codes)")
     bits = check_bits(bits, where)
-    arr = source if isinstance(source, da.Array) else da.from_array(np.asarray(source), chunks=(block_rows, -1))
-    if arr.ndim != 2 or arr.dtype.kind != "u":
+    arr = source if isinstance(source, da.Array) else np.asarray(source)
+    if arr.ndim != 2 or arr.dtype.kind != "u" or not arr.shape[1]:
         raise ValueError(f"{where}: expected a 2-D array of unsigned integer codes (rows, hashes), got shape "
                          f"{arr.shape} dtype {arr.dtype}")
-    if 8 * arr.dtype.itemsize < bits:  # (larger codes than 2**bits are found only by reading them)
+    if 8 * arr.dtype.itemsize < bits:
         raise ValueError(f"{where}: {arr.dtype} codes cannot be {bits}-bit codes: give bits= of the GCWS map that "
                          "made them (its bits parameter)")
+    if isinstance(arr, da.Array) and np.isnan(arr.shape[0]):  # (a dask DataFrame's to_dask_array())
+        raise ValueError(f"{where}: a dask array of unknown chunk sizes: the join numbers rows by their blocks; call "
+                         "its compute_chunk_sizes() first")
+    if isinstance(arr, np.ndarray):  # in memory: read now; a dask array's codes are checked as its blocks are read
+        check_code_range(arr, bits, where)
+        arr = da.from_array(arr, chunks=(block_rows, -1))
     return Codes(arr.rechunk({1: -1}), bits)
+
+
+def check_code_range(codes, bits, where):
+    """Refuse ``codes`` holding a code of ``2**bits`` or more (codes of a wider map): their
+    estimates would be off by the other chance agreement, without a word."""
+    top = int(codes.max()) if codes.size else 0
+    if top >> bits:
+        raise ValueError(f"{where}: a code of {top} cannot be {bits}-bit codes: give bits= of the GCWS map that made "
+                         "them (its bits parameter)")
 
 
 def check_bits(bits, where="bits"):
@@ -140,10 +156,11 @@ def check_bits(bits, where="bits"):
 
 
 class Rows:
-    """Raw rows aligned with a :class:`Codes`, one block per block of codes (:meth:`block`)."""
+    """Raw rows aligned with a :class:`Codes`, ``width`` columns, one block per block of codes
+    (:meth:`block`)."""
 
-    def __init__(self, blocks):
-        self._blocks = blocks
+    def __init__(self, blocks, width):
+        self._blocks, self.width = blocks, int(width)
 
     def block(self, i):
         """Block i for a task: a reader of a ``.npy`` file's rows (read where the task runs), or a
@@ -152,13 +169,18 @@ class Rows:
 
 
 class _NpyBlock:
-    """Rows ``start:stop`` of a ``.npy`` file as float64, read (memory-mapped) where it is called."""
+    """Rows ``start:stop`` of a ``.npy`` file of ``shape`` as float64, read (memory-mapped) where
+    it is called."""
 
-    def __init__(self, path, start, stop, hashed=None):
-        self.path, self.start, self.stop, self.hashed = path, start, stop, hashed
+    def __init__(self, path, start, stop, hashed=None, shape=None):
+        self.path, self.start, self.stop, self.hashed, self.shape = path, start, stop, hashed, shape
 
     def __call__(self):
-        rows = np.asarray(np.load(self.path, mmap_mode="r")[self.start:self.stop], dtype=np.float64)
+        arr = np.load(self.path, mmap_mode="r")
+        if self.shape is not None and arr.shape != self.shape:  # the pair kernels would read past its rows
+            raise ValueError(f"{self.path}: now of shape {arr.shape}, not {self.shape} as when the join was "
+                             "given it: the file changed while the join ran; run it again")
+        rows = _checked(arr[self.start:self.stop], self.path, self.start)
         return rows if self.hashed is None else self.hashed(rows)
 
     def __dask_tokenize__(self):
@@ -169,11 +191,11 @@ class _NpyBlock:
 class _NpyAt:
     """Any block of a ``.npy`` file's rows, cut at ``starts``: ``reader(i)`` is block i's :class:`_NpyBlock`."""
 
-    def __init__(self, path, starts, hashed=None):
-        self.path, self.starts, self.hashed = path, [int(x) for x in starts], hashed
+    def __init__(self, path, starts, hashed=None, shape=None):
+        self.path, self.starts, self.hashed, self.shape = path, [int(x) for x in starts], hashed, shape
 
     def __call__(self, i):
-        return _NpyBlock(self.path, self.starts[i], self.starts[i + 1], self.hashed)
+        return _NpyBlock(self.path, self.starts[i], self.starts[i + 1], self.hashed, self.shape)
 
     def __dask_tokenize__(self):
         st = os.stat(self.path)
@@ -208,6 +230,22 @@ def _slice(X, start, stop):
     return X[start:stop]
 
 
+def _checked(X, where, row_offset=0):
+    """``X`` as float64 rows (dense, or CSR with sorted, unique column indices), refused naming
+    the row and column of a NaN or infinity: the exact GMM of a row holding one is a wrong number
+    (pairs kept or dropped on it), not an error."""
+    from ..blocks import InputValueError, validate_block
+
+    try:
+        return validate_block(X, dtypes=(np.float64,), row_offset=row_offset)
+    except InputValueError as e:
+        raise e.at(f"row {e.row} of {where}") from None
+
+
+def _checked_chunk(X, where, block_info=None):
+    return _checked(X, where, block_info[0]["array-location"][0][0] if block_info else 0)
+
+
 def as_rows(X, codes, where="X"):
     """Raw rows aligned with ``codes`` (same row count), as :class:`Rows`: float64 blocks of a
     dense array, or CSR blocks (sorted, unique column indices) of a SciPy sparse matrix.
@@ -237,25 +275,22 @@ def as_rows(X, codes, where="X"):
             raise ValueError(f"{where} {path}: expected {codes.n_rows} rows of numbers (one per row of codes), got "
                              f"shape {arr.shape} dtype {arr.dtype}")
         _check_width(arr.shape, width, f"{where} {path}")
-        return Rows([_NpyBlock(path, a, b, hashed) for a, b in bounds])
+        return Rows([_NpyBlock(path, a, b, hashed, arr.shape) for a, b in bounds], arr.shape[1])
     shape = getattr(X, "shape", None) if sp.issparse(X) or isinstance(X, da.Array) else np.shape(X)
     if shape is None or len(shape) != 2 or shape[0] != codes.n_rows:
         raise ValueError(f"{where}: expected {codes.n_rows} rows (one per row of codes), got shape {shape}")
     _check_width(shape, width, where)
     if isinstance(X, da.Array):
-        X = X.astype(np.float64).rechunk((codes.array.chunks[0], -1))
+        X = X.astype(np.float64).rechunk((codes.array.chunks[0], -1)).map_blocks(_checked_chunk, where,
+                                                                                 dtype=np.float64)
         if hashed is not None:
             X = X.map_blocks(hashed, dtype=np.float64)
-        return Rows(list(X.to_delayed().ravel()))
+        return Rows(list(X.to_delayed().ravel()), shape[1])
+    X = _checked(X, where)  # sorted column indices too, as the pair kernel's merge needs
     if hashed is not None:
         X = hashed(X)
-    if sp.issparse(X):
-        X = sp.csr_matrix(X, dtype=np.float64, copy=True)
-        X.sum_duplicates()  # also sorts the column indices, as the pair kernel's merge needs
-    else:
-        X = np.asarray(X, dtype=np.float64)
     import uuid
 
     whole = shared_key(X, f"dk-similarity-rows-{uuid.uuid4().hex}")
     take = dask.delayed(_slice, pure=True)
-    return Rows([take(whole, a, b) for a, b in bounds])
+    return Rows([take(whole, a, b) for a, b in bounds], shape[1])

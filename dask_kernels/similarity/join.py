@@ -18,11 +18,9 @@ How :func:`similarity_join` computes, in ``P`` passes over the band keys (pass o
    any other band they share. The pairs are cut by block of ``i``.
 3. **Verification** (one task per block of ``source``, gathering its candidates from every
    partition, grouped by block of ``other`` inside the task, which reads one block of ``other``
-   at a time): duplicates (one per shared band) are dropped; a pair found in several passes is
-   kept only in the pass of the first band whose keys its two rows share (:func:`_owned`,
-   recomputed from the two rows' codes), so each pair is reported once; each pair is checked
-   on all its codes, ``estimate = (matches / k - 2**-b) / (1 - 2**-b)`` (unbiased for GMM, standard
-   error about ``sqrt(p (1 - p) / k) / (1 - 2**-b)``): kept when ``estimate >= threshold - margin``.
+   at a time): duplicates (one per shared band) are dropped; each pair is checked on all its
+   codes, ``estimate = (matches / k - 2**-b) / (1 - 2**-b)`` (unbiased for GMM, standard error
+   about ``sqrt(p (1 - p) / k) / (1 - 2**-b)``): kept when ``estimate >= threshold - margin``.
    With the raw rows, the margin is :func:`estimate_margin` (five standard errors: a pair at or
    above the threshold passes but for a chance of 3e-7) and the pairs that pass are kept on
    their exact GMM; without them, the margin is 0.
@@ -38,15 +36,13 @@ between them (the all-to-all; by default ``npartitions`` is the blocks over ``P`
 ``blocks**2`` pieces in all, as in one pass): with ``npartitions`` fixed, linear in the blocks; no task
 stands for a pair of blocks.
 
-Every candidate shares the band its bucket came from, so every candidate has a first shared
-band and its pass: passes report the pairs of one pass, each once, with one exception. When the
-bucket of a pair's first shared band is larger than ``max_bucket + 1`` and cut the pair off,
-one pass may still find it through any later band it shares, several passes only through a
-later band of the same pass (a loss only among the different rows of oversized buckets, which
-that band found with a chance of about ``2 max_bucket / m`` anyway).
+A pair sharing bands of several passes is verified in each of them; the pairs of a block of
+``source`` are gathered from the passes with the duplicates dropped (:func:`_gather`), so each
+is reported once. A bucket is all the records of one key, and a key is in one pass, so every
+band gives the same candidates in any pass: the pairs of several passes are those of one.
 
-Every stage depends only on the rows' codes and global row numbers, never on the blocks or
-partitions, so the pairs are the same whatever the partitioning.
+Every stage depends only on the rows' codes and global row numbers, never on the blocks,
+partitions or passes, so the pairs are the same whatever the partitioning.
 """
 
 from __future__ import annotations
@@ -58,9 +54,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
+import scipy.sparse as sp
 
 from ._kernels import agreement, band_keys, bucket_pairs, gmm_pairs, gmm_pairs_csr, row_keys
-from ._source import _NpyAt, _NpyBlock, _StoreAt, as_codes, as_rows, load
+from ._source import _NpyAt, _NpyBlock, _StoreAt, as_codes, as_rows, check_code_range, load
 from .banding import MIN_RECALL, WEIGHTS, check_bands, choose_bands, collision_probability
 
 if TYPE_CHECKING:
@@ -119,8 +116,10 @@ def _exact(rows_a, rows_b, ia, ib):
     """Exact GMM of the pairs ``(rows_a[ia[p]], rows_b[ib[p]])``: dense blocks or CSR blocks (or
     the readers of :class:`~dask_kernels.similarity._source.Rows` blocks)."""
     rows_a, rows_b = (r() if callable(r) else r for r in (rows_a, rows_b))
+    if isinstance(rows_a, np.ndarray) != isinstance(rows_b, np.ndarray):  # dense X, sparse other_X or back
+        rows_a, rows_b = (sp.csr_matrix(r) if isinstance(r, np.ndarray) else r for r in (rows_a, rows_b))
     if isinstance(rows_a, np.ndarray):
-        return gmm_pairs(rows_a, np.asarray(rows_b), ia, ib)
+        return gmm_pairs(rows_a, rows_b, ia, ib)
     return gmm_pairs_csr(rows_a.data, rows_a.indices, rows_a.indptr, rows_b.data, rows_b.indices, rows_b.indptr,
                          ia, ib)
 
@@ -131,12 +130,15 @@ def pass_of(key, n_passes):
     return (np.asarray(key, np.uint64) >> np.uint64(32)) % np.uint64(n_passes)
 
 
-def _block_keys(codes, start, side, bands, rows, n_parts, n_passes=1, g=0, after=None):
+def _block_keys(codes, start, side, bands, rows, n_parts, n_passes=1, g=0, after=None, bits=None):
     """Band records of a block in pass ``g`` of ``n_passes`` (the keys whose :func:`pass_of` is ``g``),
     cut by bucket: ``n_parts`` tuples ``(key, rkey, side, row)``, part ``key % n_parts``. ``after``
-    (ignored) orders the pass after the previous one."""
+    (ignored) orders the pass after the previous one. Given ``bits``, codes of ``2**bits`` or more
+    are refused."""
     codes = np.ascontiguousarray(load(codes))
     n = codes.shape[0]
+    if bits is not None:
+        check_code_range(codes, bits, f"{'other' if side else 'source'} rows {start}..{start + n - 1}")
     key = band_keys(codes, bands, rows).ravel()
     rkey = np.repeat(row_keys(codes), bands)
     row = np.repeat(np.arange(start, start + n, dtype=np.int64), bands)
@@ -163,7 +165,25 @@ def _partition_pairs(pieces, cap, cross, starts_a):
     side, row = side[sel], row[sel]
     o = np.lexsort((row, side, rkey[sel], key[sel]))
     i, j = bucket_pairs(key[sel][o], side[o], row[o], cap, cross)
+    _warn_cut(ks[shared], cap, i.size)
     return _cut(np.stack([i, j], axis=1), np.searchsorted(starts_a, i, side="right") - 1, len(starts_a) - 1)
+
+
+def _warn_cut(keys, cap, kept):
+    """Log the buckets of sorted ``keys`` that the cap cuts, when the pairs of their rows left
+    uncompared are more than 1 % of the partition's (``kept`` compared): they are lost unless
+    another band finds them, without a word otherwise (from the worker, where this runs)."""
+    if keys.size <= cap + 1:
+        return
+    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+    m = np.diff(np.r_[starts, keys.size])
+    m = m[m > cap + 1]
+    skipped = int((m * (m - 1) // 2 - (m * cap - cap * (cap + 1) // 2)).sum())
+    if skipped > 0.01 * (kept + skipped):
+        logger.warning("similarity_join: max_bucket=%d cut %d bucket(s) of more than %d rows (the largest %d), "
+                       "leaving %d pairs of their rows uncompared (%.0f %% of this partition's): those that no "
+                       "other band finds are missed; raise max_bucket (similar --max-bucket) for recall", cap,
+                       m.size, cap + 1, int(m.max()), skipped, 100.0 * skipped / (kept + skipped))
 
 
 def _cut(pairs, part, n):
@@ -172,19 +192,6 @@ def _cut(pairs, part, n):
     cuts = np.searchsorted(part[order], np.arange(n + 1))
     pairs = pairs[order]
     return tuple(pairs[a:b] for a, b in zip(cuts[:-1], cuts[1:]))
-
-
-def _owned(ca, cb, ia, ib, bands, rows, n_passes, g):
-    """Which pairs ``(ca[ia[p]], cb[ib[p]])`` belong to pass ``g``: the pass of the first band
-    whose keys the two rows share (every candidate shares one), so that a pair found in
-    several passes is reported once."""
-    if n_passes == 1:
-        return np.ones(ia.size, bool)
-    ka = band_keys(np.ascontiguousarray(ca[ia]), bands, rows)
-    kb = band_keys(np.ascontiguousarray(cb[ib]), bands, rows)
-    eq = ka == kb
-    first = np.argmax(eq, axis=1)
-    return pass_of(ka[np.arange(ia.size), first], n_passes) == np.uint64(g)
 
 
 def _at(blocks, q):
@@ -205,7 +212,7 @@ def _row_blocks(rows, codes):
     """As :func:`_side_blocks`, for raw rows: a reader of the ``.npy`` file, or the list of blocks."""
     blocks = [rows.block(q) for q in range(codes.n_blocks)]
     if all(isinstance(r, _NpyBlock) for r in blocks) and blocks:
-        return _NpyAt(blocks[0].path, codes.starts, blocks[0].hashed)
+        return _NpyAt(blocks[0].path, codes.starts, blocks[0].hashed, blocks[0].shape)
     return blocks
 
 
@@ -216,16 +223,18 @@ def _empty(exact):
     return pd.DataFrame(cols)
 
 
-def _verify(pieces, block_a, b_blocks, rows_a, b_rows, start_a, starts_b, threshold, margin, bits, bands, rows,
-            n_passes, g):
-    """The verified pairs of one block of ``source`` in pass ``g``: its candidates from every
+def _verify(pieces, block_a, b_blocks, rows_a, b_rows, start_a, starts_b, threshold, margin, bits):
+    """The verified pairs of one block of ``source`` in one pass: its candidates from every
     partition, distinct, grouped by block of ``other`` (one block of ``other`` loaded at a time),
-    owned by this pass (:func:`_owned`), checked on their codes (and raw rows)."""
+    checked on their codes (and raw rows)."""
     exact = rows_a is not None
     pairs = np.concatenate(pieces) if len(pieces) else np.empty((0, 2), np.int64)
     if not len(pairs):
         return _empty(exact)
-    pairs = np.unique(pairs, axis=0)  # sorted, distinct: a pair comes once per band it shares
+    # sorted, distinct (a pair comes once per band it shares), as one int64 per pair: np.unique(axis=0)
+    # sorts rows of two columns many times slower (25 of the 29 s of a join of 350,000 pairs)
+    n_b = int(starts_b[-1])
+    pairs = np.stack(np.divmod(np.unique(pairs[:, 0] * n_b + pairs[:, 1]), n_b), axis=1)
     ca = load(block_a)
     if exact:
         xa = rows_a() if callable(rows_a) else rows_a
@@ -238,8 +247,6 @@ def _verify(pieces, block_a, b_blocks, rows_a, b_rows, start_a, starts_b, thresh
         q = int(qs[lo])
         ia, ib = pairs[lo:hi, 0] - start_a, pairs[lo:hi, 1] - starts_b[q]
         cb = load(_at(b_blocks, q))
-        own = _owned(ca, cb, ia, ib, bands, rows, n_passes, g)
-        ia, ib = ia[own], ib[own]
         est = code_estimate(agreement(ca, cb, ia, ib), ca.shape[1], bits)
         keep = est >= threshold - margin
         cols = {"i": ia[keep] + start_a, "j": ib[keep] + starts_b[q], "estimate": est[keep]}
@@ -264,8 +271,11 @@ def _barrier(counts):
 
 
 def _gather(parts):
-    """The pairs of one block of ``source``: its pass results, sorted by ``(i, j)``."""
-    return pd.concat(parts, ignore_index=True).sort_values(["i", "j"], ignore_index=True)
+    """The pairs of one block of ``source``: its pass results, each pair once (a pair sharing bands
+    of several passes is found in each: dropping it from all but one pass lost it when the bucket
+    of that pass's band was oversized and cut it off), sorted by ``(i, j)``."""
+    pairs = pd.concat(parts, ignore_index=True).drop_duplicates(["i", "j"])
+    return pairs.sort_values(["i", "j"], ignore_index=True)
 
 
 def choose_passes(n_records, pass_memory):
@@ -323,7 +333,9 @@ def similarity_join(source: Any, threshold: float, other: Any = None, *, bits: i
         is the similarity the codes estimate. For codes in arrays, give the rows the map
         hashed: ``gcws.hashed_rows(X)`` (``X`` itself for a map with ``scale=None`` and no
         center). A ``.npy`` path is read per block by the tasks that need it (the graph holds
-        only the path); an in-memory matrix goes into the graph once.
+        only the path); an in-memory matrix goes into the graph once. Rows holding NaN or
+        infinity are refused (a ``.npy`` file's when its tasks read them), and with ``other`` the
+        two sides must have the same columns.
     bands, rows : int, optional
         The LSH split (``bands * rows <= n_hashes``); by default :func:`choose_bands` of the
         threshold, the hash count, ``bits``, ``weights`` and ``min_recall``.
@@ -337,7 +349,9 @@ def similarity_join(source: Any, threshold: float, other: Any = None, *, bits: i
         (every reported pair has an estimate at least the threshold); with them,
         :func:`estimate_margin` (five standard errors of the estimate).
     max_bucket : int, default 64
-        Rows paired with each member of an oversized bucket (see the module docstring).
+        Rows paired with each member of an oversized bucket (see the module docstring). On rows
+        mostly similar to one another, buckets are large and the cap loses pairs (12 % at 0.9 on
+        mlbench's Vehicle; a warning is logged): raise it for recall, at the cost of time.
     npartitions : int, optional
         Bucket partitions of the band records of each pass (default: the blocks of codes over
         the passes, rounded up).
@@ -351,8 +365,8 @@ def similarity_join(source: Any, threshold: float, other: Any = None, *, bits: i
     dask.dataframe.DataFrame
         Columns ``i``, ``j`` (global row numbers; ``i < j`` in a self join), ``estimate`` (from the
         codes) and, with raw rows, ``exact``. One partition per block of ``source``, each sorted by
-        ``(i, j)``; the pairs are the same for any partitioning of the input (and for any
-        ``pass_memory``, but for pairs of buckets larger than ``max_bucket + 1``).
+        ``(i, j)``; the pairs are the same for any partitioning of the input and any
+        ``pass_memory``.
 
     Examples
     --------
@@ -376,14 +390,19 @@ def similarity_join(source: Any, threshold: float, other: Any = None, *, bits: i
         raise ValueError(f"margin must be in [0, 1], got {margin!r}")
     if isinstance(max_bucket, bool) or int(max_bucket) != max_bucket or max_bucket < 1:
         raise ValueError(f"max_bucket must be a positive integer, got {max_bucket!r}")
+    if npartitions is not None and (isinstance(npartitions, bool) or int(npartitions) != npartitions or
+                                    npartitions < 1):  # (a negative count gave no pairs at all)
+        raise ValueError(f"npartitions must be a positive integer or None, got {npartitions!r}")
     pass_memory = check_pass_memory(pass_memory)
     a = as_codes(source, bits, where="source")
     b = a if other is None else as_codes(other, bits if bits is not None else a.bits, where="other")
     cross = other is not None
     if cross and (b.n_hashes != a.n_hashes or b.bits != a.bits or
                   (a.spec is not None and b.spec is not None and a.spec != b.spec)):
+        # (a map fitted on other rows differs: sampler="dart" and scale learn from them)
         raise ValueError("source and other hold codes of different maps (hashes, bits or spec differ): their codes "
-                         "cannot be compared")
+                         "cannot be compared; featurize both with one fitted map (the first store's feature_map, "
+                         "or featurize --spec with its spec saved as JSON)")
     if (X is None) != (other_X is None) if cross else other_X is not None:
         raise ValueError("give the raw rows of both sides (X and other_X), or of neither; other_X needs other")
     k = a.n_hashes
@@ -394,6 +413,9 @@ def similarity_join(source: Any, threshold: float, other: Any = None, *, bits: i
     bands, rows = check_bands(bands, rows, k)
     rows_a = None if X is None else as_rows(X, a, "X")
     rows_b = rows_a if not cross else (None if other_X is None else as_rows(other_X, b, "other_X"))
+    if rows_a is not None and rows_a.width != rows_b.width:  # (the pair kernels would read past the narrower)
+        raise ValueError(f"X has {rows_a.width} columns and other_X {rows_b.width}: give the raw rows of both "
+                         "sides, of the same columns")
     if margin is None:
         margin = 0.0 if rows_a is None else estimate_margin(threshold, k, a.bits)
 
@@ -439,7 +461,7 @@ def similarity_join(source: Any, threshold: float, other: Any = None, *, bits: i
             for i in range(c.n_blocks):
                 key = (name + "-bands", g, side, i)
                 dsk[key] = (_block_keys, ref(c.block(i)), int(c.starts[i]), side, bands, rows, n_parts, n_passes,
-                            g, after)
+                            g, after, c.bits)
                 for t in range(n_parts):
                     dsk[(name + "-piece", g, side, i, t)] = (operator.getitem, key, t)
                 blocks.append((side, i))
@@ -454,7 +476,7 @@ def similarity_join(source: Any, threshold: float, other: Any = None, *, bits: i
             key = (name + "-verify", g, p)
             dsk[key] = (_verify, [(name + "-cut", g, t, p) for t in range(n_parts)], ref(a.block(p)), b_blocks,
                         None if rows_a is None else ref(rows_a.block(p)), b_rows, int(a.starts[p]), starts_b,
-                        threshold, float(margin), a.bits, bands, rows, n_passes, g)
+                        threshold, float(margin), a.bits)
             results[p].append(key)
             dsk[(name + "-count", g, p)] = (_count, key)
             done.append((name + "-count", g, p))

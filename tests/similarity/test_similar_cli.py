@@ -40,7 +40,11 @@ def test_min_recall_and_raw_rows_are_checked_before_any_work(tmp_path, capsys):
     np.save(tmp_path / "short.npy", np.zeros((29, 5)))  # the store has 30 rows
     line = one_line_error(capsys, ["similar", store, "--threshold", "0.8", "--raw", str(tmp_path / "short.npy"),
                                    "--workers", "1", "--no-progress", "-o", out])
-    assert "short.npy" in line and "expected 30 rows" in line
+    assert "--raw" in line and "short.npy" in line and "expected 30 rows" in line, line  # it said "X"
+    np.save(tmp_path / "narrow.npy", np.zeros((30, 4)))
+    line = one_line_error(capsys, ["similar", store, "--threshold", "0.8", "--raw", str(tmp_path / "narrow.npy"),
+                                   "--no-progress", "-o", out])
+    assert line.startswith("dask-kernels similar: error: --raw ") and "rows of 4 columns" in line, line
 
 
 def test_raw_rows_keep_pairs_on_exact_gmm_and_min_recall_reaches_the_join(tmp_path, monkeypatch):
@@ -151,3 +155,52 @@ def test_overwrite_replaces_pairs_similar_wrote_and_nothing_else(tmp_path, capsy
     capsys.readouterr()
     line = one_line_error(capsys, ["similar", store, "--threshold", "0.5", "--overwrite", "-o", str(predicted)])
     assert "not written by dask-kernels similar" in line and predicted.is_dir()
+
+
+def test_raw_rows_holding_nan_are_an_error_naming_the_file_and_row(tmp_path, capsys):
+    from dask_kernels.cli import main
+
+    store = _store(tmp_path)
+    X = np.random.default_rng(0).random((30, 5))  # the store's rows
+    X[7, 2] = np.nan
+    np.save(tmp_path / "X.npy", X)
+    assert main(["similar", store, "--threshold", "0.5", "--raw", str(tmp_path / "X.npy"), "--workers", "1",
+                 "--no-progress", "-o", str(tmp_path / "p.parquet")]) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "error: Input contains NaN or infinity (nan) in row 7 of " in err, err
+    assert "X.npy, column 2" in err, err
+    assert not (tmp_path / "p.parquet").exists()
+
+
+def test_the_icws_warning_names_the_command_line_flags(tmp_path):
+    # it named only the Python arguments (sampler='dart', X=), while featurize's default is ICWS
+    from dask_kernels.cli import main
+
+    import pytest
+
+    store = _store(tmp_path)  # featurize's default sampler, ICWS
+    with pytest.warns(UserWarning, match=r"lean high.*\(--param sampler=dart\).*similar --raw"):
+        assert main(["similar", store, "--threshold", "0.5", "--workers", "1", "--no-progress", "-o",
+                     str(tmp_path / "p.parquet")]) == 0
+
+
+def test_the_summary_says_whether_pairs_were_kept_on_the_estimate_or_the_exact_gmm(tmp_path, capsys):
+    # without --raw it said "pairs at GMM >= t" of pairs kept on their code estimate
+    from dask_kernels.cli import main
+
+    store = _store(tmp_path)
+    np.save(tmp_path / "X.npy", np.random.default_rng(0).random((30, 5)))  # the store's rows
+    base = ["similar", store, "--threshold", "0.5", "--workers", "1", "--no-progress"]
+    assert main(base + ["-o", str(tmp_path / "a.parquet")]) == 0
+    assert " pairs at estimated GMM >= 0.5 among 30 rows" in capsys.readouterr().out
+    assert main(base + ["--raw", str(tmp_path / "X.npy"), "-o", str(tmp_path / "b.parquet")]) == 0
+    assert " pairs at GMM >= 0.5 among 30 rows" in capsys.readouterr().out
+
+
+def test_an_output_named_as_another_format_is_refused(tmp_path, capsys):
+    # -o pairs.csv wrote a folder of Parquet files named pairs.csv
+    store = _store(tmp_path)
+    for name in ("pairs.csv", "pairs.npy", "pairs.CSV.gz"):
+        line = one_line_error(capsys, ["similar", store, "--threshold", "0.5", "-o", str(tmp_path / name)])
+        assert "Parquet dataset" in line and "NAME.parquet" in line, line
+        assert not (tmp_path / name).exists()
