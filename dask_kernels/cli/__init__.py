@@ -13,7 +13,7 @@ from ._exit import arm, exit_with
 
 arm()  # first: its exit handler must run after those of everything a command imports
 
-from ._args import USER_ERRORS, UsageError, debug_on, input_where, user_message  # noqa: E402
+from ._args import USER_ERRORS, UsageError, debug_on, input_where, output_where, user_message  # noqa: E402
 
 
 def _subcommands():
@@ -120,7 +120,8 @@ def _main(argv):
             raise
         if isinstance(e, BrokenPipeError) and _reader_gone(sys.stdout):
             return 141  # 128 + SIGPIPE, as a shell reports a writer whose reader left (`| head`): no error
-        print(f"dask-kernels {args.command}: error: {input_where(args, e)}{user_message(e)}", file=sys.stderr)
+        print(f"dask-kernels {args.command}: error: {input_where(args, e)}{output_where(args, e)}"
+              f"{user_message(e)}", file=sys.stderr)
         return 1
 
 

@@ -104,7 +104,15 @@ def write(result, path, kind, columns, writer="command line", replace_for=False)
             table.to_csv(tmp + ".csv", index=False)
             os.rename(tmp + ".csv", tmp)
         else:
-            np.save(tmp + ".npy", result.compute())
+            values = result.compute()
+            try:
+                np.save(tmp + ".npy", values)
+            except OSError as e:
+                if e.errno is not None:
+                    raise
+                # NumPy's short write ("N requested and M written") names neither the file nor a cause
+                raise UsageError(f"-o {path}: the predictions were not written in full ({e}): is the disk full "
+                                 "or a file size limit reached? Free space, then run the command again") from None
             os.rename(tmp + ".npy", tmp)
         if kind not in FILE_KINDS:
             write_marker(tmp, kind, writer, path)

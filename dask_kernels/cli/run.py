@@ -321,7 +321,7 @@ def _job_advice(message, command):
 
 
 def run(args):
-    from ._args import USER_ERRORS, debug_on, input_where, user_message
+    from ._args import USER_ERRORS, debug_on, input_where, output_where, user_message
     from .featurize import build_map
 
     job = load_job(args.job)
@@ -355,7 +355,7 @@ def run(args):
         except USER_ERRORS as e:
             if debug_on(args):
                 raise
-            advice = _job_advice(input_where(parsed, e) + user_message(e), parsed.command)
+            advice = _job_advice(input_where(parsed, e) + output_where(parsed, e) + user_message(e), parsed.command)
             raise JobError(f"{where}: {advice}") from None
         sys.stdout.flush()
         if rc:
