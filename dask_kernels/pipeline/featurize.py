@@ -211,13 +211,16 @@ def featurize(X: Any, feature_map: FeatureMap, *, labels: Any = None, row_ids: A
         :func:`~dask_kernels.pipeline.creation.auto_compressors`. ``None`` stores raw bytes.
         A resumed store keeps the codecs it was created with.
     overwrite : bool, default False
-        Replace an existing feature store (only a feature store). Without it, a store of the
-        same job is resumed: finished blocks whose stored chunks still match their done records
-        are kept, damaged or missing ones are rewritten, and when only the input's content
-        changed (same shape, dtype and path, e.g. a fixed row) only the blocks whose input rows
-        changed are recomputed. A store of another job (map, block size, columns, input shape)
-        is refused naming what differs. A job whose store is replaced by another job while it
-        runs stops with :class:`~dask_kernels.pipeline.leases.LeaseLostError`.
+        Replace an existing feature store of another job (only a feature store). A store of the
+        same job is resumed, with or without it: finished blocks whose stored chunks still match
+        their done records are kept, damaged or missing ones are rewritten, and when only the
+        input's content changed (same shape, dtype and path, e.g. a fixed row) only the blocks
+        whose input rows changed are recomputed; so a re-run after a crash keeps the finished
+        blocks. Without ``overwrite``, a store of another job (map, block size, columns, input
+        shape) is refused naming what differs. With it, a store of the same job is replaced
+        too when it holds appended segments, or when ``compressors`` is not "auto" or
+        ``shards`` gives it another layout. A job whose store is replaced by another job while
+        it runs stops with :class:`~dask_kernels.pipeline.leases.LeaseLostError`.
     progress : bool, default True
         Show progress (see :mod:`dask_kernels._progress`): distributed's widget in Jupyter, a
         text bar on a terminal, a plain line every few seconds in logs.
@@ -522,6 +525,15 @@ def _block_pieces(src, block_rows, n_rows, labels, row_ids, labels_from_source):
     return pieces
 
 
+def _overwrite_resumes(group, info, create):
+    """Whether ``overwrite`` resumes this job's store (``group``, attributes ``info``) instead of
+    replacing it: it holds no appended rows (segments) and has the codecs and shards that
+    ``create`` would give it."""
+    auto = isinstance(create["compressors"], str) and create["compressors"] == "auto"
+    return (auto and "segments" not in group.group_keys()
+            and int(info.get("shard_blocks", 1)) == int(create["shard_blocks"]))
+
+
 def _prepare(path, storage_options, overwrite, fp, checks, **create):
     """Create the store, or check an existing one of the same job. Returns a plan: ``lease``,
     ``done`` mask, ``records``, ``info`` (stored attributes), ``resumed``, ``input_changed``."""
@@ -529,22 +541,28 @@ def _prepare(path, storage_options, overwrite, fp, checks, **create):
     kind, detail = inspect_path(path, storage_options)
     if kind == "foreign":
         refuse_foreign(path, detail)
-    if kind == "ours" and not overwrite:
-        attrs = detail["attributes"]["dask_kernels"]
-        if attrs.get("format") == 1:
-            raise StoreError(
-                f"{path} is a format 1 feature store (dask_kernels {attrs.get('package_version', '?')}); this "
-                f"version resumes only format {STORE_FORMAT} stores (format 1 still opens for reading). "
-                "Pass overwrite=True to replace it, or write to another store.")
-        g = open_group(path, "r", storage_options)
-        if "done" in g.array_keys():  # else its creation was killed half-way: nothing in it, replace it
+    attrs = detail["attributes"]["dask_kernels"] if kind == "ours" else {}
+    if kind == "ours" and attrs.get("format") == 1 and not overwrite:
+        raise StoreError(
+            f"{path} is a format 1 feature store (dask_kernels {attrs.get('package_version', '?')}); this "
+            f"version resumes only format {STORE_FORMAT} stores (format 1 still opens for reading). "
+            "Pass overwrite=True to replace it, or write to another store.")
+    # else its creation was killed half-way (no "done"): nothing in it, replace it
+    if kind == "ours" and attrs.get("format") != 1 and "done" in open_group(path, "r", storage_options).array_keys():
+        try:
             g, info = open_checked(path, storage_options, consolidated=False)
-            if info["fingerprint_sha256"] != fingerprint_hash(fp):
-                diff = differences(stable_part(info["fingerprint"]), stable_part(fp))
-                if diff:
-                    raise ValueError(f"{path} holds features of a different job, refusing to resume it; "
-                                     f"what differs: {'; '.join(diff)}. Pass overwrite=True to replace it, or "
-                                     "write to another store.")
+        except ValueError:
+            if not overwrite:
+                raise
+            info = None  # damaged: overwrite replaces it
+        diff = None if info is None else differences(stable_part(info["fingerprint"]), stable_part(fp))
+        if diff and not overwrite:
+            raise ValueError(f"{path} holds features of a different job, refusing to resume it; "
+                             f"what differs: {'; '.join(diff)}. Pass overwrite=True to replace it, or "
+                             "write to another store.")
+        # overwrite replaces another job's store; this job's is resumed as without it (a re-run of a
+        # job after a crash keeps its finished blocks)
+        if info is not None and not diff and (not overwrite or _overwrite_resumes(g, info, create)):
             records = read_records(g)
             done = record_ok(records, info, np.arange(n_blocks), check=checks)
             return {"lease": info["lease"], "done": done, "records": records, "info": info, "resumed": True,
