@@ -76,17 +76,27 @@ def _fs(path):
     return fsspec.filesystem("file"), path
 
 
-def write_marker(tmp, kind, writer, final, command="predict"):
+def write_marker(tmp, kind, writer, final, command="predict", digest=None):
     """Record ``writer`` for the output of ``command`` being written at ``tmp`` (published later
-    at ``final``)."""
+    at ``final``). A file's marker is beside ``final``: written before the rename (``tmp`` not
+    ``final``) it also accepts the output it replaces (``next_sha256``: a kill between the rename
+    and the marker written again after it, with ``tmp`` = ``final``, leaves an output the next run
+    still recognises as its own). Returns a file's digest (``digest``: known already)."""
     record = {"format": FORMATS[command], "version": VERSION, "kind": kind, "writer": writer}
     if kind in FILE_KINDS:
-        record["sha256"] = _sha256(tmp)
         marker = _npy_marker(final)
+        digest = digest or _sha256(tmp)
+        previous = _read_marker(_fs(final)[0], marker, command) if tmp != final else None
+        ours = previous is not None and previous["kind"] == kind and os.path.isfile(final) and not os.path.islink(final)
+        in_place = _sha256(final) if ours else None  # still accepted only if the marker accepted it
+        if in_place is not None and in_place in (previous.get("sha256"), previous.get("next_sha256")):
+            record.update(sha256=in_place, next_sha256=digest)
+        else:
+            record["sha256"] = digest
         with open(marker + ".tmp", "w") as f:
             json.dump(record, f)
         os.replace(marker + ".tmp", marker)  # our own marker name only
-        return
+        return digest
     fs, p = _fs(tmp)
     with fs.open(f"{p.rstrip('/')}/{MARKER}", "w") as f:
         json.dump(record, f)
@@ -118,7 +128,7 @@ def why_not_ours(path, kind, writer=None, command="predict"):
         record = _read_marker(fs, _npy_marker(path), command)
         if record is None or record["kind"] != kind:
             return f"it was not written by {by} (no marker beside it)"
-        if record.get("sha256") != _sha256(path):
+        if _sha256(path) not in (record.get("sha256"), record.get("next_sha256")):
             return f"its bytes changed since {by} wrote it"
     else:
         fs, p = _fs(path)

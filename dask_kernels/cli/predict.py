@@ -114,11 +114,10 @@ def write(result, path, kind, columns, writer="command line", replace_for=False)
                 raise UsageError(f"-o {path}: the predictions were not written in full ({e}): is the disk full "
                                  "or a file size limit reached? Free space, then run the command again") from None
             os.rename(tmp + ".npy", tmp)
-        if kind not in FILE_KINDS:
-            write_marker(tmp, kind, writer, path)
+        digest = write_marker(tmp, kind, writer, path)  # a file's beside it: before the rename, and again after
         publish(tmp, path, kind, replace_for)
-        if kind in FILE_KINDS:  # the digest of the file now in place
-            write_marker(path, kind, writer, path)
+        if kind in FILE_KINDS:  # the file now in place, its digest alone
+            write_marker(path, kind, writer, path, digest=digest)
 
 
 def run(args):
