@@ -42,11 +42,12 @@ def add_arguments(parser):
     add_cluster_arguments(parser)
 
 
-def output_kind(path, replace_for=False):
+def output_kind(path, replace_for=False, folder_made=True):
     """"zarr", "parquet", "npy" or "csv" from the output's suffix; checked before any work.
 
     ``replace_for``: False (an existing output is refused), None (``--overwrite``: any prediction
-    output may be replaced) or a job's writer (only that job's outputs may be)."""
+    output may be replaced) or a job's writer (only that job's outputs may be). ``folder_made``
+    False: the output's folder is made later (by ``run``), so nothing is there yet."""
     kind = KINDS.get(os.path.splitext(str(path).rstrip("/"))[1].lower())
     if kind is None:
         raise UsageError(f"-o {path}: unknown output format; use a name ending in .zarr, .parquet, .npy or .csv")
@@ -59,6 +60,8 @@ def output_kind(path, replace_for=False):
                              "(pip install pyarrow); or write .zarr or .npy") from None
     if kind in FILE_KINDS and is_url(path):
         raise UsageError(f"-o {path}: .{kind} output must be a local file; use .zarr for URLs")
+    if not folder_made:
+        return kind
     if exists(path):
         if replace_for is False:
             raise UsageError(f"-o {path}: already exists; refusing to replace it (choose another name or move it "
