@@ -240,6 +240,7 @@ def written_aside(path, kind, replace_for, command="predict") -> Iterator[str]:
     :func:`clear_in_place`) and ends with :func:`publish`. If the block fails, what it wrote at
     ``tmp`` is removed, unless :func:`publish` kept it there for the user (:class:`OutputAppeared`)."""
     clear_in_place(path, kind, replace_for, command)
+    remove_stale_temporaries(path, kind)
     tmp = temporary_path(path)
     try:
         yield tmp
@@ -248,6 +249,52 @@ def written_aside(path, kind, replace_for, command="predict") -> Iterator[str]:
     except BaseException:
         remove_temporary(tmp, path)
         raise
+
+
+#: a temporary output untouched this long (s) was left by a killed command, not one still writing
+STALE_SECONDS = 600
+
+
+def _newest_change(path):
+    """The latest modification time of ``path`` and of everything in it (a Zarr output's chunks
+    are written in subfolders, which leaves the top folder's own time as it was)."""
+    newest = os.lstat(path).st_mtime
+    for folder, dirs, files in os.walk(path):
+        for name in dirs + files:
+            newest = max(newest, os.lstat(os.path.join(folder, name)).st_mtime)
+    return newest
+
+
+def remove_stale_temporaries(path, kind):
+    """Delete what killed runs writing the local output ``path`` left beside it: unfinished
+    temporaries (:func:`temporary_path`) of ours, untouched for STALE_SECONDS: a file still under
+    its writer's name (``.NAME.dk-tmp-<tag>.npy``, not yet renamed), or a folder holding only what
+    the command writes and no marker (written once the results are complete). Finished results
+    that a failed publish left for the user are kept."""
+    if is_url(path):
+        return
+    import shutil
+    import time
+
+    folder, base = os.path.split(path)
+    suffix = r"\.(npy|csv)" if kind in FILE_KINDS else ""  # a file's: its name while being written
+    pattern = re.compile(re.escape(f".{base}.dk-tmp-") + r"[0-9a-f]{8}" + suffix + "$")
+    for name in os.listdir(folder or "."):
+        p = os.path.join(folder, name)
+        if not pattern.match(name) or os.path.islink(p):
+            continue
+        try:
+            if time.time() - _newest_change(p) < STALE_SECONDS:
+                continue
+            if kind in FILE_KINDS:
+                if os.path.isfile(p):
+                    os.unlink(p)
+                continue
+            entries = [os.path.relpath(os.path.join(d, f), p) for d, _, fs in os.walk(p) for f in fs]
+            if os.path.isdir(p) and MARKER not in entries and all(OWN_ENTRIES[kind].match(e) for e in entries):
+                shutil.rmtree(p)
+        except OSError:  # removed meanwhile, or not ours to remove: left as it is
+            continue
 
 
 def remove_temporary(tmp, path):
