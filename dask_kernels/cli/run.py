@@ -352,6 +352,7 @@ def _job_advice(message, command):
 
 
 def run(args):
+    from ..learn.checkpointer import CheckpointMismatch
     from ._args import USER_ERRORS, debug_on, input_where, output_where, user_message
     from ._owned import writer_of
     from ._paths import normalize
@@ -398,7 +399,15 @@ def run(args):
         if args.dry_run:
             continue
         try:
-            rc = parsed._run(parsed)
+            try:
+                rc = parsed._run(parsed)
+            except CheckpointMismatch:
+                # a job's checkpoint is for resuming the same night's training: one of other rows or
+                # parameters is an earlier night's (the store grew, the job file changed)
+                print(f"== {where}: checkpoint {parsed.checkpoint} is of another training (an earlier night's rows "
+                      "or parameters); starting over", flush=True)
+                parsed.no_resume = True
+                rc = parsed._run(parsed)
         except USER_ERRORS as e:
             if debug_on(args):
                 raise
