@@ -27,6 +27,7 @@ from ..sidecar import graph_arrays, map_arrays, write_group
 from ..io._layers import name_input_error, read_together, row_label_pairs
 from ..io.tabular import as_rows, column_names
 from ..labels import Encoded, encode, is_class_names
+from ._digest import digest
 from .creation import create_store
 from .layout import MAX_SHARD_BLOCKS, STORE_FORMAT, open_checked
 from .leases import check_lease
@@ -373,15 +374,20 @@ def featurize(X: Any, feature_map: FeatureMap, *, labels: Any = None, row_ids: A
         write_group(open_group(store, "r+", storage_options), map_arrays(fmap))
     if plan["info"] is not None:  # resumed: the store's own layout
         k = int(plan["info"].get("shard_blocks", 1))
-    done, expect = plan["done"], {}
+    done, expect, job_columns = plan["done"], {}, {}
     if checks and done.any():  # resuming: a done block whose chunks do not match its record is rewritten
         reader = BlockReader(store, storage_options, plan["info"])
         names = ["features", *sorted(columns)]
         kept = np.flatnonzero(done)
         ok = run_tasks([dask.delayed(verify_block, pure=False)(reader, int(i), names) for i in kept], progress)
         done[kept[~np.asarray(ok, dtype=bool)]] = False
-    if plan["input_changed"]:  # rewrite only the done blocks whose input rows changed
+    if checks and done.any():  # labels or row ids given beside the rows may have changed alone
+        given = {"labels": labels, "row_ids": row_ids}
+        _columns_as_given(done, {k: v for k, v in given.items() if v is not None}, plan["records"], block_rows,
+                          open_group(store, "r", storage_options))
+    if plan["input_changed"]:  # rewrite only the done blocks whose input rows (and columns) changed
         expect = {int(i): int(plan["records"][i, FIELD["input"]]) for i in np.flatnonzero(done)}
+        job_columns = {int(i): {c: int(plan["records"][i, FIELD[c]]) for c in columns} for i in np.flatnonzero(done)}
         pending = list(range(n_blocks))
     else:
         pending = [i for i in range(n_blocks) if not done[i]]
@@ -391,7 +397,8 @@ def featurize(X: Any, feature_map: FeatureMap, *, labels: Any = None, row_ids: A
     run = uuid.uuid4().hex[:12]  # side-effecting tasks: never share keys with another run
     job = {"path": store, "storage_options": storage_options, "spec_json": spec_json, "block_rows": block_rows,
            "n_rows": n_rows, "columns": sorted(columns), "run": run, "lease": plan["lease"], "key": job_key(fp),
-           "checks": checks, "expect": expect, "input_check": _input_identity(kind, src) if checks else None,
+           "checks": checks, "expect": expect, "expect_columns": job_columns,
+           "input_check": _input_identity(kind, src) if checks else None,
            "shard_blocks": k, "arrays": arrays, "plan": kernel_plan}
     if kind == "dense":
         tasks = _dense_writes(src, job, labels, row_ids, pending_shards, run)
@@ -412,6 +419,22 @@ def featurize(X: Any, feature_map: FeatureMap, *, labels: Any = None, row_ids: A
         check_lease(store, storage_options, plan["lease"], "opening the finished store")
     fs.run_stats = {"computed": int(computed), "skipped": n_blocks - int(computed)}
     return fs
+
+
+def _columns_as_given(done, given, records, block_rows, group):
+    """Mark not done (in place) the done blocks whose stored labels or row ids (``given``: name ->
+    the column given beside the rows) differ from the given ones: a labels file changed while the
+    rows did not leaves the rows' fingerprint as it was. Reads the columns only."""
+    kept = np.flatnonzero(done)
+    for name, col in given.items():
+        dtype = group[name].dtype
+
+        def block_digest(b, dtype=dtype):
+            return np.array([digest(np.ascontiguousarray(b, dtype=dtype))], dtype=np.uint64)
+
+        blocks = _column_array(col, name, block_rows)
+        got = blocks.map_blocks(block_digest, chunks=((1,) * blocks.numblocks[0],), dtype=np.uint64).compute()
+        done[kept[got[kept] != records[kept, FIELD[name]]]] = False
 
 
 def _input_identity(kind, src):
