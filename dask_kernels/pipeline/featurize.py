@@ -38,8 +38,8 @@ from .store import BlockReader, open_store
 from .append import append_target
 from .fingerprint import (check_feature_names, differences, fingerprint_hash, input_fingerprint, job_fingerprint,
                           job_key, stable_part)
-from .tasks import (featurize_dense_chunk, transform_chunk, transform_part, verify_block, write_blocks,
-                    write_dense_chunk, write_shard)
+from .tasks import (_assemble, _input_digest, featurize_dense_chunk, transform_chunk, transform_part, verify_block,
+                    write_blocks, write_dense_chunk, write_shard)
 
 if TYPE_CHECKING:  # names used only in annotations
     from ..maps.base import FeatureMap
@@ -355,12 +355,17 @@ def featurize(X: Any, feature_map: FeatureMap, *, labels: Any = None, row_ids: A
     info = {"spec": fmap.spec(), "rng_scheme": RNG_SCHEME, "fingerprint": fp, "fingerprint_sha256": fp_sha,
             "package_version": __version__}
 
-    if root is not None and root["fingerprint_sha256"] != fp_sha:  # a new input: a new segment
-        seg = segment_path(store, "seg-" + fp_sha[:16], storage_options, create=True)
+    # the same rows appended before under another identity (a file rewritten with the same bytes,
+    # or touched: a new modification time) are that part again, resumed, not appended twice
+    same = None if root is None or root["fingerprint_sha256"] == fp_sha else _appended_already(
+        store, storage_options, root, fp, lambda: _row_digests(kind, src, block_rows, n_rows, from_source))
+    if root is not None and root["fingerprint_sha256"] != fp_sha and same != "":  # a new input: a new segment
+        name = same or "seg-" + fp_sha[:16]
+        seg = segment_path(store, name, storage_options, create=True)
         part = featurize(X, fmap, labels=labels if classes is None else Encoded(labels, classes), row_ids=row_ids, store=seg, block_rows=block_rows,
                          compressors=compressors, progress=progress, storage_options=storage_options, shards=shards,
                          feature_names=feature_names)
-        add_segment(store, storage_options, root["lease"], "seg-" + fp_sha[:16])
+        add_segment(store, storage_options, root["lease"], name)
         fs = open_store(store, storage_options=storage_options)
         fs.run_stats = dict(part.run_stats, segment=seg)
         return fs
@@ -546,6 +551,38 @@ def _block_pieces(src, block_rows, n_rows, labels, row_ids, labels_from_source):
                 if b > start and a < stop and b > a]
 
     return pieces
+
+
+def _appended_already(store, storage_options, root, fp, row_digests):
+    """The part of an appended-to store (``""``: its first rows, else a segment's name) that holds
+    the rows of ``fp``'s input under another identity: the same stable fingerprint (map, shape,
+    block size, columns...) and the same recorded digest of every block's input rows
+    (``row_digests()``, computed only if such a part exists). None if no part does."""
+    parts = [("", root)]
+    for entry in root.get("segments", []):
+        name = entry["name"] if isinstance(entry, dict) else entry
+        parts.append((name, open_checked(segment_path(store, name), storage_options, consolidated=False)[1]))
+    digests = None
+    for name, info in parts:
+        if differences(stable_part(info["fingerprint"]), stable_part(fp)):
+            continue
+        records = read_records(open_group(store if not name else segment_path(store, name), "r", storage_options))
+        if digests is None:
+            digests = row_digests()
+        if records.shape[0] == digests.shape[0] and np.array_equal(records[:, FIELD["input"]], digests):
+            return name
+    return None
+
+
+def _row_digests(kind, src, block_rows, n_rows, from_source):
+    """The digest of each store block's input rows (as the tasks record it), read on the cluster."""
+    if kind == "dense":
+        X = src.rechunk(da.core.normalize_chunks((block_rows, -1), src.shape))
+        return X.map_blocks(lambda b: np.array([[_input_digest(b)]], dtype=np.uint64), dtype=np.uint64,
+                            chunks=((1,) * X.numblocks[0], (1,))).compute()[:, 0]
+    pieces = _block_pieces(src, block_rows, n_rows, None, None, from_source)
+    tasks = [dask.delayed(lambda p: _input_digest(_assemble(p)[0]))(pieces(i)) for i in range(-(-n_rows // block_rows))]
+    return np.array(dask.compute(*tasks), dtype=np.uint64)
 
 
 def _overwrite_resumes(group, info, create):
