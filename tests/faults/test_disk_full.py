@@ -73,5 +73,5 @@ def test_no_room_names_what_was_written(trained, command):
     assert f"writing {out}: [Errno 27]" in line and "no room left" in line, line
     if command == "run":
         assert line.startswith("dask-kernels run: error: [input]/[map]/[store]: writing"), line
-    if command not in ("featurize", "run"):  # a store keeps its finished blocks to resume; a model or an output is all or nothing
+    if command not in ("featurize", "run"):  # a store keeps its finished blocks; a model or an output: nothing
         assert not out.exists()
