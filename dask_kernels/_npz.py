@@ -19,7 +19,7 @@ names the file and the member.
 import json
 import math
 import os
-import tempfile
+import uuid
 import zipfile
 import zlib
 
@@ -58,7 +58,7 @@ def save_npz(path, arrays, meta=None):
     if meta is not None:
         meta = dict(meta, arrays=manifest(payload))
         payload[_META] = np.array(json.dumps(meta))
-    fd, tmp = tempfile.mkstemp(prefix=f".{base}.tmp-{os.getpid()}-", dir=folder)
+    fd, tmp = _new_temp(folder, base)
     try:
         with os.fdopen(fd, "wb") as f:
             np.savez(f, **payload)
@@ -72,6 +72,18 @@ def save_npz(path, arrays, meta=None):
             pass
         raise
     _remove_stale_temps(folder, base)
+
+
+def _new_temp(folder, base):
+    """``(fd, path)`` of a new file ``.<base>.tmp-<pid>-<random>`` in ``folder``, open for writing.
+    Created with the mode of any new file (0o666 less the umask), not mkstemp's 0o600: a saved
+    model's arrays are as readable as its model.json and the files beside it."""
+    while True:
+        tmp = os.path.join(folder, f".{base}.tmp-{os.getpid()}-{uuid.uuid4().hex[:12]}")
+        try:
+            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), tmp
+        except FileExistsError:  # pragma: no cover - a 48-bit random name taken
+            continue
 
 
 def _remove_stale_temps(folder, base):

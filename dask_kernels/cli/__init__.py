@@ -13,7 +13,7 @@ from ._exit import arm, exit_with
 
 arm()  # first: its exit handler must run after those of everything a command imports
 
-from ._args import USER_ERRORS, UsageError, debug_on, input_where, user_message  # noqa: E402
+from ._args import USER_ERRORS, UsageError, debug_on, input_where, output_where, user_message  # noqa: E402
 
 
 def _subcommands():
@@ -69,10 +69,29 @@ def main(argv=None):
     ``--debug`` or ``DASK_KERNELS_DEBUG=1`` shows the traceback instead.
 
     Run as a program (``argv`` None), the process then ends without interpreter teardown
-    (:mod:`dask_kernels.cli._exit`).
+    (:mod:`dask_kernels.cli._exit`), and SIGTERM (``kill``, ``timeout``, Kubernetes stopping a
+    pod) stops a command as Ctrl-C does: its temporaries removed, its cluster closed, one line
+    saying what was kept, exit status 143.
     """
+    if argv is None:
+        _terminate_as_interrupt()
     status = _main(argv)
     return exit_with(status) if argv is None else status
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread like Ctrl-C's KeyboardInterrupt: what a command cleans
+    up on Ctrl-C (temporary outputs, its LocalCluster) it cleans up on SIGTERM too."""
+
+
+def _terminate_as_interrupt():
+    import signal
+
+    def terminate(signum, frame):
+        raise Terminated()
+
+    if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:  # a handler someone set is theirs
+        signal.signal(signal.SIGTERM, terminate)
 
 
 class _Stderr(logging.StreamHandler):
@@ -110,17 +129,19 @@ def _main(argv):
     _log_to_stderr(args)
     try:
         return args._run(args)
-    except KeyboardInterrupt:  # Ctrl-C: what was kept and how to go on, not the stack of a wait
+    except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM: what was kept and how to go on, not the stack of a wait
         if debug_on(args):
             raise
-        print(f"dask-kernels {args.command}: interrupted{INTERRUPTED.get(args.command, '')}", file=sys.stderr)
-        return 130  # 128 + SIGINT, as a shell reports it
+        what = "terminated" if isinstance(e, Terminated) else "interrupted"
+        print(f"dask-kernels {args.command}: {what}{INTERRUPTED.get(args.command, '')}", file=sys.stderr)
+        return 143 if isinstance(e, Terminated) else 130  # 128 + SIGTERM or SIGINT, as a shell reports it
     except USER_ERRORS as e:
         if debug_on(args):
             raise
         if isinstance(e, BrokenPipeError) and _reader_gone(sys.stdout):
             return 141  # 128 + SIGPIPE, as a shell reports a writer whose reader left (`| head`): no error
-        print(f"dask-kernels {args.command}: error: {input_where(args, e)}{user_message(e)}", file=sys.stderr)
+        print(f"dask-kernels {args.command}: error: {input_where(args, e)}{output_where(args, e)}"
+              f"{user_message(e)}", file=sys.stderr)
         return 1
 
 

@@ -5,6 +5,7 @@ User errors raise :class:`UsageError` (or the library's ``ValueError``/``OSError
 """
 
 import argparse
+import errno
 import json
 import math
 import os
@@ -201,6 +202,19 @@ def input_where(args, exc):
     return f"input {path}: " if isinstance(exc, InputValueError) and path else ""
 
 
+#: errno of a write that found no room: a full disk, a quota, a file size limit (``ulimit -f``)
+NO_ROOM = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+
+
+def output_where(args, exc):
+    """``writing OUTPUT: `` before an error of a write that found no room: a store's chunk or a
+    model's file written by a library names no file, only the command knows what it was writing."""
+    if not isinstance(exc, OSError) or exc.errno not in NO_ROOM or exc.filename is not None:
+        return ""
+    paths = [p for p in (getattr(args, "output", None), getattr(args, "checkpoint", None)) if p]
+    return f"writing {' or '.join(paths)}: " if paths else ""
+
+
 def user_message(exc):
     """One line for a user error, with API argument names replaced by the CLI's flags."""
     if isinstance(exc, KeyError):
@@ -209,6 +223,8 @@ def user_message(exc):
         text = f"{exc.filename}: {exc.strerror or exc}"
     else:
         text = str(exc) or type(exc).__name__
+    if isinstance(exc, OSError) and exc.errno in NO_ROOM:
+        text += " (no room left for the output: free space or raise the limit, then run the command again)"
     for api, flag in _FLAGS:
         text = text.replace(api, flag)
     return " ".join(text.split())

@@ -76,17 +76,27 @@ def _fs(path):
     return fsspec.filesystem("file"), path
 
 
-def write_marker(tmp, kind, writer, final, command="predict"):
+def write_marker(tmp, kind, writer, final, command="predict", digest=None):
     """Record ``writer`` for the output of ``command`` being written at ``tmp`` (published later
-    at ``final``)."""
+    at ``final``). A file's marker is beside ``final``: written before the rename (``tmp`` not
+    ``final``) it also accepts the output it replaces (``next_sha256``: a kill between the rename
+    and the marker written again after it, with ``tmp`` = ``final``, leaves an output the next run
+    still recognises as its own). Returns a file's digest (``digest``: known already)."""
     record = {"format": FORMATS[command], "version": VERSION, "kind": kind, "writer": writer}
     if kind in FILE_KINDS:
-        record["sha256"] = _sha256(tmp)
         marker = _npy_marker(final)
+        digest = digest or _sha256(tmp)
+        previous = _read_marker(_fs(final)[0], marker, command) if tmp != final else None
+        ours = previous is not None and previous["kind"] == kind and os.path.isfile(final) and not os.path.islink(final)
+        in_place = _sha256(final) if ours else None  # still accepted only if the marker accepted it
+        if in_place is not None and in_place in (previous.get("sha256"), previous.get("next_sha256")):
+            record.update(sha256=in_place, next_sha256=digest)
+        else:
+            record["sha256"] = digest
         with open(marker + ".tmp", "w") as f:
             json.dump(record, f)
         os.replace(marker + ".tmp", marker)  # our own marker name only
-        return
+        return digest
     fs, p = _fs(tmp)
     with fs.open(f"{p.rstrip('/')}/{MARKER}", "w") as f:
         json.dump(record, f)
@@ -118,7 +128,7 @@ def why_not_ours(path, kind, writer=None, command="predict"):
         record = _read_marker(fs, _npy_marker(path), command)
         if record is None or record["kind"] != kind:
             return f"it was not written by {by} (no marker beside it)"
-        if record.get("sha256") != _sha256(path):
+        if _sha256(path) not in (record.get("sha256"), record.get("next_sha256")):
             return f"its bytes changed since {by} wrote it"
     else:
         fs, p = _fs(path)
@@ -230,6 +240,7 @@ def written_aside(path, kind, replace_for, command="predict") -> Iterator[str]:
     :func:`clear_in_place`) and ends with :func:`publish`. If the block fails, what it wrote at
     ``tmp`` is removed, unless :func:`publish` kept it there for the user (:class:`OutputAppeared`)."""
     clear_in_place(path, kind, replace_for, command)
+    remove_stale_temporaries(path, kind)
     tmp = temporary_path(path)
     try:
         yield tmp
@@ -238,6 +249,52 @@ def written_aside(path, kind, replace_for, command="predict") -> Iterator[str]:
     except BaseException:
         remove_temporary(tmp, path)
         raise
+
+
+#: a temporary output untouched this long (s) was left by a killed command, not one still writing
+STALE_SECONDS = 600
+
+
+def _newest_change(path):
+    """The latest modification time of ``path`` and of everything in it (a Zarr output's chunks
+    are written in subfolders, which leaves the top folder's own time as it was)."""
+    newest = os.lstat(path).st_mtime
+    for folder, dirs, files in os.walk(path):
+        for name in dirs + files:
+            newest = max(newest, os.lstat(os.path.join(folder, name)).st_mtime)
+    return newest
+
+
+def remove_stale_temporaries(path, kind):
+    """Delete what killed runs writing the local output ``path`` left beside it: unfinished
+    temporaries (:func:`temporary_path`) of ours, untouched for STALE_SECONDS: a file still under
+    its writer's name (``.NAME.dk-tmp-<tag>.npy``, not yet renamed), or a folder holding only what
+    the command writes and no marker (written once the results are complete). Finished results
+    that a failed publish left for the user are kept."""
+    if is_url(path):
+        return
+    import shutil
+    import time
+
+    folder, base = os.path.split(path)
+    suffix = r"\.(npy|csv)" if kind in FILE_KINDS else ""  # a file's: its name while being written
+    pattern = re.compile(re.escape(f".{base}.dk-tmp-") + r"[0-9a-f]{8}" + suffix + "$")
+    for name in os.listdir(folder or "."):
+        p = os.path.join(folder, name)
+        if not pattern.match(name) or os.path.islink(p):
+            continue
+        try:
+            if time.time() - _newest_change(p) < STALE_SECONDS:
+                continue
+            if kind in FILE_KINDS:
+                if os.path.isfile(p):
+                    os.unlink(p)
+                continue
+            entries = [os.path.relpath(os.path.join(d, f), p) for d, _, fs in os.walk(p) for f in fs]
+            if os.path.isdir(p) and MARKER not in entries and all(OWN_ENTRIES[kind].match(e) for e in entries):
+                shutil.rmtree(p)
+        except OSError:  # removed meanwhile, or not ours to remove: left as it is
+            continue
 
 
 def remove_temporary(tmp, path):

@@ -38,7 +38,8 @@ def add_arguments(parser):
     parser.add_argument("--chunks", type=positive_int, help="deprecated name of --block-rows (removed in the next release)")
     add_cluster_arguments(parser)
     parser.set_defaults(default_method=DEFAULT_METHOD)
-    parser.add_argument("--overwrite", action="store_true", help="replace an existing store")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace an existing store of another job (one of this job is resumed, as without it)")
     parser.add_argument("--append", action="store_true",
                         help="add the input's rows to the store as a new segment (a nightly job's new rows); "
                              "re-running the same append resumes it instead of adding the rows twice. The rows "

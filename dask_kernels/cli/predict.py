@@ -42,11 +42,12 @@ def add_arguments(parser):
     add_cluster_arguments(parser)
 
 
-def output_kind(path, replace_for=False):
+def output_kind(path, replace_for=False, folder_made=True):
     """"zarr", "parquet", "npy" or "csv" from the output's suffix; checked before any work.
 
     ``replace_for``: False (an existing output is refused), None (``--overwrite``: any prediction
-    output may be replaced) or a job's writer (only that job's outputs may be)."""
+    output may be replaced) or a job's writer (only that job's outputs may be). ``folder_made``
+    False: the output's folder is made later (by ``run``), so nothing is there yet."""
     kind = KINDS.get(os.path.splitext(str(path).rstrip("/"))[1].lower())
     if kind is None:
         raise UsageError(f"-o {path}: unknown output format; use a name ending in .zarr, .parquet, .npy or .csv")
@@ -59,6 +60,8 @@ def output_kind(path, replace_for=False):
                              "(pip install pyarrow); or write .zarr or .npy") from None
     if kind in FILE_KINDS and is_url(path):
         raise UsageError(f"-o {path}: .{kind} output must be a local file; use .zarr for URLs")
+    if not folder_made:
+        return kind
     if exists(path):
         if replace_for is False:
             raise UsageError(f"-o {path}: already exists; refusing to replace it (choose another name or move it "
@@ -104,13 +107,20 @@ def write(result, path, kind, columns, writer="command line", replace_for=False)
             table.to_csv(tmp + ".csv", index=False)
             os.rename(tmp + ".csv", tmp)
         else:
-            np.save(tmp + ".npy", result.compute())
+            values = result.compute()
+            try:
+                np.save(tmp + ".npy", values)
+            except OSError as e:
+                if e.errno is not None:
+                    raise
+                # NumPy's short write ("N requested and M written") names neither the file nor a cause
+                raise UsageError(f"-o {path}: the predictions were not written in full ({e}): is the disk full "
+                                 "or a file size limit reached? Free space, then run the command again") from None
             os.rename(tmp + ".npy", tmp)
-        if kind not in FILE_KINDS:
-            write_marker(tmp, kind, writer, path)
+        digest = write_marker(tmp, kind, writer, path)  # a file's beside it: before the rename, and again after
         publish(tmp, path, kind, replace_for)
-        if kind in FILE_KINDS:  # the digest of the file now in place
-            write_marker(path, kind, writer, path)
+        if kind in FILE_KINDS:  # the file now in place, its digest alone
+            write_marker(path, kind, writer, path, digest=digest)
 
 
 def run(args):

@@ -4,7 +4,8 @@ The job file names the input, the map, the store, and optionally training and pr
 outputs; each step is the matching subcommand (``featurize``, then ``train`` from the store,
 then ``predict`` per output), with the same checks, so a job file and a command line behave
 alike. Relative paths are relative to the job file's folder. The whole file is checked (unknown
-keys, types, values: messages name the key) before a cluster starts. Re-running a job resumes
+keys, types, values: messages name the key) before a cluster starts, and so are the outputs of
+its steps (their formats, what is already at their paths, two of them at one path). Re-running a job resumes
 an unfinished store. A job's ``[[outputs]]`` replace the predictions the same job file wrote on
 an earlier run (each output records its writer; a file of anyone else's is refused, never
 replaced); a saved model is replaced only with ``overwrite = true`` under ``[training]``. Local
@@ -225,7 +226,37 @@ def load_job(path):
         if why_not:
             raise JobError(f"[[outputs]] #{i + 1} proba: the model [training] trains gives no probabilities "
                            + why_not)
+    _refuse_shared_paths(checked)
     return checked
+
+
+def _within(path, other):
+    """Whether ``path`` is ``other`` or inside it (paths normalized by :func:`_check`; URLs as text)."""
+    return path == other or path.startswith(other.rstrip("/") + "/")
+
+
+def _refuse_shared_paths(checked):
+    """Refuse a path the job writes (its store, model, checkpoint, outputs) that is another path
+    of the job or inside one (or holds one): two ``[[outputs]]`` at one path silently kept only
+    the last; a model or output at the store's or the input's path was refused only once the
+    steps before it had run."""
+    def get(section, *keys):
+        table = checked.get(section, {})
+        return [(f"[{section}] {k}", table[k][1]) for k in keys if k in table]
+
+    writes = get("store", "path") + get("training", "output", "checkpoint")
+    own = [p for _, p in writes[:2]]  # the store and the model: the outputs may read them
+    reads = get("input", "path", "labels")
+    for i, o in enumerate(checked["outputs"]):
+        where = f"[[outputs]] #{i + 1}"
+        writes.append((f"{where} path", o["path"][1]))
+        reads += [(f"{where} {k}", o[k][1]) for k in ("input", "model")
+                  if k in o and not any(_within(o[k][1], p) for p in own)]
+    for i, (name, path) in enumerate(writes):
+        for other, q in writes[:i] + reads:
+            if _within(path, q) or _within(q, path):
+                how = "is also" if path == q else "is inside" if _within(path, q) else "holds"
+                raise JobError(f"{name}: {path} {how} {other}; give each output a path of its own")
 
 
 def _no_proba(checked):
@@ -321,26 +352,43 @@ def _job_advice(message, command):
 
 
 def run(args):
-    from ._args import USER_ERRORS, debug_on, input_where, user_message
+    from ..learn.checkpointer import CheckpointMismatch
+    from ._args import USER_ERRORS, debug_on, input_where, output_where, user_message
+    from ._owned import writer_of
+    from ._paths import normalize
     from .featurize import build_map
+    from .predict import output_kind
+    from .train import check_args as train_checks
 
     job = load_job(args.job)
     plan = [(where, _parse(argv, where, names, args._build_parser), argv, names)
             for where, argv, names in steps(job, cluster_override(args), os.path.abspath(args.job))]
     folders = []  # local folders of the outputs that do not exist yet: created when the job runs
-    for where, parsed, argv, names in plan:  # the map too, before a cluster starts
+    for where, parsed, argv, names in plan:  # the map and the outputs too, before a cluster starts
         out = getattr(parsed, "output", None)
+        folder_made = True
         if parsed.command in ("train", "predict") and out and "://" not in out:
             folder = os.path.dirname(os.path.abspath(out))
             if not os.path.isdir(folder):
                 if os.path.lexists(folder):
                     raise JobError(f"{where}: output {out}: {folder} exists and is not a folder")
                 folders.append(folder)
+                folder_made = False
         if parsed.command == "featurize":
             try:
                 build_map(parsed)
             except UsageError as e:
                 raise JobError(_rename(str(e), names)) from None
+            continue
+        try:
+            if parsed.command == "train":  # a model there without overwrite: refused now, not after featurizing
+                train_checks(parsed, folder_made)
+            else:  # an unknown output format, or an output of someone else's: likewise
+                output_kind(normalize(out), writer_of(parsed.job), folder_made)
+        except USER_ERRORS as e:
+            if debug_on(args):
+                raise
+            raise JobError(f"{where}: {_rename(_job_advice(user_message(e), parsed.command), names)}") from None
     for folder in dict.fromkeys(folders):
         print(f"== {'would create' if args.dry_run else 'creating'} folder {folder}", flush=True)
         if not args.dry_run:
@@ -351,11 +399,19 @@ def run(args):
         if args.dry_run:
             continue
         try:
-            rc = parsed._run(parsed)
+            try:
+                rc = parsed._run(parsed)
+            except CheckpointMismatch:
+                # a job's checkpoint is for resuming the same night's training: one of other rows or
+                # parameters is an earlier night's (the store grew, the job file changed)
+                print(f"== {where}: checkpoint {parsed.checkpoint} is of another training (an earlier night's rows "
+                      "or parameters); starting over", flush=True)
+                parsed.no_resume = True
+                rc = parsed._run(parsed)
         except USER_ERRORS as e:
             if debug_on(args):
                 raise
-            advice = _job_advice(input_where(parsed, e) + user_message(e), parsed.command)
+            advice = _job_advice(input_where(parsed, e) + output_where(parsed, e) + user_message(e), parsed.command)
             raise JobError(f"{where}: {advice}") from None
         sys.stdout.flush()
         if rc:

@@ -334,15 +334,23 @@ def _default_eta0(src, name):
     raise _no_rows(name)  # a store of no rows (raw input was refused by _check_rows)
 
 
-def run(args):
+def check_args(args, folder_made=True):
+    """What ``args`` get wrong that no data is needed to tell: checked before training, not after
+    it (and by ``run`` before its job's first step; ``folder_made`` False: the model's folder is
+    made later, so nothing is there yet)."""
     from dask_kernels.learn.persist import check_model_path
-
-    from ._malloc import release_large_blocks
 
     if args.validation_fraction == 0 and args.metric != "auto":
         raise UsageError(f"--metric {args.metric}: the schedule decides on held-out rows, and "
                          "--validation-fraction 0 holds none out; drop one of them")
-    check_model_path(args.output, args.overwrite)  # before training, not after it
+    if folder_made:
+        check_model_path(args.output, args.overwrite)
+
+
+def run(args):
+    from ._malloc import release_large_blocks
+
+    check_args(args)
     release_large_blocks()  # the steps (a block's features each) come and go: see _malloc
     if args.scheduler or args.scheduler_file or args.workers:
         with client_for(args):  # blocks are read (and featurized) on the cluster

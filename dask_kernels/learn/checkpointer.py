@@ -71,6 +71,11 @@ def _defaults(estimator: Any, names: set, where: str) -> dict:
     return {k: defaults[k] for k in names}
 
 
+class CheckpointMismatch(ValueError):
+    """A checkpoint of another training (other rows, seed, epochs, parameters...): valid, but not
+    this run's to resume. ``resume=False`` starts over, replacing it."""
+
+
 class Checkpointer:
     """Saves and restores one run's checkpoint at ``path``.
 
@@ -152,7 +157,7 @@ class Checkpointer:
             old = meta["fingerprint"]
             for key in self.fingerprint:
                 if _canon(old.get(key)) != _canon(self.fingerprint[key]):
-                    raise ValueError(f"{where} was written for a different {key} "
+                    raise CheckpointMismatch(f"{where} was written for a different {key} "
                                      f"({_short(old.get(key))} != {_short(self.fingerprint[key])}); "
                                      "delete it or pass resume=False to start over")
             mine, theirs = json_params(estimator), meta["params"]
@@ -161,7 +166,7 @@ class Checkpointer:
             theirs = {**_defaults(estimator, set(mine) - set(theirs), where), **theirs}
             for k, v in theirs.items():
                 if k != "eta0" and mine.get(k) != v:
-                    raise ValueError(f"{where} was written by an estimator with {k}={v!r}, this one has "
+                    raise CheckpointMismatch(f"{where} was written by an estimator with {k}={v!r}, this one has "
                                      f"{mine.get(k)!r}")
             eta0 = _unscalar(theirs["eta0"]) if "eta0" in theirs else None
             if eta0 is not None and not is_eta0(eta0, halvable):

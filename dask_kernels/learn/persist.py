@@ -16,6 +16,7 @@ import json
 import os
 import shutil
 import tempfile
+import uuid
 from typing import Any
 
 from .._files import file_problem
@@ -93,7 +94,7 @@ def save_model(model: Any, path: str | os.PathLike, overwrite: bool = False,
     path = local_path(path)
     check_model_path(path, overwrite)
     folder, base = os.path.split(os.path.abspath(path))
-    tmp = tempfile.mkdtemp(prefix=f".{base}.tmp-", dir=folder)
+    tmp = _new_folder(folder, f".{base}.tmp-")
     try:
         _write_files(tmp, model.feature_map, arrays, meta)
         if check_model_path(path, overwrite) == "model":  # again: it may have changed
@@ -113,6 +114,18 @@ def save_model(model: Any, path: str | os.PathLike, overwrite: bool = False,
         shutil.rmtree(tmp, ignore_errors=True)  # ours: made by mkdtemp above
         raise
     return path
+
+
+def _new_folder(parent, prefix):
+    """A new folder ``prefix<random>`` in ``parent``, created with the mode of any new folder
+    (0o777 less the umask), not mkdtemp's 0o700: the saved model is as readable as its parent."""
+    while True:
+        path = os.path.join(parent, f"{prefix}{uuid.uuid4().hex[:12]}")
+        try:
+            os.mkdir(path)
+            return path
+        except FileExistsError:  # pragma: no cover - a 48-bit random name taken
+            continue
 
 
 def _names_json(names):

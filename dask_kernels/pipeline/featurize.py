@@ -27,6 +27,7 @@ from ..sidecar import graph_arrays, map_arrays, write_group
 from ..io._layers import name_input_error, read_together, row_label_pairs
 from ..io.tabular import as_rows, column_names
 from ..labels import Encoded, encode, is_class_names
+from ._digest import digest
 from .creation import create_store
 from .layout import MAX_SHARD_BLOCKS, STORE_FORMAT, open_checked
 from .leases import check_lease
@@ -37,8 +38,8 @@ from .store import BlockReader, open_store
 from .append import append_target
 from .fingerprint import (check_feature_names, differences, fingerprint_hash, input_fingerprint, job_fingerprint,
                           job_key, stable_part)
-from .tasks import (featurize_dense_chunk, transform_chunk, transform_part, verify_block, write_blocks,
-                    write_dense_chunk, write_shard)
+from .tasks import (_assemble, _input_digest, featurize_dense_chunk, transform_chunk, transform_part, verify_block,
+                    write_blocks, write_dense_chunk, write_shard)
 
 if TYPE_CHECKING:  # names used only in annotations
     from ..maps.base import FeatureMap
@@ -211,13 +212,16 @@ def featurize(X: Any, feature_map: FeatureMap, *, labels: Any = None, row_ids: A
         :func:`~dask_kernels.pipeline.creation.auto_compressors`. ``None`` stores raw bytes.
         A resumed store keeps the codecs it was created with.
     overwrite : bool, default False
-        Replace an existing feature store (only a feature store). Without it, a store of the
-        same job is resumed: finished blocks whose stored chunks still match their done records
-        are kept, damaged or missing ones are rewritten, and when only the input's content
-        changed (same shape, dtype and path, e.g. a fixed row) only the blocks whose input rows
-        changed are recomputed. A store of another job (map, block size, columns, input shape)
-        is refused naming what differs. A job whose store is replaced by another job while it
-        runs stops with :class:`~dask_kernels.pipeline.leases.LeaseLostError`.
+        Replace an existing feature store of another job (only a feature store). A store of the
+        same job is resumed, with or without it: finished blocks whose stored chunks still match
+        their done records are kept, damaged or missing ones are rewritten, and when only the
+        input's content changed (same shape, dtype and path, e.g. a fixed row) only the blocks
+        whose input rows changed are recomputed; so a re-run after a crash keeps the finished
+        blocks. Without ``overwrite``, a store of another job (map, block size, columns, input
+        shape) is refused naming what differs. With it, a store of the same job is replaced
+        too when it holds appended segments, or when ``compressors`` is not "auto" or
+        ``shards`` gives it another layout. A job whose store is replaced by another job while
+        it runs stops with :class:`~dask_kernels.pipeline.leases.LeaseLostError`.
     progress : bool, default True
         Show progress (see :mod:`dask_kernels._progress`): distributed's widget in Jupyter, a
         text bar on a terminal, a plain line every few seconds in logs.
@@ -351,12 +355,17 @@ def featurize(X: Any, feature_map: FeatureMap, *, labels: Any = None, row_ids: A
     info = {"spec": fmap.spec(), "rng_scheme": RNG_SCHEME, "fingerprint": fp, "fingerprint_sha256": fp_sha,
             "package_version": __version__}
 
-    if root is not None and root["fingerprint_sha256"] != fp_sha:  # a new input: a new segment
-        seg = segment_path(store, "seg-" + fp_sha[:16], storage_options, create=True)
+    # the same rows appended before under another identity (a file rewritten with the same bytes,
+    # or touched: a new modification time) are that part again, resumed, not appended twice
+    same = None if root is None or root["fingerprint_sha256"] == fp_sha else _appended_already(
+        store, storage_options, root, fp, lambda: _row_digests(kind, src, block_rows, n_rows, from_source))
+    if root is not None and root["fingerprint_sha256"] != fp_sha and same != "":  # a new input: a new segment
+        name = same or "seg-" + fp_sha[:16]
+        seg = segment_path(store, name, storage_options, create=True)
         part = featurize(X, fmap, labels=labels if classes is None else Encoded(labels, classes), row_ids=row_ids, store=seg, block_rows=block_rows,
                          compressors=compressors, progress=progress, storage_options=storage_options, shards=shards,
                          feature_names=feature_names)
-        add_segment(store, storage_options, root["lease"], "seg-" + fp_sha[:16])
+        add_segment(store, storage_options, root["lease"], name)
         fs = open_store(store, storage_options=storage_options)
         fs.run_stats = dict(part.run_stats, segment=seg)
         return fs
@@ -370,15 +379,20 @@ def featurize(X: Any, feature_map: FeatureMap, *, labels: Any = None, row_ids: A
         write_group(open_group(store, "r+", storage_options), map_arrays(fmap))
     if plan["info"] is not None:  # resumed: the store's own layout
         k = int(plan["info"].get("shard_blocks", 1))
-    done, expect = plan["done"], {}
+    done, expect, job_columns = plan["done"], {}, {}
     if checks and done.any():  # resuming: a done block whose chunks do not match its record is rewritten
         reader = BlockReader(store, storage_options, plan["info"])
         names = ["features", *sorted(columns)]
         kept = np.flatnonzero(done)
         ok = run_tasks([dask.delayed(verify_block, pure=False)(reader, int(i), names) for i in kept], progress)
         done[kept[~np.asarray(ok, dtype=bool)]] = False
-    if plan["input_changed"]:  # rewrite only the done blocks whose input rows changed
+    if checks and done.any():  # labels or row ids given beside the rows may have changed alone
+        given = {"labels": labels, "row_ids": row_ids}
+        _columns_as_given(done, {k: v for k, v in given.items() if v is not None}, plan["records"], block_rows,
+                          open_group(store, "r", storage_options))
+    if plan["input_changed"]:  # rewrite only the done blocks whose input rows (and columns) changed
         expect = {int(i): int(plan["records"][i, FIELD["input"]]) for i in np.flatnonzero(done)}
+        job_columns = {int(i): {c: int(plan["records"][i, FIELD[c]]) for c in columns} for i in np.flatnonzero(done)}
         pending = list(range(n_blocks))
     else:
         pending = [i for i in range(n_blocks) if not done[i]]
@@ -388,7 +402,8 @@ def featurize(X: Any, feature_map: FeatureMap, *, labels: Any = None, row_ids: A
     run = uuid.uuid4().hex[:12]  # side-effecting tasks: never share keys with another run
     job = {"path": store, "storage_options": storage_options, "spec_json": spec_json, "block_rows": block_rows,
            "n_rows": n_rows, "columns": sorted(columns), "run": run, "lease": plan["lease"], "key": job_key(fp),
-           "checks": checks, "expect": expect, "input_check": _input_identity(kind, src) if checks else None,
+           "checks": checks, "expect": expect, "expect_columns": job_columns,
+           "input_check": _input_identity(kind, src) if checks else None,
            "shard_blocks": k, "arrays": arrays, "plan": kernel_plan}
     if kind == "dense":
         tasks = _dense_writes(src, job, labels, row_ids, pending_shards, run)
@@ -409,6 +424,22 @@ def featurize(X: Any, feature_map: FeatureMap, *, labels: Any = None, row_ids: A
         check_lease(store, storage_options, plan["lease"], "opening the finished store")
     fs.run_stats = {"computed": int(computed), "skipped": n_blocks - int(computed)}
     return fs
+
+
+def _columns_as_given(done, given, records, block_rows, group):
+    """Mark not done (in place) the done blocks whose stored labels or row ids (``given``: name ->
+    the column given beside the rows) differ from the given ones: a labels file changed while the
+    rows did not leaves the rows' fingerprint as it was. Reads the columns only."""
+    kept = np.flatnonzero(done)
+    for name, col in given.items():
+        dtype = group[name].dtype
+
+        def block_digest(b, dtype=dtype):
+            return np.array([digest(np.ascontiguousarray(b, dtype=dtype))], dtype=np.uint64)
+
+        blocks = _column_array(col, name, block_rows)
+        got = blocks.map_blocks(block_digest, chunks=((1,) * blocks.numblocks[0],), dtype=np.uint64).compute()
+        done[kept[got[kept] != records[kept, FIELD[name]]]] = False
 
 
 def _input_identity(kind, src):
@@ -522,6 +553,47 @@ def _block_pieces(src, block_rows, n_rows, labels, row_ids, labels_from_source):
     return pieces
 
 
+def _appended_already(store, storage_options, root, fp, row_digests):
+    """The part of an appended-to store (``""``: its first rows, else a segment's name) that holds
+    the rows of ``fp``'s input under another identity: the same stable fingerprint (map, shape,
+    block size, columns...) and the same recorded digest of every block's input rows
+    (``row_digests()``, computed only if such a part exists). None if no part does."""
+    parts = [("", root)]
+    for entry in root.get("segments", []):
+        name = entry["name"] if isinstance(entry, dict) else entry
+        parts.append((name, open_checked(segment_path(store, name), storage_options, consolidated=False)[1]))
+    digests = None
+    for name, info in parts:
+        if differences(stable_part(info["fingerprint"]), stable_part(fp)):
+            continue
+        records = read_records(open_group(store if not name else segment_path(store, name), "r", storage_options))
+        if digests is None:
+            digests = row_digests()
+        if records.shape[0] == digests.shape[0] and np.array_equal(records[:, FIELD["input"]], digests):
+            return name
+    return None
+
+
+def _row_digests(kind, src, block_rows, n_rows, from_source):
+    """The digest of each store block's input rows (as the tasks record it), read on the cluster."""
+    if kind == "dense":
+        X = src.rechunk(da.core.normalize_chunks((block_rows, -1), src.shape))
+        return X.map_blocks(lambda b: np.array([[_input_digest(b)]], dtype=np.uint64), dtype=np.uint64,
+                            chunks=((1,) * X.numblocks[0], (1,))).compute()[:, 0]
+    pieces = _block_pieces(src, block_rows, n_rows, None, None, from_source)
+    tasks = [dask.delayed(lambda p: _input_digest(_assemble(p)[0]))(pieces(i)) for i in range(-(-n_rows // block_rows))]
+    return np.array(dask.compute(*tasks), dtype=np.uint64)
+
+
+def _overwrite_resumes(group, info, create):
+    """Whether ``overwrite`` resumes this job's store (``group``, attributes ``info``) instead of
+    replacing it: it holds no appended rows (segments) and has the codecs and shards that
+    ``create`` would give it."""
+    auto = isinstance(create["compressors"], str) and create["compressors"] == "auto"
+    return (auto and "segments" not in group.group_keys()
+            and int(info.get("shard_blocks", 1)) == int(create["shard_blocks"]))
+
+
 def _prepare(path, storage_options, overwrite, fp, checks, **create):
     """Create the store, or check an existing one of the same job. Returns a plan: ``lease``,
     ``done`` mask, ``records``, ``info`` (stored attributes), ``resumed``, ``input_changed``."""
@@ -529,22 +601,28 @@ def _prepare(path, storage_options, overwrite, fp, checks, **create):
     kind, detail = inspect_path(path, storage_options)
     if kind == "foreign":
         refuse_foreign(path, detail)
-    if kind == "ours" and not overwrite:
-        attrs = detail["attributes"]["dask_kernels"]
-        if attrs.get("format") == 1:
-            raise StoreError(
-                f"{path} is a format 1 feature store (dask_kernels {attrs.get('package_version', '?')}); this "
-                f"version resumes only format {STORE_FORMAT} stores (format 1 still opens for reading). "
-                "Pass overwrite=True to replace it, or write to another store.")
-        g = open_group(path, "r", storage_options)
-        if "done" in g.array_keys():  # else its creation was killed half-way: nothing in it, replace it
+    attrs = detail["attributes"]["dask_kernels"] if kind == "ours" else {}
+    if kind == "ours" and attrs.get("format") == 1 and not overwrite:
+        raise StoreError(
+            f"{path} is a format 1 feature store (dask_kernels {attrs.get('package_version', '?')}); this "
+            f"version resumes only format {STORE_FORMAT} stores (format 1 still opens for reading). "
+            "Pass overwrite=True to replace it, or write to another store.")
+    # else its creation was killed half-way (no "done"): nothing in it, replace it
+    if kind == "ours" and attrs.get("format") != 1 and "done" in open_group(path, "r", storage_options).array_keys():
+        try:
             g, info = open_checked(path, storage_options, consolidated=False)
-            if info["fingerprint_sha256"] != fingerprint_hash(fp):
-                diff = differences(stable_part(info["fingerprint"]), stable_part(fp))
-                if diff:
-                    raise ValueError(f"{path} holds features of a different job, refusing to resume it; "
-                                     f"what differs: {'; '.join(diff)}. Pass overwrite=True to replace it, or "
-                                     "write to another store.")
+        except ValueError:
+            if not overwrite:
+                raise
+            info = None  # damaged: overwrite replaces it
+        diff = None if info is None else differences(stable_part(info["fingerprint"]), stable_part(fp))
+        if diff and not overwrite:
+            raise ValueError(f"{path} holds features of a different job, refusing to resume it; "
+                             f"what differs: {'; '.join(diff)}. Pass overwrite=True to replace it, or "
+                             "write to another store.")
+        # overwrite replaces another job's store; this job's is resumed as without it (a re-run of a
+        # job after a crash keeps its finished blocks)
+        if info is not None and not diff and (not overwrite or _overwrite_resumes(g, info, create)):
             records = read_records(g)
             done = record_ok(records, info, np.arange(n_blocks), check=checks)
             return {"lease": info["lease"], "done": done, "records": records, "info": info, "resumed": True,

@@ -153,8 +153,11 @@ def _block_arrays(job, i, pieces, g):
     if X.shape[0] != stop - start:
         raise RuntimeError(f"block {i}: got {X.shape[0]} rows, expected {stop - start}")
     in_digest = _input_digest(X) if job["checks"] else 0
-    if job["expect"].get(i) == in_digest:
-        return None  # input rows unchanged since the block was written (and verified): keep it
+    recorded = job.get("expect_columns", {}).get(i, {})
+    if job["expect"].get(i) == in_digest and all(
+            recorded.get(name) == digest(np.ascontiguousarray(col, dtype=g[name].dtype))
+            for name, col in (("labels", y), ("qid", qid), ("row_ids", row_ids)) if name in job["columns"]):
+        return None  # input rows (and the labels they carry) unchanged since the block was written: keep it
     arrays = {"features": transform_rows(_map(job["spec_json"], job.get("arrays"), job.get("plan")), X, start)}
     for name, col in (("labels", y), ("qid", qid), ("row_ids", row_ids)):
         if name in job["columns"]:

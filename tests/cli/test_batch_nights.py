@@ -149,3 +149,58 @@ def test_predict_overwrite_refuses_a_folder_predict_did_not_write(tmp_path, mode
                                       "--scheduler", local_cluster])
     assert "not written by dask-kernels predict" in message
     assert (out / "zarr.json").read_text() == "{}"
+
+
+@pytest.mark.parametrize("suffix", [".npy", ".csv"])
+def test_a_run_killed_after_renaming_its_file_into_place_is_replaced_by_the_next(tmp_path, model_and_rows, capsys,
+                                                                                 monkeypatch, suffix):
+    # a .npy or .csv output's marker (its digest) is written beside it: a run killed between the
+    # rename and that write left the new file beside the old digest, and every later night refused
+    # it ("its bytes changed")
+    import dask_kernels.cli.predict as predict
+
+    model, rows = model_and_rows
+    out = str(tmp_path / f"pred{suffix}")
+    night = tmp_path / "night.npy"
+    np.save(night, np.load(rows)[:100])
+    argv = ["predict", model, str(night), "-o", out, "--overwrite"]
+    assert main(argv) == 0
+    real = predict.write_marker
+
+    def killed_after_the_rename(tmp, kind, writer, final, *args, **kwargs):
+        if tmp == final:
+            raise KeyboardInterrupt
+        return real(tmp, kind, writer, final, *args, **kwargs)
+
+    monkeypatch.setattr(predict, "write_marker", killed_after_the_rename)
+    np.save(night, np.load(rows)[100:])  # the next night's rows: other predictions
+    assert main(argv) == 130
+    monkeypatch.setattr(predict, "write_marker", real)
+    capsys.readouterr()
+    assert main(argv) == 0
+    expected = load_model(model).predict(np.load(night))
+    got = np.load(out) if suffix == ".npy" else np.loadtxt(out, delimiter=",", skiprows=1)[:, 1]
+    assert np.array_equal(got, expected)
+    with open(out, "ab") as f:  # bytes of someone else's since: still refused
+        f.write(b"\n")
+    assert "its bytes changed" in one_line_error(capsys, argv)
+
+
+def test_a_nightly_job_with_a_checkpoint_trains_each_night_on_the_grown_store(tmp_path, capsys):
+    # night 2 ended at the training step: the checkpoint night 1 left was refused as one "for a
+    # different source", every night after, until it was deleted by hand
+    (tmp_path / "data").mkdir()
+    job = _job(tmp_path, NIGHTLY.replace("progress = false\n\n[[outputs]]",
+                                         'progress = false\ncheckpoint = "models/run.ckpt"\n\n[[outputs]]'))
+    for night in (1, 2):
+        _day(tmp_path, night)
+        assert main(["run", job]) == 0, capsys.readouterr().err
+    assert "is of another training (an earlier night's rows or parameters); starting over" in capsys.readouterr().out
+    # the model is the one a training from scratch on the grown store gives
+    assert main(["train", str(tmp_path / "features" / "train.zarr"), "-o", str(tmp_path / "ref.dk"), "--epochs", "2",
+                 "--no-progress"]) == 0
+    got, ref = load_model(str(tmp_path / "models" / "model.dk")), load_model(str(tmp_path / "ref.dk"))
+    assert np.array_equal(got.estimator.coef_, ref.estimator.coef_) and got.history[-1]["rows"] == 330
+    assert main(["run", job]) == 0  # the same night again: resumed from its (finished) checkpoint, same model
+    assert "starting over" not in capsys.readouterr().out
+    assert np.array_equal(load_model(str(tmp_path / "models" / "model.dk")).estimator.coef_, ref.estimator.coef_)

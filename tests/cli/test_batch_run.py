@@ -95,6 +95,15 @@ def test_dry_run_prints_the_steps_as_command_lines(job_dir, capsys):
     (('input = "X.npy"\npath = "out/pred.npy"', 'input = "X.npy"'), "[[outputs]] #1 path: missing"),
     (("progress = false", "progress = 0"), "[store] progress: expected true or false, got 0"),
     (("epochs = 2", 'epochs = 2\nloss = "squared"'), "[training] loss: invalid choice: 'squared'"),
+    # the steps' outputs, checked before the first step, not when the night reaches them
+    (('path = "out/pred.npy"', 'path = "out/pred.txt"'), "out/pred.txt: unknown output format"),
+    (("epochs = 2", 'epochs = 2\nvalidation = 0\nmetric = "accuracy"'),
+     "[training] metric accuracy: the schedule decides on held-out rows, and [training] validation 0 holds none"),
+    (('path = "out/pred.npy"', 'path = "out/features.zarr"'), "out/features.zarr is also [store] path"),
+    (('output = "out/model.dk"', 'output = "out/features.zarr/m.dk"'), "[training] output: "),
+    (('path = "out/pred.npy"', 'path = "X.npy"'), "[[outputs]] #1 path: "),
+    (('path = "out/pred.npy"\n', 'path = "out/pred.npy"\n[[outputs]]\ninput = "X.npy"\npath = "out/pred.npy"\n'
+      'proba = true\n'), "[[outputs]] #2 path: "),
 ])
 def test_job_file_errors_name_the_key_before_a_cluster_starts(job_dir, capsys, edit, expected):
     job = _write(job_dir, JOB.replace(*edit))
@@ -162,12 +171,14 @@ def test_errors_of_a_step_advise_the_job_file_keys(job_dir, capsys):
     job = _write(job_dir, JOB)
     assert main(["run", job]) == 0
     capsys.readouterr()
-    assert main(["run", job]) == 1  # the store resumes (nothing to do); the model is there
-    err = capsys.readouterr().err
+    assert main(["run", job]) == 1  # the model is there: refused before the store is resumed
+    out, err = capsys.readouterr()
+    assert "== [" not in out
     assert "[training]: " in err and "already holds a saved model: set overwrite = true under [training] to " \
         "replace it" in err, err
     assert "--overwrite" not in err
-    job = _write(job_dir, JOB.replace("block_rows = 100", "block_rows = 50"))
+    job = _write(job_dir, JOB.replace("block_rows = 100", "block_rows = 50").replace("epochs = 2",
+                                                                                  "epochs = 2\noverwrite = true"))
     assert main(["run", job]) == 1
     err = capsys.readouterr().err
     assert "[input]/[map]/[store]: " in err and "holds features of a different job" in err, err
@@ -198,3 +209,19 @@ def test_a_toml_date_or_time_as_a_map_parameter_is_refused_naming_the_key(tmp_pa
     assert main(["run", job, "--dry-run"]) == 1
     err = capsys.readouterr().err
     assert f"[map] params seed: a TOML {kind} (" in err and "Traceback" not in err, err
+
+
+def test_outputs_of_someone_else_are_refused_before_the_first_step(job_dir, capsys):
+    # a file of the user's at an output path (or a model without overwrite) ended the night after
+    # featurizing and training, hours in
+    (job_dir / "out" / "pred.npy").write_text("mine")
+    job = _write(job_dir, JOB)
+    assert main(["run", job]) == 1
+    out, err = capsys.readouterr()
+    assert "== [" not in out and "[[outputs]] #1: " in err and "refusing to replace it" in err, err
+    assert (job_dir / "out" / "pred.npy").read_text() == "mine" and not (job_dir / "out" / "features.zarr").exists()
+    for name, status in (("p.npy", 0), ("p.txt", 1)):  # in a folder the job makes: the format is checked too
+        job = _write(job_dir, JOB.replace('path = "out/pred.npy"', f'path = "new/{name}"'))
+        assert main(["run", job, "--dry-run"]) == status
+        assert not (job_dir / "new").exists()
+    assert "new/p.txt: unknown output format" in capsys.readouterr().err

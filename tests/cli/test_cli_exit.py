@@ -79,3 +79,25 @@ def test_a_reader_that_left_is_no_error(tmp_path):
     finally:
         os.close(write_end)
     assert r.returncode == 141 and r.stderr == "", r.stderr
+
+
+def test_sigterm_stops_a_command_as_ctrl_c_does(tmp_path):
+    # cron's `timeout`, systemd and Kubernetes stop a job with SIGTERM: it ended the process on the
+    # spot (no line in the log, temporary outputs left, status -15), unlike Ctrl-C
+    import signal
+    import time
+
+    job = tmp_path / "job.toml"
+    np.save(tmp_path / "X.npy", np.ones((10, 3)))
+    job.write_text('[input]\npath = "X.npy"\n[map]\nmethod = "gcws"\n[store]\npath = "f.zarr"\n'
+                   '[cluster]\nscheduler_file = "never.json"\nscheduler_file_timeout = 120\n')
+    p = subprocess.Popen([sys.executable, "-m", "dask_kernels.cli", "run", str(job)], cwd=tmp_path,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env={**os.environ, "PYTHONPATH": ROOT})
+    assert p.stdout.readline().startswith("== [input]/[map]/[store]: ")  # the step started
+    time.sleep(1)  # and waits for its scheduler file
+    p.send_signal(signal.SIGTERM)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 143, (p.returncode, err)
+    assert err.strip().splitlines()[-1] == ("dask-kernels run: terminated; a store keeps its finished blocks: "
+                                            "re-run the same job to resume"), err

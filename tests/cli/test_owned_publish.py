@@ -54,3 +54,43 @@ def test_the_previous_output_is_kept_when_something_appears_after_it_was_moved_a
     assert out.read_bytes() == b"user"
     assert np.array_equal(np.load(_kept_at(str(e.value), "results left at")), np.arange(3))
     assert np.array_equal(np.load(_kept_at(str(e.value), "the previous output at")), np.arange(10))
+
+
+def _age(path, seconds):
+    for p in [path] + [os.path.join(d, n) for d, ds, fs in os.walk(path) for n in ds + fs]:
+        os.utime(p, (os.stat(p).st_atime - seconds, os.stat(p).st_mtime - seconds))
+
+
+@pytest.mark.parametrize("suffix", [".zarr", ".parquet", ".npy"])
+def test_what_a_killed_run_left_is_removed_by_the_next_once_stale(tmp_path, suffix):
+    # a run killed while writing (SIGKILL, OOM, a node lost) left its temporary beside the output,
+    # which no later run removed: one more copy of the predictions per crash
+    out = tmp_path / f"pred{suffix}"
+    kind = suffix[1:]
+    part = tmp_path / f"part{suffix}"  # real files of an output: a killed run had written some of them
+    predict.write(da.arange(10, chunks=5), str(part), kind, ["prediction"])
+    own = {"zarr": "zarr.json", "parquet": "part.000000.parquet"}
+
+    def leftover(tag, stale, done=False, foreign=False):
+        p = tmp_path / f".pred{suffix}.dk-tmp-{tag}" if kind != "npy" or done else \
+            tmp_path / f".pred{suffix}.dk-tmp-{tag}.npy"
+        if kind == "npy":
+            p.write_bytes(part.read_bytes())
+        else:
+            p.mkdir()
+            (p / own[kind]).write_bytes((part / own[kind]).read_bytes())
+            if done:
+                (p / _owned.MARKER).write_text("{}")
+            if foreign:
+                (p / "notes.txt").write_text("mine")
+        if stale:
+            _age(str(p), 3600)  # an hour: a run writing would have touched it since
+        return p
+
+    killed = leftover("0000000a", stale=True)
+    running = leftover("0000000b", stale=False)  # another run still writing: left alone
+    finished = leftover("0000000c", stale=True, done=True)  # results a failed publish kept for the user
+    others = [running, finished] + ([leftover("0000000d", stale=True, foreign=True)] if kind != "npy" else [])
+    predict.write(da.arange(10, chunks=5), str(out), kind, ["prediction"])
+    assert not killed.exists() and all(p.exists() for p in others)
+    assert out.exists()

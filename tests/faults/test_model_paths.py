@@ -121,3 +121,19 @@ def test_failed_save_leaves_nothing_and_keeps_the_old_model(tmp_path, model, mon
     monkeypatch.undo()
     assert _snapshot(tmp_path) == before and sorted(os.listdir(tmp_path)) == ["m.dk"]
     np.testing.assert_array_equal(load_model(path).predict(X), m.predict(X))
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o027])
+def test_a_saved_model_has_the_modes_of_any_new_file(tmp_path, model, umask):
+    # a model saved by a nightly job is read by another user or group (a server): its folder and
+    # every file follow the umask, as model.json and any file written beside it do
+    old = os.umask(umask)
+    try:
+        path = model[0].save(str(tmp_path / "m.dk"))
+        model[0].save(path, overwrite=True)  # replacing: the same modes
+    finally:
+        os.umask(old)
+    assert os.stat(path).st_mode & 0o777 == 0o777 & ~umask
+    for name in os.listdir(path):
+        assert os.stat(os.path.join(path, name)).st_mode & 0o777 == 0o666 & ~umask, name
+    assert sorted(os.listdir(tmp_path)) == ["m.dk"]  # no temporary left beside it

@@ -116,7 +116,8 @@ def test_creation_killed_after_the_arrays_does_not_block_the_rerun(tmp_path, url
         (user_file / "x.txt").write_text("not a store")
         for n in (left[0], user_file.name):
             os.utime(tmp_path / n, (0, 0))
-        featurize(X, G, store=arg, block_rows=50, overwrite=True, progress=False)
+        # another job's blocks: overwrite creates the store anew (the same job's would be resumed)
+        featurize(X, G, store=arg, block_rows=40, overwrite=True, progress=False)
         assert sorted(os.listdir(tmp_path)) == [".s.zarr.dk-new-notours", "s.zarr"]
         assert (user_file / "x.txt").read_text() == "not a store"
 
