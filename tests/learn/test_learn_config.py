@@ -55,3 +55,16 @@ def test_progress_lines_within_an_epoch_and_one_per_epoch(monkeypatch, capsys):
     monkeypatch.setattr(incremental, "PROGRESS_SECONDS", 3600.0)
     fit_incremental(_sgd(), X, y, epochs=2, block_rows=200, validation_fraction=None)
     assert len(capsys.readouterr().err.splitlines()) == 3  # the table's header and the epochs' rows only
+
+
+def test_a_client_that_is_not_a_running_client_is_refused_before_any_work(local_cluster):
+    from distributed import Client
+
+    X, y = _data()
+    for bad in (local_cluster, True):  # an address, a flag
+        with pytest.raises(TypeError, match="client must be a distributed Client"):
+            fit_incremental(_sgd(), X, y, client=bad, progress=False)
+    client = Client(local_cluster)
+    client.close()
+    with pytest.raises(ValueError, match="client is closed: pass a running Client"):
+        fit_incremental(_sgd(), X, y, client=client, progress=False)
