@@ -10,7 +10,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._estimator import Estimator, available_if, estimator_type, is_regressor
-from ..blocks import row_bounds, validate_block
+from ..blocks import InputValueError, row_bounds, validate_block
 from .persist import read_model, save_model
 
 if TYPE_CHECKING:  # names used only in annotations
@@ -72,7 +72,9 @@ class KernelModel(Estimator):
     -----
     Methods accept NumPy arrays and SciPy sparse matrices (featurized in blocks of
     ``PREDICT_BLOCK_ROWS`` rows and answered eagerly), dask arrays (answered lazily with
-    ``map_blocks``, block by block on the workers, as dask-ml's ``ParallelPostFit``), and
+    ``map_blocks``, block by block on the workers, as dask-ml's ``ParallelPostFit``), dask
+    DataFrames (likewise, without a pass over the rows for their lengths: the result's row
+    chunks are of unknown size, as ``to_dask_array()``'s), and
     feature stores made with the same map (their stored features are used directly, lazily).
 
     Examples
@@ -168,9 +170,11 @@ class KernelModel(Estimator):
 
     def _apply(self, method, X, width=None, dtype=None):
         fn = getattr(self.estimator, method)
-        from ..io.tabular import as_rows  # dask DataFrames -> dask arrays of known lengths
+        from ..io.tabular import as_rows  # dask DataFrames -> dask arrays
 
-        X, _ = as_rows(self._by_name(X))
+        # no lengths: a pass over the rows at the call, before the lazy result is computed; the
+        # result's row chunks are of unknown size (NaN), as dask's own to_dask_array()
+        X, _ = as_rows(self._by_name(X), lengths=False)
         if _is_store(X):
             return self._apply_store(fn, X, width, dtype)
         if hasattr(X, "dask") and hasattr(X, "map_blocks"):
@@ -390,7 +394,14 @@ def svmlight_base(source: Any) -> bool | None:
 def _raw_block(b, model, method, block_info=None):
     """A task: the model's ``method`` on one block of raw rows (its global first row from dask)."""
     first = block_info[0]["array-location"][0][0] if block_info else 0
-    return getattr(model.estimator, method)(model.features(b, first))
+    if first == first:
+        return getattr(model.estimator, method)(model.features(b, first))
+    # rows of unknown chunk sizes (a dask DataFrame's partitions): no global row number to give
+    try:
+        features = model.features(b, 0)
+    except InputValueError as e:
+        raise e.at(f"row {e.row} of partition {block_info[0]['chunk-location'][0]}") from None
+    return getattr(model.estimator, method)(features)
 
 
 def _stored_block(b, model, method):
