@@ -280,25 +280,25 @@ def from_array(X, *, block_rows=None):
     name = "ndarray-" + parts_hash(X.shape, X.dtype.str, content_hash(np.ascontiguousarray(X).data, digest_size=64))
     from .._graph import active_client  # noqa: PLC0415
 
-    if X.shape[0] and active_client() is not None:
-        return _scattered_rows(X, rows, name)
+    client = active_client()
+    if X.shape[0] and client is not None:
+        return _scattered_rows(client, X, rows, name)
     return da.from_array(X, chunks=(rows, X.shape[1]), name=name)
 
 
-def _scattered_rows(X, rows, name):
-    """``X`` as :func:`from_array` gives it (same name and chunks), on an active distributed Client:
-    scattered once, the graph holding its key and each block a slice of it on a worker. Embedded
-    in the graph, the rows went through the scheduler (distributed warned "Sending large graph")."""
-    import operator  # noqa: PLC0415
-
+def _scattered_rows(client, X, rows, name):
+    """``X`` as :func:`from_array` gives it (same name and chunks) on a distributed Client: each
+    block scattered once, to one worker, and the graph holding only the blocks' keys. Embedded in
+    the graph, every row went through the scheduler (distributed warned "Sending large graph");
+    scattered whole, every worker taking a block from it would receive all the rows."""
+    import dask  # noqa: PLC0415
     import dask.array as da  # noqa: PLC0415
     from dask.highlevelgraph import HighLevelGraph  # noqa: PLC0415
 
-    from .._graph import shared_key  # noqa: PLC0415
     from ..blocks import row_bounds  # noqa: PLC0415
 
-    whole = shared_key(X, f"dk-rows-{name}")
     bounds = row_bounds(X.shape[0], rows)
-    dsk = {(name, i, 0): (operator.getitem, whole.key, (slice(a, b), slice(None))) for i, (a, b) in enumerate(bounds)}
-    graph = HighLevelGraph.from_collections(name, dsk, dependencies=[whole])
+    blocks = [dask.delayed(f) for f in client.scatter([X[a:b] for a, b in bounds], hash=False)]
+    graph = HighLevelGraph.from_collections(name, {(name, i, 0): b.key for i, b in enumerate(blocks)},
+                                            dependencies=blocks)
     return da.Array(graph, name, (tuple(b - a for a, b in bounds), (X.shape[1],)), meta=np.empty((0, 0), X.dtype))

@@ -183,9 +183,10 @@ def featurize(X: Any, feature_map: FeatureMap, *, labels: Any = None, row_ids: A
         the metadata; without a store nothing is read and the row chunks are of unknown size);
         NumPy/SciPy input is split into blocks of ``block_rows`` rows. A file NumPy maps
         (``np.load(path, mmap_mode="r")``) is read block by block by the tasks at its path, which
-        every worker must be able to read, like :func:`~dask_kernels.read_npy`'s; NumPy rows in
-        memory are one key of the graph (scattered once on a distributed Client, each task
-        taking its block from them); SciPy rows in memory travel in the graph.
+        every worker must be able to read, like :func:`~dask_kernels.read_npy`'s; on a
+        distributed Client NumPy rows in memory are scattered block by block, each block to one
+        worker (a worker lost meanwhile loses its blocks: the job stops, and running it again
+        resumes it); SciPy rows in memory travel in the graph.
     feature_map : FeatureMap
         A fitted map. An unfitted one is fitted, as a clone, on the first block that has rows
         (enough for maps that learn just the input dimension, like GCWS without centering);
