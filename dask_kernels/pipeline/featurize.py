@@ -290,6 +290,9 @@ def featurize(X: Any, feature_map: FeatureMap, *, labels: Any = None, row_ids: A
     if not isinstance(feature_map, FeatureMap):
         raise TypeError(f"feature_map must be a dask_kernels feature map (GCWS, RFF, NRFF, Fastfood, Nystroem, "
                         f"CoRE), got {type(feature_map).__name__}")
+    if hasattr(X, "features") and hasattr(X, "feature_map"):  # np.asarray of it said "found shape ()"
+        raise TypeError("X is a feature store, whose rows are featurized already: train on it with "
+                        "fit_incremental(estimator, store), or featurize the raw rows it was made from")
     if store is not None:  # before any work: what is at the path, and what it is inside
         refuse_link(store)
         refuse_nesting(store, storage_options)
