@@ -57,6 +57,8 @@ class TrainConfig:
     validation_data : BlockSource, store, (X, y) tuple, optional
         A separate held-out set (featurized with the same map) scored after every epoch
         instead of a fraction of the training rows (``validation_fraction`` is then ignored).
+        ``X`` of a tuple may be a pandas or dask DataFrame: when the training input's columns
+        have names, its columns are read by those names (as the model reads tables).
     seed : int, default=0
         Seed of the shuffles and of the held-out selection.
     block_rows : int, optional

@@ -191,21 +191,7 @@ class KernelModel(Estimator):
 
     def _by_name(self, X):
         """A DataFrame's columns the model was trained on, by name, in order (``feature_names_in_``)."""
-        names = getattr(self, "feature_names_in_", None)
-        if names is None or not hasattr(X, "columns"):
-            return X
-        names = [str(n) for n in names]
-        columns = {}  # a column by its name as the model keeps it (a string: pd.DataFrame(X)'s are ints)
-        for c in X.columns:
-            columns.setdefault(str(c), []).append(c)
-        missing = [n for n in names if n not in columns]
-        if missing:
-            raise ValueError(f"the rows have no column {missing[0]!r}; the model was trained on columns {names}")
-        twice = [n for n in names if len(columns[n]) > 1]
-        if twice:
-            raise ValueError(f"the rows have {len(columns[twice[0]])} columns named {twice[0]!r} "
-                             f"({columns[twice[0]]!r}); the model was trained on columns {names}")
-        return X[[columns[n][0] for n in names]]
+        return by_name(X, getattr(self, "feature_names_in_", None))
 
     def _out_meta(self, fn, sample_block, width, dtype):
         # a 1-row evaluation on a made-up row gives the result's dtype and width (e.g. the
@@ -389,6 +375,25 @@ def svmlight_base(source: Any) -> bool | None:
         fps = [getattr(getattr(source, "parts", source), "fingerprint", None)]
     bases = {fp.get("zero_based") if isinstance(fp, dict) and fp.get("kind") == "svmlight" else None for fp in fps}
     return bases.pop() if len(bases) == 1 and None not in bases else None
+
+
+def by_name(X: Any, names: Any, what: str = "the rows") -> Any:
+    """The columns ``names`` of a pandas or dask DataFrame ``X``, in that order (the columns a model
+    was trained on); anything else, or no ``names``, as it is. ``what`` names ``X`` in errors."""
+    if names is None or not hasattr(X, "columns"):
+        return X
+    names = [str(n) for n in names]
+    columns = {}  # a column by its name as the model keeps it (a string: pd.DataFrame(X)'s are ints)
+    for c in X.columns:
+        columns.setdefault(str(c), []).append(c)
+    missing = [n for n in names if n not in columns]
+    if missing:
+        raise ValueError(f"{what} have no column {missing[0]!r}; the model was trained on columns {names}")
+    twice = [n for n in names if len(columns[n]) > 1]
+    if twice:
+        raise ValueError(f"{what} have {len(columns[twice[0]])} columns named {twice[0]!r} "
+                         f"({columns[twice[0]]!r}); the model was trained on columns {names}")
+    return X[[columns[n][0] for n in names]]
 
 
 def _raw_block(b, model, method, block_info=None):

@@ -68,3 +68,25 @@ def test_a_client_that_is_not_a_running_client_is_refused_before_any_work(local_
     client.close()
     with pytest.raises(ValueError, match="client is closed: pass a running Client"):
         fit_incremental(_sgd(), X, y, client=client, progress=False)
+
+
+def test_validation_data_as_a_dataframe_is_read_by_column_name_and_may_be_a_dask_one():
+    import dask.dataframe as dd
+    import pandas as pd
+
+    X, y = _data()
+    cols = [f"c{j}" for j in range(X.shape[1])]
+    train, held = pd.DataFrame(X[:900], columns=cols), pd.DataFrame(X[900:], columns=cols)
+
+    def history(validation_data):
+        kw = dict(epochs=2, block_rows=300, progress=False)
+        got = fit_incremental(_sgd(), train, y[:900], validation_data=validation_data, **kw).history
+        return [(r["accuracy"], r["log_loss"], r["action"]) for r in got]
+
+    want = history((held.to_numpy(), y[900:]))
+    # columns in another order were read by position: another (wrong) held-out score, no error
+    assert history((held[cols[::-1]], y[900:])) == want
+    # a dask DataFrame failed: "int() argument must be ... not 'Scalar'"
+    assert history((dd.from_pandas(held, npartitions=2), dd.from_pandas(pd.Series(y[900:]), npartitions=2))) == want
+    with pytest.raises(ValueError, match="validation_data's rows have no column 'c0'"):
+        history((held.drop(columns="c0"), y[900:]))
