@@ -384,7 +384,8 @@ def _check_inputs(estimator, source, y, feature_map, block_rows, seed, checkpoin
             raise ValueError("checkpointed training needs an int random_state (a RandomState "
                              "instance cannot be restored identically)")
     if kind == "classifier":
-        classes = np.asarray(src.classes() if classes is None else classes)
+        # sorted, as scikit-learn's partial_fit keeps them: held-out labels are looked up in them
+        classes = np.asarray(src.classes()) if classes is None else np.unique(np.asarray(classes))
         if classes.dtype.kind in "UO":  # class names, bounded; str objects (pandas) as <U: saved without pickle
             classes = names(classes, where="labels")
             check_count(classes.size)

@@ -90,3 +90,18 @@ def test_validation_data_as_a_dataframe_is_read_by_column_name_and_may_be_a_dask
     assert history((dd.from_pandas(held, npartitions=2), dd.from_pandas(pd.Series(y[900:]), npartitions=2))) == want
     with pytest.raises(ValueError, match="validation_data's rows have no column 'c0'"):
         history((held.drop(columns="c0"), y[900:]))
+
+
+def test_classes_given_in_any_order_train_and_score_as_sorted():
+    from dask_kernels import GCWS, SoftmaxSGD
+
+    X, y = _data()
+    gcws = GCWS(n_components=16, bits=4, seed=0).fit(X)
+    kw = dict(feature_map=gcws, epochs=1, block_rows=300, progress=False)
+    for make in (lambda: SoftmaxSGD(code_bits=4), _sgd):
+        want = fit_incremental(make(), X, y, classes=[0, 1], **kw)
+        # SoftmaxSGD: "held-out label 0 is not one of the training classes [1, 0]"; SGDClassifier: the
+        # held-out log loss looked labels up in the unsorted list
+        got = fit_incremental(make(), X, y, classes=[1, 0], **kw)
+        assert list(got.estimator.classes_) == [0, 1]
+        assert [r["log_loss"] for r in got.history] == [r["log_loss"] for r in want.history]
