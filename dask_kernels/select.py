@@ -355,7 +355,23 @@ class RandomFeatureSelector(TransformerMixin, BaseEstimator):
     def transform(self, X: Any) -> np.ndarray:
         """The selected features of ``X``: ``feature_map_.transform(X)``."""
         check_is_fitted(self)
+        if hasattr(X, "columns") and not hasattr(X, "dask"):
+            # a pandas DataFrame: its names are checked against the selector's (the map was fitted on
+            # the bare rows, and warned that it was fitted without names)
+            X = validate_data(self, X, reset=False, accept_sparse=("csr", "csc", "coo"), dtype=None,
+                              ensure_all_finite=False)
         return self.feature_map_.transform(X)
+
+    def get_feature_names_out(self, input_features: Any = None) -> np.ndarray:
+        """The selected map's output feature names (``feature_map_.get_feature_names_out``);
+        ``input_features``, if given, must be the input's, as for the maps. Defining it gives the
+        selector scikit-learn's ``set_output`` (e.g. ``transform="pandas"`` in a Pipeline)."""
+        check_is_fitted(self)
+        known = getattr(self, "feature_names_in_", None)
+        if input_features is not None and known is not None and not np.array_equal(
+                np.asarray(input_features, dtype=object), known):
+            raise ValueError("input_features is not equal to feature_names_in_")
+        return self.feature_map_.get_feature_names_out(input_features)
 
 
 @fill_doc

@@ -278,4 +278,27 @@ def from_array(X, *, block_rows=None):
         return _mapped_rows(f, block_rows)
     rows = block_rows or default_block_rows(X.shape[1], X.dtype.itemsize)
     name = "ndarray-" + parts_hash(X.shape, X.dtype.str, content_hash(np.ascontiguousarray(X).data, digest_size=64))
+    from .._graph import active_client  # noqa: PLC0415
+
+    client = active_client()
+    if X.shape[0] and client is not None:
+        return _scattered_rows(client, X, rows, name)
     return da.from_array(X, chunks=(rows, X.shape[1]), name=name)
+
+
+def _scattered_rows(client, X, rows, name):
+    """``X`` as :func:`from_array` gives it (same name and chunks) on a distributed Client: each
+    block scattered once, to one worker, and the graph holding only the blocks' keys. Embedded in
+    the graph, every row went through the scheduler (distributed warned "Sending large graph");
+    scattered whole, every worker taking a block from it would receive all the rows."""
+    import dask  # noqa: PLC0415
+    import dask.array as da  # noqa: PLC0415
+    from dask.highlevelgraph import HighLevelGraph  # noqa: PLC0415
+
+    from ..blocks import row_bounds  # noqa: PLC0415
+
+    bounds = row_bounds(X.shape[0], rows)
+    blocks = [dask.delayed(f) for f in client.scatter([X[a:b] for a, b in bounds], hash=False)]
+    graph = HighLevelGraph.from_collections(name, {(name, i, 0): b.key for i, b in enumerate(blocks)},
+                                            dependencies=blocks)
+    return da.Array(graph, name, (tuple(b - a for a, b in bounds), (X.shape[1],)), meta=np.empty((0, 0), X.dtype))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import numbers
+import sys
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -23,6 +24,21 @@ from .metrics import LOWER_IS_BETTER
 
 def _is_int(v: Any) -> bool:
     return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+
+
+def _check_client(client: Any) -> None:
+    """``client`` must be None, False or a running distributed Client: anything else (an
+    address, a closed Client) would fail only once the run's inputs were read, deep in
+    distributed."""
+    if client is None or client is False:
+        return
+    cls = getattr(sys.modules.get("distributed"), "Client", None)  # a Client object loaded the module
+    if cls is None or not isinstance(client, cls):
+        raise TypeError(f"client must be a distributed Client, None (the active one) or False (none), got "
+                        f"{client!r}" + (": connect with Client(address)" if isinstance(client, str) else ""))
+    if client.status in ("closing", "closed"):
+        raise ValueError(f"client is {client.status}: pass a running Client, None (the active one) or False "
+                         "(train in this process)")
 
 
 @dataclass(frozen=True)
@@ -41,6 +57,8 @@ class TrainConfig:
     validation_data : BlockSource, store, (X, y) tuple, optional
         A separate held-out set (featurized with the same map) scored after every epoch
         instead of a fraction of the training rows (``validation_fraction`` is then ignored).
+        ``X`` of a tuple may be a pandas or dask DataFrame: when the training input's columns
+        have names, its columns are read by those names (as the model reads tables).
     seed : int, default=0
         Seed of the shuffles and of the held-out selection.
     block_rows : int, optional
@@ -125,7 +143,7 @@ class TrainConfig:
         Cluster to prepare the blocks on (default: the active Client, if any; False: none).
         With a Client, blocks are read, featurized (raw input) and expanded on the workers,
         several steps ahead, and only prepared steps reach this process; the coefficients are
-        bitwise those of the local run.
+        bitwise those of the local run. An address or a closed Client is refused before any work.
     checkpoint : path or URL, optional
         File (npz + JSON, no pickle) rewritten atomically after every epoch and every
         ``checkpoint_every`` blocks: estimator state, the start-of-epoch model, the position,
@@ -220,6 +238,7 @@ class TrainConfig:
             raise ValueError(f"step_blocks must be an integer >= 1, got {self.step_blocks!r}")
         if not _is_int(self.replicas) or self.replicas < 1:
             raise ValueError(f"replicas must be an integer >= 1, got {self.replicas!r}")
+        _check_client(self.client)
 
     @property
     def fraction(self) -> float:

@@ -204,11 +204,11 @@ def fit_incremental(estimator: Any, source: Any, y: Any = None, *, feature_map: 
     from ..io.tabular import column_names
     from .model import KernelModel, svmlight_base, with_feature_names, with_svmlight_base
 
-    run = _Run(estimator, source, y, feature_map, TrainConfig.from_options(config, options))
-    with run.feed:
-        _train(run)
     names = getattr(source, "feature_names", None)  # a store's input columns (featurize kept them)
     names = column_names(source) if names is None else names  # a DataFrame's
+    run = _Run(estimator, source, y, feature_map, TrainConfig.from_options(config, options), names)
+    with run.feed:
+        _train(run)
     model = with_feature_names(KernelModel(run.src.feature_map, estimator, run.state.history), names)
     return with_svmlight_base(model, svmlight_base(source))  # predict reads svmlight files as trained
 
@@ -228,7 +228,8 @@ class _Run:
     """One training run: its checked inputs, its feed, held-out set, schedule, checkpoint and
     state, and what happens around the steps of :func:`_train`."""
 
-    def __init__(self, estimator: Any, source: Any, y: Any, feature_map: Any, cfg: TrainConfig) -> None:
+    def __init__(self, estimator: Any, source: Any, y: Any, feature_map: Any, cfg: TrainConfig,
+                 names: list[str] | None = None) -> None:
         self.estimator, self.cfg = estimator, cfg
         src, kind, classes = _check_inputs(estimator, source, y, feature_map, cfg.block_rows, cfg.seed,
                                            cfg.checkpoint, cfg.classes)
@@ -242,7 +243,7 @@ class _Run:
         fit = Fitter({"classes": classes} if kind == "classifier" else {}, kind != "clusterer",
                      learner_threads(estimator, cfg.n_jobs), src.finite)
         self.feed = _feed(src, estimator, order, fit, replicas, cfg)
-        self.held = _held_out(cfg, src, kind, self.feed)
+        self.held = _held_out(cfg, src, kind, self.feed, names)
         self.rule = Schedule(cfg.min_improvement, halve=cfg.schedule == "auto" and _halvable(estimator),
                              revert=cfg.schedule == "auto" and self.held is not None,
                              early_stopping=cfg.early_stopping, n_iter_no_change=int(cfg.n_iter_no_change),
@@ -336,15 +337,19 @@ def _fingerprint(src: Any, estimator: Any, cfg: TrainConfig, order: Order, repli
             **({"step_blocks": order.step_blocks} if order.step_blocks > 1 else {})}
 
 
-def _held_out(cfg: TrainConfig, src: Any, kind: str, feed: Feed) -> _HeldOut | None:
+def _held_out(cfg: TrainConfig, src: Any, kind: str, feed: Feed, names: list[str] | None = None) -> _HeldOut | None:
     """The held-out set: ``validation_data``, or the held-out fraction of the training rows
     (read by the ``feed``: on the workers, or, when the feed keeps the training rows, in the
-    same read of each block), or None."""
+    same read of each block), or None. A DataFrame of ``validation_data`` is read by the
+    training columns' ``names``, as the model reads tables, and a dask one as in training."""
     if cfg.validation_data is not None:
         data = cfg.validation_data
         if isinstance(data, tuple):
-            vsrc = ArraySource(data[0], data[1] if len(data) > 1 else None, src.feature_map,
-                               block_rows=cfg.block_rows)
+            from ..io.tabular import as_rows
+            from .model import by_name
+
+            X, y = as_rows(by_name(data[0], names, "validation_data's rows"), data[1] if len(data) > 1 else None)
+            vsrc = ArraySource(X, y, src.feature_map, block_rows=cfg.block_rows)
         else:
             vsrc = as_source(data, block_rows=cfg.block_rows)
         if kind != "clusterer" and not vsrc.has_labels:
@@ -379,7 +384,8 @@ def _check_inputs(estimator, source, y, feature_map, block_rows, seed, checkpoin
             raise ValueError("checkpointed training needs an int random_state (a RandomState "
                              "instance cannot be restored identically)")
     if kind == "classifier":
-        classes = np.asarray(src.classes() if classes is None else classes)
+        # sorted, as scikit-learn's partial_fit keeps them: held-out labels are looked up in them
+        classes = np.asarray(src.classes()) if classes is None else np.unique(np.asarray(classes))
         if classes.dtype.kind in "UO":  # class names, bounded; str objects (pandas) as <U: saved without pickle
             classes = names(classes, where="labels")
             check_count(classes.size)

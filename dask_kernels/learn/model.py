@@ -10,7 +10,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._estimator import Estimator, available_if, estimator_type, is_regressor
-from ..blocks import row_bounds, validate_block
+from ..blocks import InputValueError, row_bounds, validate_block
 from .persist import read_model, save_model
 
 if TYPE_CHECKING:  # names used only in annotations
@@ -72,7 +72,9 @@ class KernelModel(Estimator):
     -----
     Methods accept NumPy arrays and SciPy sparse matrices (featurized in blocks of
     ``PREDICT_BLOCK_ROWS`` rows and answered eagerly), dask arrays (answered lazily with
-    ``map_blocks``, block by block on the workers, as dask-ml's ``ParallelPostFit``), and
+    ``map_blocks``, block by block on the workers, as dask-ml's ``ParallelPostFit``), dask
+    DataFrames (likewise, without a pass over the rows for their lengths: the result's row
+    chunks are of unknown size, as ``to_dask_array()``'s), and
     feature stores made with the same map (their stored features are used directly, lazily).
 
     Examples
@@ -168,9 +170,11 @@ class KernelModel(Estimator):
 
     def _apply(self, method, X, width=None, dtype=None):
         fn = getattr(self.estimator, method)
-        from ..io.tabular import as_rows  # dask DataFrames -> dask arrays of known lengths
+        from ..io.tabular import as_rows  # dask DataFrames -> dask arrays
 
-        X, _ = as_rows(self._by_name(X))
+        # lengths=False: learning a DataFrame's partition lengths reads every row at the call; the
+        # lazy result's row chunks are of unknown size (NaN) instead, as dask's own to_dask_array()
+        X, _ = as_rows(self._by_name(X), lengths=False)
         if _is_store(X):
             return self._apply_store(fn, X, width, dtype)
         if hasattr(X, "dask") and hasattr(X, "map_blocks"):
@@ -189,21 +193,7 @@ class KernelModel(Estimator):
 
     def _by_name(self, X):
         """A DataFrame's columns the model was trained on, by name, in order (``feature_names_in_``)."""
-        names = getattr(self, "feature_names_in_", None)
-        if names is None or not hasattr(X, "columns"):
-            return X
-        names = [str(n) for n in names]
-        columns = {}  # a column by its name as the model keeps it (a string: pd.DataFrame(X)'s are ints)
-        for c in X.columns:
-            columns.setdefault(str(c), []).append(c)
-        missing = [n for n in names if n not in columns]
-        if missing:
-            raise ValueError(f"the rows have no column {missing[0]!r}; the model was trained on columns {names}")
-        twice = [n for n in names if len(columns[n]) > 1]
-        if twice:
-            raise ValueError(f"the rows have {len(columns[twice[0]])} columns named {twice[0]!r} "
-                             f"({columns[twice[0]]!r}); the model was trained on columns {names}")
-        return X[[columns[n][0] for n in names]]
+        return by_name(X, getattr(self, "feature_names_in_", None))
 
     def _out_meta(self, fn, sample_block, width, dtype):
         # a 1-row evaluation on a made-up row gives the result's dtype and width (e.g. the
@@ -390,13 +380,39 @@ def svmlight_base(source: Any) -> bool | None:
     return bases.pop() if len(bases) == 1 and None not in bases else None
 
 
+def by_name(X: Any, names: Any, what: str = "the rows") -> Any:
+    """The columns ``names`` of a pandas or dask DataFrame ``X``, in that order (the columns a model
+    was trained on); anything else, or no ``names``, as it is. ``what`` names ``X`` in errors."""
+    if names is None or not hasattr(X, "columns"):
+        return X
+    names = [str(n) for n in names]
+    columns = {}  # a column by its name as the model keeps it (a string: pd.DataFrame(X)'s are ints)
+    for c in X.columns:
+        columns.setdefault(str(c), []).append(c)
+    missing = [n for n in names if n not in columns]
+    if missing:
+        raise ValueError(f"{what} have no column {missing[0]!r}; the model was trained on columns {names}")
+    twice = [n for n in names if len(columns[n]) > 1]
+    if twice:
+        raise ValueError(f"{what} have {len(columns[twice[0]])} columns named {twice[0]!r} "
+                         f"({columns[twice[0]]!r}); the model was trained on columns {names}")
+    return X[[columns[n][0] for n in names]]
+
+
 def _raw_block(b, model, method, empty, block_info=None):
     """A task: the model's ``method`` on one block of raw rows (its global first row from dask);
     ``empty`` for a block of no rows (a filtered DataFrame's partition), which estimators refuse."""
     if b.shape[0] == 0:
         return empty
     first = block_info[0]["array-location"][0][0] if block_info else 0
-    return getattr(model.estimator, method)(model.features(b, first))
+    if first == first:
+        return getattr(model.estimator, method)(model.features(b, first))
+    # rows of unknown chunk sizes (a dask DataFrame's partitions): no global row number to give
+    try:
+        features = model.features(b, 0)
+    except InputValueError as e:
+        raise e.at(f"row {e.row} of partition {block_info[0]['chunk-location'][0]}") from None
+    return getattr(model.estimator, method)(features)
 
 
 def _stored_block(b, model, method, empty):

@@ -184,8 +184,10 @@ def featurize(X: Any, feature_map: FeatureMap, *, labels: Any = None, row_ids: A
         the metadata; without a store nothing is read and the row chunks are of unknown size);
         NumPy/SciPy input is split into blocks of ``block_rows`` rows. A file NumPy maps
         (``np.load(path, mmap_mode="r")``) is read block by block by the tasks at its path, which
-        every worker must be able to read, like :func:`~dask_kernels.read_npy`'s; in-memory
-        rows travel in the graph.
+        every worker must be able to read, like :func:`~dask_kernels.read_npy`'s; on a
+        distributed Client NumPy rows in memory are scattered block by block, each block to one
+        worker (a worker lost meanwhile loses its blocks: the job stops, and running it again
+        resumes it); SciPy rows in memory travel in the graph.
     feature_map : FeatureMap
         A fitted map. An unfitted one is fitted, as a clone, on the first block that has rows
         (enough for maps that learn just the input dimension, like GCWS without centering);
@@ -292,6 +294,9 @@ def featurize(X: Any, feature_map: FeatureMap, *, labels: Any = None, row_ids: A
     if not isinstance(feature_map, FeatureMap):
         raise TypeError(f"feature_map must be a dask_kernels feature map (GCWS, RFF, NRFF, Fastfood, Nystroem, "
                         f"CoRE), got {type(feature_map).__name__}")
+    if hasattr(X, "features") and hasattr(X, "feature_map"):  # np.asarray of it said "found shape ()"
+        raise TypeError("X is a feature store, whose rows are featurized already: train on it with "
+                        "fit_incremental(estimator, store), or featurize the raw rows it was made from")
     if store is not None:  # before any work: what is at the path, and what it is inside
         refuse_link(store)
         refuse_nesting(store, storage_options)

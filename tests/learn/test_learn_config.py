@@ -55,3 +55,53 @@ def test_progress_lines_within_an_epoch_and_one_per_epoch(monkeypatch, capsys):
     monkeypatch.setattr(incremental, "PROGRESS_SECONDS", 3600.0)
     fit_incremental(_sgd(), X, y, epochs=2, block_rows=200, validation_fraction=None)
     assert len(capsys.readouterr().err.splitlines()) == 3  # the table's header and the epochs' rows only
+
+
+def test_a_client_that_is_not_a_running_client_is_refused_before_any_work(local_cluster):
+    from distributed import Client
+
+    X, y = _data()
+    for bad in (local_cluster, True):  # an address, a flag
+        with pytest.raises(TypeError, match="client must be a distributed Client"):
+            fit_incremental(_sgd(), X, y, client=bad, progress=False)
+    client = Client(local_cluster)
+    client.close()
+    with pytest.raises(ValueError, match="client is closed: pass a running Client"):
+        fit_incremental(_sgd(), X, y, client=client, progress=False)
+
+
+def test_validation_data_as_a_dataframe_is_read_by_column_name_and_may_be_a_dask_one():
+    import dask.dataframe as dd
+    import pandas as pd
+
+    X, y = _data()
+    cols = [f"c{j}" for j in range(X.shape[1])]
+    train, held = pd.DataFrame(X[:900], columns=cols), pd.DataFrame(X[900:], columns=cols)
+
+    def history(validation_data):
+        kw = dict(epochs=2, block_rows=300, progress=False)
+        got = fit_incremental(_sgd(), train, y[:900], validation_data=validation_data, **kw).history
+        return [(r["accuracy"], r["log_loss"], r["action"]) for r in got]
+
+    want = history((held.to_numpy(), y[900:]))
+    # columns in another order were read by position: another (wrong) held-out score, no error
+    assert history((held[cols[::-1]], y[900:])) == want
+    # a dask DataFrame failed: "int() argument must be ... not 'Scalar'"
+    assert history((dd.from_pandas(held, npartitions=2), dd.from_pandas(pd.Series(y[900:]), npartitions=2))) == want
+    with pytest.raises(ValueError, match="validation_data's rows have no column 'c0'"):
+        history((held.drop(columns="c0"), y[900:]))
+
+
+def test_classes_given_in_any_order_train_and_score_as_sorted():
+    from dask_kernels import GCWS, SoftmaxSGD
+
+    X, y = _data()
+    gcws = GCWS(n_components=16, bits=4, seed=0).fit(X)
+    kw = dict(feature_map=gcws, epochs=1, block_rows=300, progress=False)
+    for make in (lambda: SoftmaxSGD(code_bits=4), _sgd):
+        want = fit_incremental(make(), X, y, classes=[0, 1], **kw)
+        # SoftmaxSGD: "held-out label 0 is not one of the training classes [1, 0]"; SGDClassifier: the
+        # held-out log loss looked labels up in the unsorted list
+        got = fit_incremental(make(), X, y, classes=[1, 0], **kw)
+        assert list(got.estimator.classes_) == [0, 1]
+        assert [r["log_loss"] for r in got.history] == [r["log_loss"] for r in want.history]

@@ -169,8 +169,36 @@ def test_dask_dataframes_train_and_predict_lazily_like_numpy():
     assert np.array_equal(arr.estimator.coef_, frame.estimator.coef_)
     te = dd.from_pandas(pd.DataFrame(XTE, columns=cols), npartitions=4)
     lazy = frame.predict(te)
-    assert hasattr(lazy, "compute")  # nothing read yet
+    assert hasattr(lazy, "compute")
     assert np.array_equal(lazy.compute(), frame.predict(XTE))
+
+
+def test_methods_on_a_dask_dataframe_read_nothing_until_computed():
+    from dask_kernels.blocks import InputValueError
+
+    cols = [f"x{i}" for i in range(X.shape[1])]
+    model = fit_incremental(_sgd(), X, Y, feature_map=GC, epochs=1, progress=False)
+    reads = []
+
+    def frame(rows):
+        parts = np.array_split(rows, 4)
+
+        def part(i):
+            reads.append(i)
+            return pd.DataFrame(parts[i], columns=cols)
+
+        return dd.from_map(part, range(4), meta=pd.DataFrame({c: pd.Series(dtype=float) for c in cols}),
+                           enforce_metadata=False)
+
+    lazy = {m: getattr(model, m)(frame(XTE)) for m in ("predict", "predict_proba", "decision_function")}
+    assert reads == []  # the rows' lengths were computed at the call: a pass over the rows
+    assert np.array_equal(lazy["predict"].compute(), model.predict(XTE))
+    assert np.array_equal(lazy["predict_proba"].compute(), model.predict_proba(XTE))
+    assert sorted(reads) == [0, 0, 1, 1, 2, 2, 3, 3]  # one read of each partition per compute
+    bad = XTE.copy()
+    bad[260, 2] = np.nan  # row 10 of the second of 4 partitions of 1000 rows
+    with pytest.raises(InputValueError, match="row 10 of partition 1, column 2"):
+        model.predict(frame(bad)).compute()
 
 
 def test_each_replica_keeps_its_shard_and_shards_are_disjoint():

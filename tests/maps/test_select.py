@@ -5,6 +5,7 @@ feature store, fit_incremental)."""
 import os
 import subprocess
 import sys
+import warnings
 
 import dask.array as da
 import numpy as np
@@ -218,3 +219,22 @@ def test_selection_with_learned_scale_finds_the_signal(gamma):
                                 rounds=4, subset_rows=400, seed=2).fit(SPREAD[:400], y[:400])
     clf = LogisticRegression(C=10, max_iter=2000).fit(sel.transform(SPREAD[:400]), y[:400])
     assert clf.score(sel.transform(SPREAD[400:]), y[400:]) > 0.75  # 4 balanced classes: chance is 0.25
+
+
+def test_the_selector_names_its_features_and_gives_pandas_output_in_a_pipeline():
+    import pandas as pd
+    from sklearn.pipeline import make_pipeline
+
+    pipe = make_pipeline(RandomFeatureSelector(RFF(gamma=0.5, seed=1), n_components=12, rounds=3), SGDClassifier())
+    pipe.set_output(transform="pandas")  # refused: the selector had no set_output
+    pipe.fit(pd.DataFrame(X, columns=[f"x{j}" for j in range(X.shape[1])]), Y)
+    sel = pipe[0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # not "X has feature names, but RFF was fitted without feature names"
+        out = sel.transform(pd.DataFrame(X, columns=[f"x{j}" for j in range(X.shape[1])]))
+    assert isinstance(out, pd.DataFrame)
+    assert list(out.columns) == list(sel.feature_map_.get_feature_names_out())
+    assert np.array_equal(out.to_numpy(), sel.feature_map_.transform(X))
+    assert list(pipe[:-1].get_feature_names_out()) == list(out.columns)
+    with pytest.raises(ValueError, match="input_features is not equal"):
+        sel.get_feature_names_out([f"z{j}" for j in range(X.shape[1])])

@@ -96,3 +96,14 @@ def test_something_other_than_a_feature_map_is_refused_before_any_work(tmp_path)
     with pytest.raises(TypeError, match="feature_map must be a dask_kernels feature map .*got SGDClassifier"):
         featurize(np.zeros((3, 2)), SGDClassifier(), store=str(tmp_path / "s.zarr"))
     assert not (tmp_path / "s.zarr").exists()
+
+
+def test_a_feature_store_as_rows_is_refused_saying_what_to_do(tmp_path):
+    # it failed with "expected a 2-d array of rows, found shape ()"
+    gcws = GCWS(n_components=8, seed=0).fit(X)
+    store = featurize(X, gcws, store=str(tmp_path / "f.zarr"), progress=False)
+    with pytest.raises(TypeError, match="X is a feature store.*fit_incremental"):
+        featurize(store, gcws, store=str(tmp_path / "again.zarr"), progress=False)
+    with pytest.raises(TypeError, match="X is a feature store"):
+        featurize(open_store(str(tmp_path / "f.zarr")), gcws, progress=False)
+    assert not (tmp_path / "again.zarr").exists()

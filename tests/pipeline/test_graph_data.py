@@ -122,6 +122,36 @@ def test_featurize_graph_of_in_memory_labels_is_one_scattered_key(tmp_path, writ
     _same_size(write_graphs)
 
 
+def test_featurize_graph_of_in_memory_rows_holds_scattered_blocks(tmp_path, write_graphs, local_cluster):
+    """In-memory NumPy rows on a distributed Client: each block scattered once, to one worker, the
+    graph holding only their keys (before: the whole array, 32 MB at 10^6 rows, in the graph sent
+    to the scheduler). The features are those of the local run, whose store the Client's run
+    resumes (the same job)."""
+    from distributed import Client
+
+    lazy, written = [], []
+    for n in (10**5, 10**6):
+        X = np.random.default_rng(n).random((n, N_FEATURES))
+        kw = {"block_rows": n // BLOCKS, "progress": False, "shards": None}
+        local = featurize(X, _gcws(), store=str(tmp_path / f"{n}.zarr"), **kw)
+        with Client(local_cluster) as client:
+            again = featurize(X, _gcws(), store=str(tmp_path / f"{n}.zarr"), **kw)
+            before = len(write_graphs)
+            fresh = featurize(X, _gcws(), store=str(tmp_path / f"{n}-client.zarr"), **kw)
+            written.append(sum(write_graphs[before:]))
+            features = featurize(X, _gcws(), **kw)
+            lazy.append(graph_bytes(features))
+            np.testing.assert_array_equal(features.compute(), local.features.compute())
+            # each block went to one worker: none holds the rows whole
+            largest = client.run_on_scheduler(lambda dask_scheduler: max(
+                ts.nbytes for ts in dask_scheduler.tasks.values() if ts.who_has))
+            assert largest <= X.nbytes // BLOCKS + 1024, (largest, X.nbytes)
+        assert again.run_stats == {"computed": 0, "skipped": BLOCKS}
+        np.testing.assert_array_equal(fresh.features.compute(), local.features.compute())
+    _same_size(written)
+    _same_size(lazy)
+
+
 def test_cli_read_path_graph_holds_no_labels(tmp_path, write_graphs):
     """The command's read path (``read_input``: ``--labels y.npy``) then its featurize: the
     labels stay a file mapping in this process (nothing of them is loaded here) and stay out of
