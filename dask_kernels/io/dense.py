@@ -293,7 +293,7 @@ def _scattered_rows(client, X, rows, name):
     scattered whole, every worker taking a block from it would receive all the rows."""
     import dask  # noqa: PLC0415
     import dask.array as da  # noqa: PLC0415
-    from dask.highlevelgraph import HighLevelGraph  # noqa: PLC0415
+    from .._compat import HighLevelGraph  # noqa: PLC0415
 
     from ..blocks import row_bounds  # noqa: PLC0415
 
