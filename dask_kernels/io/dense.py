@@ -83,6 +83,9 @@ def load_npy(path: str, ndim: int | None = None) -> np.ndarray:
         raise ValueError(f"{path}: expected {what}, found shape {a.shape}")
     if ndim == 2:
         refuse_no_columns(a.shape, path)
+        if a.dtype.kind not in "biuf":  # else the map's fit fails inside scikit-learn: no file named
+            raise ValueError(f"{path}: the rows have dtype {a.dtype}, not real numbers (float, int or bool); "
+                             "save the rows as numbers (complex: their .real or abs)")
     return a
 
 
