@@ -144,6 +144,10 @@ def from_spec(spec: Mapping[str, Any] | str | bytes, arrays: Any = None) -> Feat
         fmap._check_width(fmap.n_features_in_)
     except ValueError as e:
         raise _key_error("['n_features_in']", str(e)) from None
+    try:
+        fmap._check_tables()
+    except ValueError as e:  # it names the parameter
+        raise ValueError(f"feature-map spec: {e}") from None
     fmap.is_fitted_ = True
     width = spec["n_output_features"]
     if isinstance(width, bool) or width != int(fmap.n_output_features_):
