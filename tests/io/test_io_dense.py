@@ -2,6 +2,7 @@
 
 import os
 import pickle
+import re
 
 import numpy as np
 import pytest
@@ -139,4 +140,24 @@ def test_rows_that_are_not_real_numbers_are_refused_naming_the_file(tmp_path, ca
         read_npy(p)
     message = one_line_error(capsys, ["featurize", p, str(tmp_path / "s.zarr"), "--no-progress"])
     assert message.startswith(f"dask-kernels featurize: error: input {p}: the rows have dtype ")
+    assert not os.path.exists(tmp_path / "s.zarr")
+
+
+def test_an_npy_that_is_a_fifo_is_refused_unread(tmp_path, capsys):
+    """featurize, train and predict blocked forever opening a FIFO named as rows or --labels."""
+    from _cli import one_line_error
+    from _special_files import deadline
+
+    fifo = str(tmp_path / "rows.npy")
+    os.mkfifo(fifo)
+    rows = str(tmp_path / "X.npy")
+    np.save(rows, np.ones((5, 3)))
+    says = f"{fifo}: not a .npy file: it is a FIFO (named pipe), not a regular file"
+    with deadline(fifo=fifo):
+        with pytest.raises(ValueError, match=re.escape(says)):
+            read_npy(fifo)
+        line = one_line_error(capsys, ["featurize", fifo, str(tmp_path / "s.zarr"), "--no-progress"])
+        assert line == f"dask-kernels featurize: error: input {says}"
+        line = one_line_error(capsys, ["featurize", rows, str(tmp_path / "s.zarr"), "--labels", fifo, "--no-progress"])
+        assert line == f"dask-kernels featurize: error: --labels {says}"
     assert not os.path.exists(tmp_path / "s.zarr")
