@@ -156,8 +156,6 @@ def test_an_npy_that_is_a_fifo_is_refused_unread(tmp_path, capsys):
     with deadline(fifo=fifo):
         with pytest.raises(ValueError, match=re.escape(says)):
             read_npy(fifo)
-        line = one_line_error(capsys, ["featurize", fifo, str(tmp_path / "s.zarr"), "--no-progress"])
-        assert line == f"dask-kernels featurize: error: input {says}"
         line = one_line_error(capsys, ["featurize", rows, str(tmp_path / "s.zarr"), "--labels", fifo, "--no-progress"])
-        assert line == f"dask-kernels featurize: error: --labels {says}"
+        assert line.startswith(f"dask-kernels featurize: error: --labels {fifo} is a FIFO (named pipe)"), line
     assert not os.path.exists(tmp_path / "s.zarr")
