@@ -58,7 +58,7 @@ def _spec_file(args):
         with open(args.spec, "rb") as f:
             spec = json.loads(f.read())
     except (ValueError, RecursionError) as e:
-        raise UsageError(f"--spec {args.spec}: not valid JSON ({type(e).__name__})") from None
+        raise UsageError(f"--spec {args.spec}: not valid JSON ({e})") from None  # e says where
     if not isinstance(spec, dict) or "method" not in spec:
         raise UsageError(f"--spec {args.spec}: expected a JSON object with a 'method' key")
     return spec

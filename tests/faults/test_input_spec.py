@@ -249,3 +249,14 @@ def test_a_spec_job_or_index_file_that_is_no_regular_file_is_refused_unread(tmp_
                     SimilarityIndex.load(str(index))
     assert not os.path.exists(tmp_path / "s.zarr")
 
+
+def test_a_spec_file_that_is_not_json_says_where(tmp_path, capsys):
+    # the message was "not valid JSON (JSONDecodeError)": no line, no column, no reason
+    from _cli import one_line_error
+
+    rows, spec = str(tmp_path / "X.npy"), tmp_path / "spec.json"
+    np.save(rows, np.random.default_rng(0).random((20, D)))
+    spec.write_text('{"method": "gcws",\n "params": {"seed": 1,}}')
+    line = one_line_error(capsys, ["featurize", rows, str(tmp_path / "s.zarr"), "--spec", str(spec)])
+    assert line == (f"dask-kernels featurize: error: --spec {spec}: not valid JSON (Expecting property name enclosed "
+                    "in double quotes: line 2 column 23 (char 41))")
