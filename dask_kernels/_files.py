@@ -5,6 +5,10 @@ from __future__ import annotations
 import os
 import stat
 
+#: A JSON or TOML file read whole (a saved model's model.json, a map spec, a job file) larger than
+#: this is refused before it is parsed.
+MAX_JSON_BYTES = 256 * 2**20
+
 _KINDS = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
           (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a folder"))
 

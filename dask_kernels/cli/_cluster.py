@@ -12,6 +12,7 @@ import json
 import os
 import time
 
+from .._files import MAX_JSON_BYTES, file_problem
 from ._args import UsageError, connect, positive_float, positive_int, scheduler_address
 
 #: Default seconds to wait for a scheduler file to appear.
@@ -77,8 +78,10 @@ def _command_method(args):
     spec_path = getattr(args, "spec", None)
     if spec_path:
         try:
-            with open(spec_path) as f:
-                method = json.load(f).get("method")
+            if file_problem(spec_path, MAX_JSON_BYTES) is not None:  # a FIFO, /dev/zero: the command refuses it
+                return None
+            with open(spec_path, "rb") as f:
+                method = json.loads(f.read()).get("method")
         except (OSError, ValueError, AttributeError, RecursionError):  # RecursionError: [[[[... nested too deep
             return None  # the command reports a bad --spec itself, with its own message
     elif method is None and not getattr(args, "append", False):  # an append runs the store's map

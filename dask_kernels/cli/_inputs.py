@@ -94,6 +94,12 @@ def open_rows(path, fmt="auto", *, n_features=None, zero_based=False, blocksize=
         return (fmt, io.read_zarr(path, block_rows=block_rows), None) + ((None,) if named else ())
     if fmt in TABLES:
         return (fmt,) + open_table(path, fmt, columns, label_column, block_rows, blocksize, flag, header, named)
+    from ..blocks import MAX_FEATURES_IN
+
+    # wider input: a map refused it as "X", a raw model failed allocating its weights (1.5 TiB at 10**11)
+    bound = f"more than the {MAX_FEATURES_IN:,} columns (2**31) any map or model reads"
+    if n_features is not None and n_features > MAX_FEATURES_IN:
+        raise UsageError(f"--n-features {n_features:,}: {bound}")
     try:
         X = io.read_svmlight(path, n_features=n_features, blocksize=blocksize, zero_based=zero_based)
     except Exception as e:  # a compressed file fails in many ways (even unpicklable worker errors)
@@ -101,6 +107,9 @@ def open_rows(path, fmt="auto", *, n_features=None, zero_based=False, blocksize=
         if err is None:
             raise
         raise err from None
+    if X.shape[1] > MAX_FEATURES_IN:
+        raise UsageError(f"{flag} {path}: its largest feature index makes {X.shape[1]:,} columns, {bound}; "
+                         "is the file damaged, or are its indices 64-bit hashes? Hash them to at most 2**31")
     return (fmt, X, X.labels) + ((None,) if named else ())
 
 

@@ -7,6 +7,7 @@ their input's path). Other URLs (``s3://``, ``gs://``, ...) pass through to fssp
 
 import os
 
+from .._files import file_problem
 from ._args import UsageError
 
 #: First bytes of compressed files -> compression name.
@@ -54,6 +55,10 @@ def existing(path, flag):
         raise UsageError(f"{flag} {path}: cannot be reached ({e})") from None
     if not found:
         raise UsageError(f"{flag} {path}: no such file or directory")
+    if not is_url(p) and not is_glob(p) and os.path.exists(p) and not os.path.isdir(p):
+        problem = file_problem(p, 2**63)  # the readers would block on a FIFO forever, read a device without end
+        if problem is not None:
+            raise UsageError(f"{flag} {path} {problem}: the readers read a file more than once; write it to a file")
     return p
 
 

@@ -7,6 +7,7 @@ Re-running the same command resumes an unfinished store; a store of another job 
 import json
 import warnings
 
+from .._files import MAX_JSON_BYTES, file_problem
 from ._args import UsageError, check_width, make_map, parse_params, positive_int
 from ._cluster import add_cluster_arguments, client_for, start_worker_server, starts_local_cluster
 from ._inputs import add_input_arguments, columns_by_name, labels_for, open_rows, table_columns
@@ -51,11 +52,14 @@ def add_arguments(parser):
 
 def _spec_file(args):
     existing(args.spec, "--spec")
+    problem = file_problem(args.spec, MAX_JSON_BYTES)  # a FIFO would block the read, a device never end it
+    if problem is not None:
+        raise UsageError(f"--spec {args.spec} {problem}; give a map spec file (JSON)")
     try:
-        with open(args.spec) as f:
-            spec = json.load(f)
+        with open(args.spec, "rb") as f:
+            spec = json.loads(f.read())
     except (ValueError, RecursionError) as e:
-        raise UsageError(f"--spec {args.spec}: not valid JSON ({type(e).__name__})") from None
+        raise UsageError(f"--spec {args.spec}: not valid JSON ({e})") from None  # e says where
     if not isinstance(spec, dict) or "method" not in spec:
         raise UsageError(f"--spec {args.spec}: expected a JSON object with a 'method' key")
     return spec

@@ -47,6 +47,7 @@ import sys
 import tomllib
 import warnings
 
+from .._files import MAX_JSON_BYTES, file_problem
 from ._args import UsageError
 from ._cluster import add_cluster_arguments
 
@@ -171,6 +172,9 @@ def _argv(items, names, section):
 def load_job(path):
     """``{section: checked items}`` of a job file, or JobError naming the file and key."""
     try:
+        problem = file_problem(path, MAX_JSON_BYTES)  # a FIFO would block the read, a device never end it
+        if problem is not None and not os.path.isdir(path):  # a folder: open says so
+            raise JobError(f"job {path} {problem}; give a TOML job file")
         with open(path, "rb") as f:
             job = tomllib.load(f)
     except FileNotFoundError:

@@ -171,8 +171,13 @@ def _options(path, header, storage_options, kwargs, label=None):
     """dask's ``read_csv`` options for ``path``, ``header`` resolved (see :func:`read_csv`)."""
     if header not in (True, False, "auto"):
         raise ValueError(f"header must be True, False or 'auto', got {header!r}")
-    if header is not True:
+    if header is not True or "sample" not in kwargs:
         line = _first_line(path, storage_options, kwargs.get("compression", "infer"))
+    if "sample" not in kwargs:
+        # dask types the columns from the first 256 kB, and refuses a file whose first line and a row
+        # do not fit in them ("increase `sample`", which the command line cannot): a wide file's did not
+        kwargs = {**kwargs, "sample": 256_000 + len(line.encode())}
+    if header is not True:
         at = _looks_like_data(line, label) if header == "auto" else False
         if at is not False:
             _refuse_data_line(path, line, at)
@@ -200,11 +205,12 @@ def _frame(path, header, blocksize, storage_options, kwargs, columns, label):
     if given is not None and not isinstance(given, dict):  # one dtype for every column: the caller's choice
         return ddf, [], False
     given = given or {}
-    wanted = [c for c in ddf.columns if c != label] if columns is None else list(columns)
-    floats = [c for c in wanted if c in ddf.columns and c not in given and ddf[c].dtype.kind in "iuf"]
-    int_label = label in ddf.columns and label not in given and label not in floats and ddf[label].dtype.kind in "iu"
+    dtypes = ddf.dtypes  # once: ddf[c] builds a new collection per column (minutes for 20,000 columns)
+    wanted = [c for c in dtypes.index if c != label] if columns is None else list(columns)
+    floats = [c for c in wanted if c in dtypes.index and c not in given and dtypes[c].kind in "iuf"]
+    int_label = label in dtypes.index and label not in given and label not in floats and dtypes[label].kind in "iu"
     as_float = floats + ([label] if int_label else [])
-    if any(ddf[c].dtype != "float64" for c in as_float):
+    if any(dtypes[c] != "float64" for c in as_float):
         ddf = dd.read_csv(path, blocksize=blocksize, storage_options=storage_options,
                           **{**options, "dtype": {**dict.fromkeys(as_float, "float64"), **given}})
     return ddf, floats, int_label

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .._files import file_problem
 from .._hashing import content_hash, parts_hash
 from ._identity import FileIdentity
 
@@ -53,6 +54,9 @@ def load_npy(path: str, ndim: int | None = None) -> np.ndarray:
     required (2: rows, 1: labels).
     """
     try:
+        problem = file_problem(path, 2**63)  # a FIFO would block the read forever
+        if problem is not None:
+            raise ValueError(f"{path}: not a .npy file: it {problem}")
         with open(path, "rb") as f:
             head = f.read(64)
     except OSError as e:
@@ -83,6 +87,9 @@ def load_npy(path: str, ndim: int | None = None) -> np.ndarray:
         raise ValueError(f"{path}: expected {what}, found shape {a.shape}")
     if ndim == 2:
         refuse_no_columns(a.shape, path)
+        if a.dtype.kind not in "biuf":  # else the map's fit fails inside scikit-learn: no file named
+            raise ValueError(f"{path}: the rows have dtype {a.dtype}, not real numbers (float, int or bool); "
+                             "save the rows as numbers (complex: their .real or abs)")
     return a
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import json
+from collections import Counter
 
 import dask
 import dask.array as da
@@ -367,8 +368,13 @@ def _pick_columns(schema, columns, label, where):
     names = list(schema.names)
     if label is not None and label not in names:
         raise ValueError(f"{where}: label column {label!r} not found (columns: {names[:20]})")
+    index = _index_columns(schema)
+    count = Counter(names)
+    for c in ([n for n in names if n not in index] if columns is None else list(columns)) + [label]:
+        if count[c] > 1:  # pyarrow finds such a column by no name ("Column a does not exist in schema")
+            raise ValueError(f"{where}: column {c!r} appears {count[c]} times in the file's schema; columns are read "
+                             "by name: give each column its own name")
     if columns is None:
-        index = _index_columns(schema)
         candidates = [n for n in names if n != label and n not in index]
         other = [n for n in candidates if not _numeric_kind(schema.field(n).type)]
         if other:

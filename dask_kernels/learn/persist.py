@@ -19,7 +19,7 @@ import tempfile
 import uuid
 from typing import Any
 
-from .._files import file_problem
+from .._files import MAX_JSON_BYTES, file_problem
 from .._versions import check_saved, estimator_class, versions
 from ..pipeline.fingerprint import check_feature_names
 from ..pipeline.location import filesystem, local_path, refuse_nesting
@@ -39,8 +39,6 @@ MODEL_FORMAT_ZERO_BASED = "dask-kernels-model-2"
 MODEL_FORMATS = (MODEL_FORMAT, MODEL_FORMAT_ZERO_BASED)
 #: The files of a saved model: a directory holding anything else is not replaced or deleted.
 MODEL_FILES = ("model.json", "arrays.npz", "feature_map.npz")  # the last: a map's sidecar arrays, if any
-#: model.json larger than this is refused before it is parsed.
-MAX_JSON_BYTES = 256 * 2**20
 
 #: Estimators a saved model may hold: their learned state is plain arrays. Loading picks the
 #: class from this list by name, so a model file can never name arbitrary code.

@@ -122,6 +122,7 @@ class ScaleGamma:
         self
         """
         X = dask_rows(X)
+        self.__dict__.pop("gamma_", None)  # an earlier fit's gamma is not this one's (checked, it refused every refit)
         if not ((is_dask(X) or is_partitions(X)) and self.fits_partitioned):
             return super().fit(X, y)
         self._validate_params()
@@ -188,4 +189,8 @@ class ScaleGamma:
         super()._set_fitted_state(state)
         if is_scale(self.gamma):
             self.gamma_ = float(state["gamma"])
+            try:  # as a fit checks the gamma it learns: else every feature is NaN (RFF, NRFF)
+                self._check_frequencies()
+            except ValueError as e:
+                raise ValueError(f"feature-map spec['state']['gamma']: {e}") from None
 

@@ -84,6 +84,11 @@ class FeatureMap(TransformerMixin, Estimator):
         bounds allow for input of ``n_features`` columns. Called before anything of that size is
         allocated: by ``fit``, :func:`from_spec` and ``featurize``. Default: no such bound."""
 
+    def _check_tables(self):
+        """Refuse, with a ValueError naming the parameter, parameters whose tables do not fit the
+        map's dtype for its width (``n_features_in_``) and fitted state: called once both are known,
+        by the map's ``_fit`` and by :func:`from_spec`. Default: nothing to check."""
+
     def _fit(self, X):
         """Learn data-dependent state; ``X`` is a validated block."""
 

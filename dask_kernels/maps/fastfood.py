@@ -485,6 +485,22 @@ class Fastfood(FeatureIds, LearnedScale, ScaleGamma, FloatFeatures, FeatureMap):
                          "computed per row, more than the bound of {bound:,}; choose ids in whole blocks "
                          "(dask_kernels.select_features does)")
 
+    def _fit(self, X):
+        super()._fit(X)
+        self._check_tables()  # the width, and a learned gamma, are known now
+
+    def _check_tables(self):
+        """Refuse a bandwidth so narrow (tiny sigma, huge gamma) that the scale diagonal
+        ``s / (||G|| sigma sqrt(d))`` does not fit the map's dtype: cast, it is inf, and every
+        feature is NaN with a ``scale``, every input beyond a "magnitude bound 0" without."""
+        with np.errstate(over="ignore", divide="ignore"):  # the overflow is what is refused here
+            scale, dtype = self._tables()[3], np.dtype(self.dtype)
+        if not np.isfinite(scale).all():
+            what = f"sigma={self.sigma!r}" if self.sigma is not None else f"gamma={self._gamma()!r}"
+            fix = "a larger sigma" if self.sigma is not None else "a smaller gamma"
+            raise ValueError(f"Fastfood {what}: so narrow a bandwidth that its frequencies do not fit {dtype}: give "
+                             f"{fix}" + (" or dtype='float64'" if dtype != np.float64 else ""))
+
     @property
     def padded_dim_(self):
         return padded_dim(self.n_features_in_)
@@ -496,6 +512,7 @@ class Fastfood(FeatureIds, LearnedScale, ScaleGamma, FloatFeatures, FeatureMap):
         Hadamard transforms, the Gaussian diagonal and the scaling)."""
         if self._gamma() is None and self.sigma is None:  # gamma="scale" before fit: any finite value
             return None
+        self._check_tables()  # an inf scale would make the bound 0: say why instead
         _, _, G, scale, _ = self._tables()
         d = float(self.padded_dim_)
         g = max(float(np.abs(G).max(initial=0.0)), 1.0)

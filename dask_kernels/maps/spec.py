@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from .._files import MAX_JSON_BYTES, file_problem
 from .._lazy import lazy_attributes
 from .._params import declared_constraints, validate_params
 from ..blocks import MAX_FEATURES_IN
@@ -144,6 +145,10 @@ def from_spec(spec: Mapping[str, Any] | str | bytes, arrays: Any = None) -> Feat
         fmap._check_width(fmap.n_features_in_)
     except ValueError as e:
         raise _key_error("['n_features_in']", str(e)) from None
+    try:
+        fmap._check_tables()
+    except ValueError as e:  # it names the parameter
+        raise ValueError(f"feature-map spec: {e}") from None
     fmap.is_fitted_ = True
     width = spec["n_output_features"]
     if isinstance(width, bool) or width != int(fmap.n_output_features_):
@@ -183,6 +188,9 @@ def save_map(fmap: FeatureMap, path: str | os.PathLike) -> str:
 
 def load_map(path: str | os.PathLike) -> FeatureMap:
     """Rebuild a map written by :func:`save_map` (spec JSON and its .npz sidecar, verified)."""
-    with open(path) as f:
-        spec = json.load(f)
+    problem = file_problem(path, MAX_JSON_BYTES)  # a FIFO would block the read, a device never end it
+    if problem is not None:
+        raise ValueError(f"{os.fspath(path)} {problem}: not a map spec file; refusing to read it")
+    with open(path, "rb") as f:
+        spec = json.loads(f.read())
     return from_spec(spec, arrays=beside(path))

@@ -237,6 +237,9 @@ def validate_arrays(group, info, path):
     want = (n_blocks,) if info["format"] == 1 else (n_blocks, len(RECORD_FIELDS))
     if d.shape != want:
         raise StoreError(f"{path}: array 'done' has shape {d.shape}, expected {want}")
+    if info["format"] != 1 and tuple(d.chunks) != (1, len(RECORD_FIELDS)):  # one record per chunk, as written
+        raise StoreError(f"{path}: array 'done' has chunks {d.chunks}, expected (1, {len(RECORD_FIELDS)}); the "
+                         "store's metadata (zarr.json) is damaged or was edited")
     k = int(info.get("shard_blocks", 1))
     for name in keys & {"features", "done", *COLUMNS}:
         shards = group[name].shards
@@ -257,8 +260,8 @@ def open_checked(path, storage_options=None, mode="r", consolidated=None):
     """Open the group and return ``(group, validated dask_kernels attributes)``."""
     try:
         g = open_group(path, mode, storage_options, consolidated=consolidated)
-    except (FileNotFoundError, ValueError, TypeError, KeyError) as e:  # JSONDecodeError is a ValueError
-        # zarr also says "not found" for a zarr.json it cannot make sense of
+    except (FileNotFoundError, ValueError, TypeError, KeyError, OverflowError) as e:  # JSONDecodeError: ValueError
+        # zarr also says "not found" for a zarr.json it cannot make sense of; Overflow: a fill_value beyond the dtype
         lp = local_path(path)
         if isinstance(e, FileNotFoundError) if lp is None else not os.path.isfile(os.path.join(lp, "zarr.json")):
             raise _not_found(path) from None
@@ -267,5 +270,11 @@ def open_checked(path, storage_options=None, mode="r", consolidated=None):
     if info is None:
         raise StoreError(f"{path} is a Zarr group but not a dask_kernels feature store")
     info = validate_info(info, path)
-    validate_arrays(g, info, path)
+    try:
+        validate_arrays(g, info, path)
+    except StoreError:
+        raise
+    except (ValueError, TypeError, KeyError, OverflowError) as e:  # an array's own zarr.json, read here first
+        raise StoreError(f"{path}: cannot read an array's metadata (its zarr.json): {type(e).__name__}: {e}; the "
+                         "store is damaged or was edited") from None
     return g, info

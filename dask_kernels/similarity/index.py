@@ -19,6 +19,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from .._files import file_problem
 from ..sidecar import SidecarError, check_manifest, manifest, read_npz, write_npz
 from ._kernels import agreement, band_keys
 from ._source import as_codes, check_bits
@@ -250,16 +251,15 @@ def _ranges(lo, hi):
 def _read_meta(path):
     where = os.path.join(path, META)
     try:
-        size = os.path.getsize(where)
-        if size > MAX_META_BYTES:
-            raise ValueError(f"{where}: {size} bytes, more than {MAX_META_BYTES}: not an index's metadata")
-        with open(where, "rb") as f:
-            meta = json.loads(f.read().decode())
+        problem = file_problem(where, MAX_META_BYTES)  # a FIFO would block the read, a device never end it
     except (FileNotFoundError, NotADirectoryError):
         raise ValueError(f"{path}: not a similarity index (no {META})") from None
+    if problem is not None:
+        raise ValueError(f"{where} {problem}: not an index's metadata; refusing to read it")
+    try:
+        with open(where, "rb") as f:
+            meta = json.loads(f.read().decode())
     except (ValueError, UnicodeDecodeError, RecursionError) as e:
-        if "more than" in str(e):
-            raise
         raise ValueError(f"{where}: not UTF-8 JSON ({type(e).__name__})") from None
     if not isinstance(meta, dict) or meta.get("format") != INDEX_FORMAT:
         raise ValueError(f"{where}: format {meta.get('format') if isinstance(meta, dict) else None!r}, expected "

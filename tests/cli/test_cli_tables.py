@@ -189,3 +189,24 @@ def test_train_step_blocks_reaches_fit_incremental(data, capsys):
                            classes=np.unique(y), epochs=1, seed=0, step_blocks=2, validation_fraction=None,
                            progress=False)
     np.testing.assert_array_equal(two, want.estimator.coef_)
+
+
+def test_a_csv_whose_header_is_longer_than_dask_s_sample_is_read(tmp_path, capsys):
+    """dask types the columns from the first 256 kB (and the line they end in) and refused a file
+    whose header alone filled them, asking to "increase `sample`" (no flag does): a CSV of 20,000
+    columns named feature_0, feature_1, ... was unreadable."""
+    from dask_kernels.io import read_csv
+
+    values = np.random.default_rng(0).integers(0, 10, (4, 400)).astype(float)
+    names = [f"c{j}_" + "x" * 700 for j in range(400)]  # a header of 280 kB
+    lines = [",".join(names) + ",label"] + [",".join(f"{v:g}" for v in row) + f",{i % 2}"
+                                            for i, row in enumerate(values)]
+    path = tmp_path / "wide.csv"
+    path.write_text("\n".join(lines) + "\n")
+    assert len(lines[0]) > 256_000
+    X, y = read_csv(str(path), label="label")
+    np.testing.assert_array_equal(X.compute(), values)
+    assert y.compute().tolist() == [0, 1, 0, 1]
+    assert main(["featurize", str(path), str(tmp_path / "s.zarr"), "--label-column", "label", "--method", "rff",
+                 "--no-progress"]) == 0
+    assert open_store(str(tmp_path / "s.zarr")).feature_names == names

@@ -190,3 +190,20 @@ def test_a_non_number_in_an_integer_label_column_past_the_sample_is_named(tmp_pa
         read_csv(str(path), label="y")
     message = one_line_error(capsys, ["featurize", str(path), str(tmp_path / "s.zarr"), "--label-column", "y"])
     assert "row 15000 of label column 'y' holds '?' among numbers" in message and "could not convert" not in message
+
+
+@pytest.mark.parametrize("name", ["rows.svm", "rows.csv", "rows.parquet", "rows.npy"])
+def test_an_input_that_is_a_fifo_or_a_device_is_refused_unread(tmp_path, capsys, name):
+    """svmlight, CSV and Parquet input that is a FIFO blocked featurize forever (their readers
+    open the file, and read it more than once); /dev/zero read as svmlight is no file either."""
+    from _special_files import deadline
+
+    fifo = str(tmp_path / name)
+    os.mkfifo(fifo)
+    with deadline(fifo=fifo):
+        line = one_line_error(capsys, ["featurize", fifo, str(tmp_path / "s.zarr"), "--no-progress"])
+        assert line == (f"dask-kernels featurize: error: input {fifo} is a FIFO (named pipe), not a regular file: the "
+                        "readers read a file more than once; write it to a file")
+    line = one_line_error(capsys, ["featurize", "/dev/zero", str(tmp_path / "s.zarr"), "--format", "svmlight"])
+    assert "input /dev/zero is a character device, not a regular file" in line
+    assert not os.path.exists(tmp_path / "s.zarr")

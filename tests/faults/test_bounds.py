@@ -230,3 +230,23 @@ def test_true_is_no_count_for_a_numeric_param(small, tmp_path, capsys, param, sa
                                    "--param", param])
     assert f"--param {param}: {says}" in line, line
     assert not out.exists()
+
+
+def test_svmlight_input_wider_than_2_31_is_one_line_naming_the_file(small, tmp_path, capsys):
+    """A 20-byte file whose index is 10**11: featurize said only "X has 100000000000 features",
+    train --method raw --estimator softmax ended in a MemoryError traceback (1.5 TiB of weights),
+    and --estimator sgd in scikit-learn's "please report" message about int64 indices."""
+    wide = tmp_path / "wider.svm"
+    wide.write_bytes(b"1 1:1 100000000000:1\n0 2:1\n")
+    says = f"{wide}: its largest feature index makes 100,000,000,000 columns, more than the 2,147,483,648"
+    line = one_line_error(capsys, ["featurize", str(wide), str(tmp_path / "o.zarr"), "--no-progress"])
+    assert line.startswith(f"dask-kernels featurize: error: input {says}"), line
+    for estimator in ("softmax", "sgd"):
+        line = one_line_error(capsys, ["train", str(wide), "-o", str(tmp_path / "m.dk"), "--method", "raw",
+                                       "--estimator", estimator, "--no-progress"])
+        assert line.startswith(f"dask-kernels train: error: source {says}"), line
+    line = one_line_error(capsys, ["train", str(small / "wide.svm"), "-o", str(tmp_path / "m.dk"), "--method", "raw",
+                                   "--n-features", str(2**31 + 1), "--no-progress"])
+    assert line == "dask-kernels train: error: --n-features 2,147,483,649: more than the 2,147,483,648 columns " \
+                   "(2**31) any map or model reads"
+    assert not (tmp_path / "o.zarr").exists() and not (tmp_path / "m.dk").exists()

@@ -210,3 +210,53 @@ def test_tampered_scale_state_is_refused_naming_the_key(method, value, key):
     spec = _spec(method, scale="maxabs")
     with pytest.raises(ValueError, match=rf"spec\['{key}"):
         from_spec(tampered(spec, ("state", "scale"), value))
+
+
+@pytest.mark.parametrize("how, says", [("fifo", "is a FIFO (named pipe), not a regular file"),
+                                       ("device", "is a character device, not a regular file")])
+def test_a_spec_job_or_index_file_that_is_no_regular_file_is_refused_unread(tmp_path, capsys, how, says):
+    """``--spec /dev/zero`` and ``run /dev/zero`` grew to 24 GB before the kernel killed them; a FIFO
+    blocked them (and load_map, and SimilarityIndex.load's metadata) forever."""
+    import os
+    import re
+
+    from _cli import one_line_error
+    from _special_files import deadline, memory_cap
+
+    from dask_kernels import SimilarityIndex
+    from dask_kernels.maps import load_map
+
+    rows = str(tmp_path / "X.npy")
+    np.save(rows, np.random.default_rng(0).random((20, D)))
+    index = tmp_path / "index"
+    index.mkdir()
+    files = {name: str(tmp_path / name) for name in ("spec.json", "job.toml")}
+    files["meta"] = str(index / "index.json")
+    for file in files.values():
+        os.mkfifo(file) if how == "fifo" else os.symlink("/dev/zero", file)
+    for file in files.values():
+        with deadline(fifo=file if how == "fifo" else None), memory_cap():
+            if file == files["spec.json"]:
+                with pytest.raises(ValueError, match=re.escape(f"{file} {says}: not a map spec file")):
+                    load_map(file)
+                line = one_line_error(capsys, ["featurize", rows, str(tmp_path / "s.zarr"), "--spec", file])
+                assert line.startswith(f"dask-kernels featurize: error: --spec {file} {says}"), line
+            elif file == files["job.toml"]:
+                line = one_line_error(capsys, ["run", file, "--dry-run"])
+                assert line == f"dask-kernels run: error: job {file} {says}; give a TOML job file"
+            else:
+                with pytest.raises(ValueError, match=re.escape(f"{file} {says}: not an index's metadata")):
+                    SimilarityIndex.load(str(index))
+    assert not os.path.exists(tmp_path / "s.zarr")
+
+
+def test_a_spec_file_that_is_not_json_says_where(tmp_path, capsys):
+    # the message was "not valid JSON (JSONDecodeError)": no line, no column, no reason
+    from _cli import one_line_error
+
+    rows, spec = str(tmp_path / "X.npy"), tmp_path / "spec.json"
+    np.save(rows, np.random.default_rng(0).random((20, D)))
+    spec.write_text('{"method": "gcws",\n "params": {"seed": 1,}}')
+    line = one_line_error(capsys, ["featurize", rows, str(tmp_path / "s.zarr"), "--spec", str(spec)])
+    assert line == (f"dask-kernels featurize: error: --spec {spec}: not valid JSON (Expecting property name enclosed "
+                    "in double quotes: line 2 column 23 (char 41))")

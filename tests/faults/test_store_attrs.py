@@ -198,3 +198,44 @@ def test_an_undecodable_chunk_of_a_store_without_array_records_names_the_array_a
     with pytest.raises(ValueError, match=rf"{p}: array 'features', block 1 \(rows 100..199\): the chunk cannot be "
                                          r"decoded with the codecs its zarr.json names \(\[bytes, gzip, crc32c\]\)"):
         open_store(p).read_block(1)
+
+
+def _chunk_shape(shape):
+    return lambda m: m["chunk_grid"]["configuration"].update(chunk_shape=shape)
+
+
+@pytest.mark.parametrize("name, edit, message", [
+    # a ZeroDivisionError traceback from the chunk-file check at the first block read
+    ("done", _chunk_shape([0, 10]), r"array 'done' has chunks \(0, 10\), expected \(1, 10\)"),
+    ("done", _chunk_shape([1, 0]), r"array 'done' has chunks \(1, 0\), expected \(1, 10\)"),
+    # an OverflowError traceback from zarr parsing the metadata
+    ("features", lambda m: m.update(fill_value=-1), r"cannot read the store's metadata \(zarr.json\): OverflowError"),
+    ("labels", lambda m: m.update(fill_value=1e308), r"cannot read the store's metadata \(zarr.json\): OverflowError"),
+])
+def test_an_array_zarr_json_with_impossible_chunks_or_fill_value_is_refused_on_open(tmp_path, capsys, name, edit,
+                                                                                      message):
+    from _cli import one_line_error
+
+    p = str(tmp_path / "l.zarr")
+    featurize(X, G, labels=np.arange(len(X)) % 2, store=p, block_rows=100, progress=False)
+    _edit_array(p, name, edit)
+    with pytest.raises(ValueError, match=message) as e:
+        open_store(p)
+    assert p in str(e.value)
+    assert p in one_line_error(capsys, ["info", "--verify", p])
+
+
+@pytest.mark.parametrize("edit", [lambda m: m.update(fill_value=-1), lambda m: m["shape"].__setitem__(0, 1e12)])
+def test_an_array_zarr_json_zarr_cannot_parse_is_refused_without_consolidated_metadata(tmp_path, edit):
+    """Read from the array's own zarr.json (no consolidated copy): OverflowError and TypeError
+    tracebacks from zarr."""
+    p = str(tmp_path / "l.zarr")
+    featurize(X, G, labels=np.arange(len(X)) % 2, store=p, block_rows=100, progress=False)
+    _edit(p, lambda info: None)  # drops the consolidated metadata
+    meta_path = os.path.join(p, "features", "zarr.json")
+    meta = json.load(open(meta_path))
+    edit(meta)
+    json.dump(meta, open(meta_path, "w"))
+    with pytest.raises(ValueError, match=r"cannot read an array's metadata \(its zarr.json\)") as e:
+        open_store(p)
+    assert p in str(e.value)

@@ -2,6 +2,7 @@
 
 import os
 import pickle
+import re
 
 import numpy as np
 import pytest
@@ -124,3 +125,37 @@ def test_rows_of_no_columns_are_refused_up_front_naming_the_input(tmp_path, caps
             featurize(X, GCWS(n_components=8))
     with pytest.raises(ValueError, match="no columns"):
         featurize(np.zeros((100, 0)), GCWS(n_components=8), store=str(tmp_path / "t.zarr"), progress=False)
+
+
+@pytest.mark.parametrize("dtype", ["c16", [("a", "f8"), ("b", "i4")], "V8", "M8[s]", "U3"])
+def test_rows_that_are_not_real_numbers_are_refused_naming_the_file(tmp_path, capsys, dtype):
+    """A structured .npy ended in a TypeError traceback from scikit-learn, a void one in "setting an
+    array element with a sequence." and a complex one in a message printing the whole array,
+    none naming the file."""
+    from _cli import one_line_error
+
+    p = str(tmp_path / "rows.npy")
+    np.save(p, np.zeros((20, 3), dtype=dtype))
+    with pytest.raises(ValueError, match=r"rows\.npy: the rows have dtype .*, not real numbers"):
+        read_npy(p)
+    message = one_line_error(capsys, ["featurize", p, str(tmp_path / "s.zarr"), "--no-progress"])
+    assert message.startswith(f"dask-kernels featurize: error: input {p}: the rows have dtype ")
+    assert not os.path.exists(tmp_path / "s.zarr")
+
+
+def test_an_npy_that_is_a_fifo_is_refused_unread(tmp_path, capsys):
+    """featurize, train and predict blocked forever opening a FIFO named as rows or --labels."""
+    from _cli import one_line_error
+    from _special_files import deadline
+
+    fifo = str(tmp_path / "rows.npy")
+    os.mkfifo(fifo)
+    rows = str(tmp_path / "X.npy")
+    np.save(rows, np.ones((5, 3)))
+    says = f"{fifo}: not a .npy file: it is a FIFO (named pipe), not a regular file"
+    with deadline(fifo=fifo):
+        with pytest.raises(ValueError, match=re.escape(says)):
+            read_npy(fifo)
+        line = one_line_error(capsys, ["featurize", rows, str(tmp_path / "s.zarr"), "--labels", fifo, "--no-progress"])
+        assert line.startswith(f"dask-kernels featurize: error: --labels {fifo} is a FIFO (named pipe)"), line
+    assert not os.path.exists(tmp_path / "s.zarr")

@@ -100,3 +100,20 @@ def test_the_command_line_names_the_file_and_its_row(dataset, tmp_path, capsys):
     line = one_line_error(capsys, ["featurize", dataset, str(tmp_path / "c.zarr"), "--method", "gcws",
                                    "--param", "n_components=16", "--workers", "1", "--no-progress"])
     assert f"row 17 of {os.path.join(dataset, 'part-1.parquet')} (row 67 of the input), column 3" in line, line
+
+
+def test_a_column_name_twice_in_the_schema_is_named(tmp_path, capsys):
+    # pyarrow finds such a column by no name: "not readable as Parquet rows (KeyError: 'Column a
+    # does not exist in schema')"
+    from _cli import one_line_error
+
+    path = str(tmp_path / "twice.parquet")
+    pq.write_table(pa.table([pa.array([1.0, 2.0]), pa.array([3.0, 4.0]), pa.array([0, 1])], names=["a", "a", "y"]),
+                   path)
+    says = "column 'a' appears 2 times in the file's schema; columns are read by name: give each column its own name"
+    for columns in (None, ["a"]):
+        with pytest.raises(ValueError, match=f"twice.parquet: {says}"):
+            read_parquet(path, columns=columns, label="y")
+    assert read_parquet(path, columns=["y"]).compute().tolist() == [[0.0], [1.0]]  # the others read as before
+    line = one_line_error(capsys, ["featurize", path, str(tmp_path / "s.zarr"), "--label-column", "y", "--no-progress"])
+    assert line == f"dask-kernels featurize: error: input {path}: {says}"

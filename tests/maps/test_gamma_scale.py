@@ -181,3 +181,45 @@ def test_a_learned_gamma_whose_frequencies_do_not_fit_the_dtype_is_refused():
     with pytest.raises(ValueError, match=r"RFF gamma=\d.*e\+\d+: so large that its frequencies"):
         RFF(gamma="scale", n_components=8).fit(X)
     assert np.isfinite(RFF(gamma="scale", n_components=8, dtype="float64").fit(X).transform(X)).all()
+
+
+@pytest.mark.parametrize("scale", [None, "minmax"])
+@pytest.mark.parametrize("params, says", [
+    ({"sigma": 1e-40}, "sigma=1e-40: so narrow a bandwidth that its frequencies do not fit float32: give a larger "
+                       "sigma or dtype='float64'"),
+    ({"gamma": 1e80}, "gamma=1e+80: so narrow a bandwidth that its frequencies do not fit float32: give a smaller "
+                      "gamma or dtype='float64'"),
+])
+def test_fastfood_refuses_a_bandwidth_whose_frequencies_do_not_fit_the_dtype(scale, params, says):
+    # its scale diagonal cast to float32 was inf: every feature NaN with a scale, every row refused
+    # as beyond "magnitude bound 0" without
+    rows = np.random.default_rng(0).random((50, 4))
+    for fit_rows in (rows, da.from_array(rows, chunks=20)):
+        with pytest.raises(ValueError, match=f"^Fastfood {says}$".replace("+", r"\+").replace("(", r"\(")):
+            Fastfood(n_components=8, scale=scale, **params).fit(fit_rows)
+    spec = Fastfood(n_components=8, scale=scale).fit(rows).spec()
+    bad = tampered(spec, ("params", *params), params[next(iter(params))])
+    with pytest.raises(ValueError, match=r"^feature-map spec: Fastfood " + says.replace("+", r"\+")):
+        from_spec(bad)
+    f64 = Fastfood(n_components=8, scale=scale, dtype="float64", **params).fit(rows)
+    assert np.isfinite(f64.transform(rows)).all()
+
+
+@pytest.mark.parametrize("cls", [RFF, NRFF, Fastfood])
+def test_a_spec_whose_learned_gamma_does_not_fit_the_dtype_is_refused(cls):
+    # rebuilt from the spec, RFF's and NRFF's features were all NaN (a RuntimeWarning aside)
+    rows = np.random.default_rng(0).random((50, 4))
+    spec = cls(n_components=8, gamma="scale", scale="minmax").fit(rows).spec()
+    with pytest.raises(ValueError, match=r"^feature-map spec.*: \w+ gamma=1e\+300: so (large|narrow)"):
+        from_spec(tampered(spec, ("state", "gamma"), 1e300))
+    assert np.isfinite(from_spec(tampered(spec, ("state", "gamma"), 1e10)).transform(rows)).all()
+
+
+@pytest.mark.parametrize("cls", [RFF, Fastfood])
+def test_a_refused_learned_gamma_does_not_refuse_the_next_fit(cls):
+    # the gamma learned by the refused fit stayed, and the next fit checked it with the parameters
+    m = cls(n_components=8, gamma="scale")
+    rows = np.random.default_rng(0).random((50, 4))
+    with pytest.raises(ValueError, match="do not fit float32"):
+        m.fit(rows * 1e-45)
+    assert np.isfinite(m.fit(rows).transform(rows)).all()
