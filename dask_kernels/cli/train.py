@@ -167,9 +167,10 @@ def _naive_bayes():
     return sklearn.naive_bayes
 
 
-def _estimator(args, eta0, fmap=None):
+def _estimator(args, eta0, src=None):
     from dask_kernels import SoftmaxSGD
 
+    fmap = getattr(src, "feature_map", None)
     code_bits = fmap.bits if getattr(fmap, "method", None) == "gcws" else None  # GCWS: codes, not one-hot
     name = args.estimator or ("softmax" if code_bits is not None else "sgd")
     if args.rank is not None and name != "softmax":
@@ -178,17 +179,23 @@ def _estimator(args, eta0, fmap=None):
         hint = " (SGDClassifier's hinge loss is --estimator sgd-hinge)" if name == "sgd" else ""
         raise UsageError(f"--loss is a parameter of --estimator softmax, not of {name}{hint}")
 
-    if name == "softmax" and args.rank is not None and fmap is not None:  # before any row is read
+    if src is not None:  # the weights' memory, before any row is read
         from dask_kernels.learn.softmax import MAX_RANK, check_weights
-        from dask_kernels.learn.sources import learner_width
+        from dask_kernels.maps._bounds import MAX_TABLE_BYTES
 
-        if args.rank > MAX_RANK:
-            raise UsageError(f"--rank {args.rank:,}: at most {MAX_RANK:,} (as many as classes there can be)")
-        n_weights = 2**code_bits * int(fmap.n_output_features_) if code_bits is not None else learner_width(fmap)
-        try:
-            check_weights(args.rank, n_weights)
-        except ValueError as e:
-            raise UsageError(str(e)) from None
+        n_weights = 2**code_bits * int(fmap.n_output_features_) if code_bits is not None else src.learner_width()
+        if name == "softmax" and args.rank is not None:
+            if args.rank > MAX_RANK:
+                raise UsageError(f"--rank {args.rank:,}: at most {MAX_RANK:,} (as many as classes there can be)")
+            try:
+                check_weights(args.rank, n_weights)
+            except ValueError as e:
+                raise UsageError(str(e)) from None
+        elif 8 * n_weights > MAX_TABLE_BYTES:  # at least one float64 per feature (and per class but of two)
+            raise UsageError(f"--estimator {name}: the learner sees {n_weights:,} features, so its weights take at "
+                             f"least {8 * n_weights:,} bytes (float64), more than the bound of {MAX_TABLE_BYTES:,}; "
+                             + ("hash the input to fewer features (--method gcws, rff, ...)" if fmap is None else
+                                "lower --n-components (or bits)"))
     common = {"alpha": args.alpha, "learning_rate": "constant", "eta0": eta0, "random_state": args.seed}
     return {
         "sgd": lambda: _linear_model().SGDClassifier(loss="log_loss", **common),
@@ -410,7 +417,7 @@ def _train(args):
     if eta0 is None:
         codes = getattr(src.feature_map, "method", None) == "gcws" and args.estimator in (None, "softmax")
         eta0 = _default_eta0(src, args.source) * (SOFTMAX_ETA_FACTOR[args.loss or LOSSES[0]] if codes else 1.0)
-    est = _estimator(args, eta0, src.feature_map)
+    est = _estimator(args, eta0, src)
     for old, new in (("validation", "validation_fraction"), ("patience", "n_iter_no_change")):
         if getattr(args, f"old_{old}") is not None:
             warnings.warn(f"--{old} is deprecated and will be removed in the next release: use "

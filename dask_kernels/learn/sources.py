@@ -129,10 +129,12 @@ def _bounds(n_rows, block_rows, chunks=None):
 
 
 class BlockSource:
-    """Base class: ``n_rows``, ``bounds`` (list of ``(start, stop)``), ``feature_map``."""
+    """Base class: ``n_rows``, ``bounds`` (list of ``(start, stop)``), ``feature_map``,
+    ``n_input_features`` (the width of the rows read, before the map)."""
 
     feature_map = None
     n_rows = 0
+    n_input_features = 0
     bounds = ()
     has_labels = False
     #: dask scheduler of this source's reads (None: the active one); "synchronous" in tasks
@@ -148,6 +150,10 @@ class BlockSource:
     @property
     def n_blocks(self):
         return len(self.bounds)
+
+    def learner_width(self) -> int:
+        """Features the learner sees: the map's (after :meth:`expand`), else the rows' own."""
+        return learner_width(self.feature_map) if self.feature_map is not None else int(self.n_input_features)
 
     def read(self, i, rows=None):
         """``(stored_block, labels_or_None)`` of block ``i``; ``rows`` selects rows within it."""
@@ -238,7 +244,7 @@ class StoreSource(BlockSource):
         self.features = feats
         self.labels = store.labels
         self.feature_map = store.feature_map
-        self.n_rows = int(feats.shape[0])
+        self.n_rows, self.n_input_features = int(feats.shape[0]), int(feats.shape[1])
         width = getattr(self.feature_map, "n_output_features_", feats.shape[1])
         if feats.shape[1] != width:
             raise ValueError(f"{where}: features have {feats.shape[1]} columns but the stored "
@@ -393,7 +399,7 @@ class ArraySource(BlockSource):
         if sp.issparse(X):  # checked whole: slicing a malformed matrix silently drops entries
             X = validate_block(X)
         self.X = X
-        self.n_rows = int(X.shape[0])
+        self.n_rows, self.n_input_features = int(X.shape[0]), int(X.shape[1])
         if y is not None:
             if not (_is_dask(y) or isinstance(y, np.ndarray)):  # a np.memmap stays one (see __getstate__)
                 y = np.asarray(y)
@@ -486,8 +492,9 @@ class PartitionSource(BlockSource):
         self.bounds = row_bounds(sizes=parts.row_counts)
         self.n_rows = self.bounds[-1][1] if self.bounds else 0
         self.has_labels = bool(parts.has_labels)
+        self.n_input_features = int(parts.n_features)
         if feature_map is not None:
-            feature_map = _fit_if_needed(feature_map, self._first_rows, int(parts.n_features), parts)
+            feature_map = _fit_if_needed(feature_map, self._first_rows, self.n_input_features, parts)
         self.feature_map = feature_map
 
     def _first_rows(self):
@@ -541,5 +548,5 @@ def as_source(data, y=None, feature_map=None, block_rows=None):
 
 def learner_width(fmap: Any) -> int:
     """Number of features the learner sees from ``fmap`` (after :meth:`expand`)."""
-    probe = np.zeros((1, int(fmap.n_output_features_)), dtype=fmap.output_dtype_)
+    probe = np.zeros((0, int(fmap.n_output_features_)), dtype=fmap.output_dtype_)  # no rows: nothing allocated
     return int(fmap.expand(probe).shape[1])

@@ -17,6 +17,7 @@ import scipy.sparse as sp
 
 from _cli import one_line_error
 from dask_kernels import GCWS, NRFF, RFF, CoRE, Fastfood, Nystroem, featurize, from_spec
+from dask_kernels.cli import main
 from dask_kernels.io import read_svmlight
 from dask_kernels.maps._bounds import MAX_COMPONENTS, MAX_LANDMARKS, MAX_PADDED_DIM, MAX_TABLE_BYTES
 
@@ -230,6 +231,26 @@ def test_true_is_no_count_for_a_numeric_param(small, tmp_path, capsys, param, sa
                                    "--param", param])
     assert f"--param {param}: {says}" in line, line
     assert not out.exists()
+
+
+@pytest.mark.parametrize("estimator", ["sgd", "softmax", "multinomial-nb"])
+def test_train_raw_on_input_of_legal_but_huge_width_is_one_line_before_training(tmp_path, capsys, estimator):
+    """A 3-line svmlight file of index 1.5e9: `train --method raw` (SGDClassifier) allocated its
+    12 GB of weights and more, killed by the kernel at 24 GB."""
+    from _special_files import memory_cap
+
+    wide = tmp_path / "wide.svm"
+    wide.write_bytes(b"1 1:1 1500000000:1\n0 2:1\n1 3:1\n")
+    t = time.perf_counter()
+    with memory_cap(2**30):
+        line = one_line_error(capsys, ["train", str(wide), "-o", str(tmp_path / "m.dk"), "--method", "raw",
+                                       "--estimator", estimator, "--no-progress"])
+    assert time.perf_counter() - t < 30
+    assert line == (f"dask-kernels train: error: --estimator {estimator}: the learner sees 1,500,000,000 features, so "
+                    "its weights take at least 12,000,000,000 bytes (float64), more than the bound of 2,147,483,648; "
+                    "hash the input to fewer features (--method gcws, rff, ...)"), line
+    assert not (tmp_path / "m.dk").exists()
+    assert main(["train", str(wide), "-o", str(tmp_path / "m.dk"), "--no-progress"]) == 0  # hashed: trains
 
 
 def test_svmlight_input_wider_than_2_31_is_one_line_naming_the_file(small, tmp_path, capsys):
