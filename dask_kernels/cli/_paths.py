@@ -48,6 +48,12 @@ def exists(path, storage_options=None):
 
 def existing(path, flag):
     """``normalize(path)``, or a UsageError naming ``flag`` when nothing is there."""
+    # the path as given: resolved, a process substitution's /dev/fd/63 becomes "pipe:[...]", not found
+    local = isinstance(path, (str, os.PathLike)) and not is_url(os.fspath(path)) and not is_glob(os.fspath(path))
+    if local and os.path.exists(path) and not os.path.isdir(path):
+        problem = file_problem(path, 2**63)  # the readers would block on a FIFO forever, read a device without end
+        if problem is not None:
+            raise UsageError(f"{flag} {path} {problem}: the readers read a file more than once; write it to a file")
     p = normalize(path)
     try:
         found = exists(p)
@@ -55,10 +61,6 @@ def existing(path, flag):
         raise UsageError(f"{flag} {path}: cannot be reached ({e})") from None
     if not found:
         raise UsageError(f"{flag} {path}: no such file or directory")
-    if not is_url(p) and not is_glob(p) and os.path.exists(p) and not os.path.isdir(p):
-        problem = file_problem(p, 2**63)  # the readers would block on a FIFO forever, read a device without end
-        if problem is not None:
-            raise UsageError(f"{flag} {path} {problem}: the readers read a file more than once; write it to a file")
     return p
 
 

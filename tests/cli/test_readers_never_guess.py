@@ -207,3 +207,18 @@ def test_an_input_that_is_a_fifo_or_a_device_is_refused_unread(tmp_path, capsys,
     line = one_line_error(capsys, ["featurize", "/dev/zero", str(tmp_path / "s.zarr"), "--format", "svmlight"])
     assert "input /dev/zero is a character device, not a regular file" in line
     assert not os.path.exists(tmp_path / "s.zarr")
+
+
+def test_a_process_substitution_is_named_a_fifo_not_missing(tmp_path, capsys):
+    """`featurize <(zcat rows.svm.gz)` passes /dev/fd/N, a link to a pipe: resolved first, the
+    path became "pipe:[...]" and the error said "no such file or directory"."""
+    r, w = os.pipe()
+    try:
+        os.write(w, b"1 1:1\n")
+        line = one_line_error(capsys, ["featurize", f"/dev/fd/{r}", str(tmp_path / "s.zarr"), "--no-progress"])
+    finally:
+        os.close(r)
+        os.close(w)
+    assert line == (f"dask-kernels featurize: error: input /dev/fd/{r} is a FIFO (named pipe), not a regular file: "
+                    "the readers read a file more than once; write it to a file"), line
+    assert not os.path.exists(tmp_path / "s.zarr")
