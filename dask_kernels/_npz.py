@@ -61,7 +61,13 @@ def save_npz(path, arrays, meta=None):
     fd, tmp = _new_temp(folder, base)
     try:
         with os.fdopen(fd, "wb") as f:
-            np.savez(f, **payload)
+            # np.savez's format, written here so that the archive is closed on an error too: NumPy
+            # 2.0's savez leaves it open, and its finalizer then fails on the closed file (a second
+            # message after a full disk's)
+            with zipfile.ZipFile(f, "w", zipfile.ZIP_STORED, allowZip64=True) as zf:
+                for name, a in payload.items():
+                    with zf.open(f"{name}.npy", "w", force_zip64=True) as member:
+                        np.lib.format.write_array(member, a, allow_pickle=False)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)

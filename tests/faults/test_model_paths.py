@@ -108,7 +108,7 @@ def test_failed_save_leaves_nothing_and_keeps_the_old_model(tmp_path, model, mon
         raise OSError("disk full (injected)")
 
     if fail_in == "savez":
-        monkeypatch.setattr(np, "savez", boom)
+        monkeypatch.setattr(np.lib.format, "write_array", boom)
     else:
         import json
 

@@ -13,14 +13,12 @@ from dask_kernels.sidecar import write_npz
 
 
 def _failing_savez(monkeypatch):
-    """np.savez that writes part of the file, then fails (a full disk)."""
-    def savez(file, *args, **kwds):
-        f = open(file, "wb") if isinstance(file, (str, os.PathLike)) else file
-        f.write(b"PK\x03\x04 part of a zip")
-        f.flush()
+    """An array write that writes part of the file, then fails (a full disk)."""
+    def write_array(fp, *args, **kwds):
+        fp.write(b"\x93NUMPY part of an array")
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(np, "savez", savez)
+    monkeypatch.setattr(np.lib.format, "write_array", write_array)
 
 
 @pytest.mark.parametrize("write", ["sidecar", "checkpoint"])
