@@ -119,7 +119,7 @@ def test_failed_checkpoint_write_leaves_no_temporary_file(setup, tmp_path, monke
     def boom(*a, **k):
         raise OSError("disk full (injected)")
 
-    monkeypatch.setattr(np, "savez", boom)
+    monkeypatch.setattr(np.lib.format, "write_array", boom)
     with pytest.raises(OSError, match="injected"):
         _fit(setup, ck)
     monkeypatch.undo()
