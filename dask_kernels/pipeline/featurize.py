@@ -28,16 +28,15 @@ from ..io._layers import name_input_error, read_together, row_label_pairs
 from ..io.tabular import as_rows, column_names
 from ..labels import Encoded, encode, is_class_names
 from ._digest import digest
-from .creation import create_store
-from .layout import MAX_SHARD_BLOCKS, STORE_FORMAT, open_checked
+from .layout import MAX_SHARD_BLOCKS
 from .leases import check_lease
-from .location import StoreError, inspect_path, open_group, refuse_foreign, refuse_link, refuse_nesting
-from .records import FIELD, mark_complete, read_records, record_ok, set_incomplete
+from .plan import appended_part, plan_run
+from .location import open_group, refuse_link, refuse_nesting
+from .records import FIELD, mark_complete, set_incomplete
 from .segments import add_segment, segment_path
 from .store import BlockReader, open_store
 from .append import append_target
-from .fingerprint import (check_feature_names, differences, fingerprint_hash, input_fingerprint, job_fingerprint,
-                          job_key, stable_part)
+from .fingerprint import check_feature_names, fingerprint_hash, input_fingerprint, job_fingerprint, job_key
 from .tasks import (_assemble, _input_digest, featurize_dense_chunk, transform_chunk, transform_part, verify_block,
                     write_blocks, write_dense_chunk, write_shard)
 
@@ -362,7 +361,7 @@ def featurize(X: Any, feature_map: FeatureMap, *, labels: Any = None, row_ids: A
 
     # the same rows appended before under another identity (a file rewritten with the same bytes,
     # or touched: a new modification time) are that part again, resumed, not appended twice
-    same = None if root is None or root["fingerprint_sha256"] == fp_sha else _appended_already(
+    same = None if root is None or root["fingerprint_sha256"] == fp_sha else appended_part(
         store, storage_options, root, fp, lambda: _row_digests(kind, src, block_rows, n_rows, from_source))
     if root is not None and root["fingerprint_sha256"] != fp_sha and same != "":  # a new input: a new segment
         name = same or "seg-" + fp_sha[:16]
@@ -378,7 +377,7 @@ def featurize(X: Any, feature_map: FeatureMap, *, labels: Any = None, row_ids: A
     checks = switch("integrity")  # dask config dask_kernels.integrity (benchmarks turn it off)
     n_blocks = -(-n_rows // block_rows)
     k = shard_blocks(shards, n_blocks, block_rows * width * out_dtype.itemsize)
-    plan = _prepare(store, storage_options, overwrite, fp, checks, n_rows=n_rows, block_rows=block_rows, width=width,
+    plan = plan_run(store, storage_options, overwrite, fp, checks, n_rows=n_rows, block_rows=block_rows, width=width,
                     dtype=out_dtype, columns=columns, compressors=compressors, info=info, shard_blocks=k)
     if arrays is not None:  # the store keeps the map's fitted arrays (subgroup "fitted")
         write_group(open_group(store, "r+", storage_options), map_arrays(fmap))
@@ -558,27 +557,6 @@ def _block_pieces(src, block_rows, n_rows, labels, row_ids, labels_from_source):
     return pieces
 
 
-def _appended_already(store, storage_options, root, fp, row_digests):
-    """The part of an appended-to store (``""``: its first rows, else a segment's name) that holds
-    the rows of ``fp``'s input under another identity: the same stable fingerprint (map, shape,
-    block size, columns...) and the same recorded digest of every block's input rows
-    (``row_digests()``, computed only if such a part exists). None if no part does."""
-    parts = [("", root)]
-    for entry in root.get("segments", []):
-        name = entry["name"] if isinstance(entry, dict) else entry
-        parts.append((name, open_checked(segment_path(store, name), storage_options, consolidated=False)[1]))
-    digests = None
-    for name, info in parts:
-        if differences(stable_part(info["fingerprint"]), stable_part(fp)):
-            continue
-        records = read_records(open_group(store if not name else segment_path(store, name), "r", storage_options))
-        if digests is None:
-            digests = row_digests()
-        if records.shape[0] == digests.shape[0] and np.array_equal(records[:, FIELD["input"]], digests):
-            return name
-    return None
-
-
 def _row_digests(kind, src, block_rows, n_rows, from_source):
     """The digest of each store block's input rows (as the tasks record it), read on the cluster."""
     if kind == "dense":
@@ -588,53 +566,3 @@ def _row_digests(kind, src, block_rows, n_rows, from_source):
     pieces = _block_pieces(src, block_rows, n_rows, None, None, from_source)
     tasks = [dask.delayed(lambda p: _input_digest(_assemble(p)[0]))(pieces(i)) for i in range(-(-n_rows // block_rows))]
     return np.array(dask.compute(*tasks), dtype=np.uint64)
-
-
-def _overwrite_resumes(group, info, create):
-    """Whether ``overwrite`` resumes this job's store (``group``, attributes ``info``) instead of
-    replacing it: it holds no appended rows (segments) and has the codecs and shards that
-    ``create`` would give it."""
-    auto = isinstance(create["compressors"], str) and create["compressors"] == "auto"
-    return (auto and "segments" not in group.group_keys()
-            and int(info.get("shard_blocks", 1)) == int(create["shard_blocks"]))
-
-
-def _prepare(path, storage_options, overwrite, fp, checks, **create):
-    """Create the store, or check an existing one of the same job. Returns a plan: ``lease``,
-    ``done`` mask, ``records``, ``info`` (stored attributes), ``resumed``, ``input_changed``."""
-    n_blocks = -(-create["n_rows"] // create["block_rows"])
-    kind, detail = inspect_path(path, storage_options)
-    if kind == "foreign":
-        refuse_foreign(path, detail)
-    attrs = detail["attributes"]["dask_kernels"] if kind == "ours" else {}
-    if kind == "ours" and attrs.get("format") == 1 and not overwrite:
-        raise StoreError(
-            f"{path} is a format 1 feature store (dask_kernels {attrs.get('package_version', '?')}); this "
-            f"version resumes only format {STORE_FORMAT} stores (format 1 still opens for reading). "
-            "Pass overwrite=True to replace it, or write to another store.")
-    # else its creation was killed half-way (no "done"): nothing in it, replace it
-    if kind == "ours" and attrs.get("format") != 1 and "done" in open_group(path, "r", storage_options).array_keys():
-        try:
-            g, info = open_checked(path, storage_options, consolidated=False)
-        except ValueError:
-            if not overwrite:
-                raise
-            info = None  # damaged: overwrite replaces it
-        diff = None if info is None else differences(stable_part(info["fingerprint"]), stable_part(fp))
-        if diff and not overwrite:
-            raise ValueError(f"{path} holds features of a different job, refusing to resume it; "
-                             f"what differs: {'; '.join(diff)}. Pass overwrite=True to replace it, or "
-                             "write to another store.")
-        # overwrite replaces another job's store; this job's is resumed as without it (a re-run of a
-        # job after a crash keeps its finished blocks)
-        if info is not None and not diff and (not overwrite or _overwrite_resumes(g, info, create)):
-            records = read_records(g)
-            done = record_ok(records, info, np.arange(n_blocks), check=checks)
-            return {"lease": info["lease"], "done": done, "records": records, "info": info, "resumed": True,
-                    "input_changed": info["fingerprint_sha256"] != fingerprint_hash(fp)}
-    lease = uuid.uuid4().hex
-    info = dict(create.pop("info"), lease=lease)
-    create_store(path, storage_options=storage_options, replace=kind == "ours", info=info, checksums=checks,
-                 **create)
-    return {"lease": lease, "done": np.zeros(n_blocks, dtype=bool), "records": None, "info": None, "resumed": False,
-            "input_changed": False}
